@@ -1,0 +1,91 @@
+"""The one-pass probe against running the blocks by hand."""
+import pytest
+import torch
+
+from ib_tutorial.metrics import CovarianceAccumulator, effective_encoding_dimension
+from ib_tutorial.models import vit_small
+from ib_tutorial.probe import profile_model, select_tokens
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return vit_small(img_size=32, patch_size=8).eval()
+
+
+@pytest.fixture(scope="module")
+def images():
+    return torch.randn(12, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+
+def block_outputs_by_hand(model, images):
+    """Run patch embedding, position embedding and each block explicitly."""
+    with torch.no_grad():
+        x = model.patch_embed(images)
+        x = model._pos_embed(x)
+        x = model.patch_drop(x)
+        x = model.norm_pre(x)
+        outputs = []
+        for block in model.blocks:
+            x = block(x)
+            outputs.append(x)
+    return outputs
+
+
+@pytest.mark.parametrize("tokens", ["all", "cls", "patch", "mean"])
+def test_probe_matches_blocks_run_by_hand(model, images, tokens):
+    profile = profile_model(model, images, tokens=tokens, progress=False)
+    for index, output in enumerate(block_outputs_by_hand(model, images)):
+        expected = effective_encoding_dimension(select_tokens(output, tokens))
+        assert profile.n_eff[index] == pytest.approx(expected, rel=1e-5)
+    assert profile.depth == 12
+    assert profile.dim == 384
+
+
+def test_batches_from_a_loader_equal_one_batch(model, images):
+    whole = profile_model(model, images, progress=False)
+    loader = [(chunk, torch.zeros(len(chunk))) for chunk in torch.split(images, 5)]
+    streamed = profile_model(model, loader, progress=False)
+    assert streamed.n_eff == pytest.approx(whole.n_eff, rel=1e-6)
+    assert streamed.n_images == 12
+    assert streamed.n_tokens == 12 * 17
+
+
+def test_token_counts(images):
+    out = torch.randn(4, 17, 8)
+    assert select_tokens(out, "all").shape == (68, 8)
+    assert select_tokens(out, "cls").shape == (4, 8)
+    assert select_tokens(out, "patch").shape == (64, 8)
+    torch.testing.assert_close(select_tokens(out, "mean"), out[:, 1:].mean(1))
+
+
+def test_companions_are_reported_per_block(model, images):
+    profile = profile_model(
+        model, images, companions=("rankme", "participation_ratio", "twonn"), twonn_samples=150, progress=False
+    )
+    for name in ("rankme", "participation_ratio", "twonn"):
+        assert len(profile.companions[name]) == 12
+    for pr, n_eff in zip(profile.companions["participation_ratio"], profile.n_eff):
+        assert pr <= n_eff
+
+
+def test_uncentred_profile_uses_the_uncentred_accumulator(model, images):
+    profile = profile_model(model, images, center=False, tokens="cls", progress=False)
+    last = block_outputs_by_hand(model, images)[-1][:, 0]
+    acc = CovarianceAccumulator(384, center=False)
+    acc.update(last)
+    assert profile.n_eff[-1] == pytest.approx(acc.effective_dimension(), rel=1e-5)
+
+
+def test_model_mode_is_restored(model, images):
+    model.train()
+    profile_model(model, images[:2], progress=False)
+    assert model.training
+    model.eval()
+
+
+def test_bad_choices_name_the_options(model, images):
+    with pytest.raises(ValueError, match="all"):
+        profile_model(model, images, tokens="every", progress=False)
+    with pytest.raises(ValueError, match="rankme"):
+        profile_model(model, images, companions=("entropy",), progress=False)

@@ -15,6 +15,18 @@ from .presets import get_preset
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # `ib_tutorial.train(...)` without importing torch's training stack with the package.
+    # The function lives in `ib_tutorial.training`; `ib_tutorial/train.py` is only the
+    # `python -m ib_tutorial.train` entry point, which nothing imports by name.
+    if name == "train":
+        from .training import train
+
+        return train
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "CovarianceAccumulator",
     "eed_percent",
@@ -22,5 +34,6 @@ __all__ = [
     "get_preset",
     "participation_ratio",
     "rankme",
+    "train",
     "twonn_dimension",
 ]

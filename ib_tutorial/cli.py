@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import os
+import types
+import typing
 
-from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS
+from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, training_overrides
 
 
 def _show_presets(_args: argparse.Namespace) -> None:
@@ -16,10 +20,71 @@ def _show_presets(_args: argparse.Namespace) -> None:
         print(f"  {key}: {text}")
 
 
+def _value_parser(kind: type):
+    """Text -> value of a setting's type: ``none`` for optional ones, ``a,b`` for pairs, true/false."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+        parse_inner = _value_parser(inner)
+        return lambda text: None if text.lower() == "none" else parse_inner(text)
+    if typing.get_origin(kind) is tuple:
+        return lambda text: tuple(float(part) for part in text.split(","))
+    if kind is bool:
+        return lambda text: {"true": True, "false": False}[text.lower()]
+    return kind
+
+
+def _dataset_option(text: str) -> tuple[str, object]:
+    key, separator, value = text.partition("=")
+    if not separator:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `ib-tutorial train` (also `python -m ib_tutorial.train`)."""
+    parser.add_argument("--dataset", required=True, help="dataset name, e.g. synthetic-objects, cifar100")
+    parser.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    parser.add_argument("--out", default=None, help="run directory (default: <data root>/runs/<dataset>-<preset>)")
+    parser.add_argument("--resume", action="store_true", help="continue from the run directory's last checkpoint")
+    parser.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    parser.add_argument("--download", action="store_true", help="download the dataset if it is missing")
+    parser.add_argument("--dataset-option", action="append", type=_dataset_option, default=[], metavar="KEY=VALUE",
+                        help="extra dataset argument, e.g. texture_weight=0.5 (repeatable)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    overrides = parser.add_argument_group("overrides", "any training or view setting; unset ones come from the preset")
+    for name, kind in training_overrides().items():
+        overrides.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_value_parser(kind), default=None,
+                               metavar=name.upper())
+
+
+def _train(args: argparse.Namespace) -> None:
+    from .training import NonFiniteLossError, train
+
+    overrides = {name: getattr(args, name) for name in training_overrides() if getattr(args, name) is not None}
+    try:
+        path = train(
+            args.dataset, args.preset, out=args.out, resume=args.resume, root=args.root, download=args.download,
+            dataset_options=dict(args.dataset_option), progress=not args.no_progress, **overrides,
+        )
+    except (NonFiniteLossError, FileExistsError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    if os.environ.get("RANK", "0") == "0":
+        print(f"run written to {path}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ib-tutorial", description="Measure how ViTs compress information.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("presets", help="list the named settings").set_defaults(func=_show_presets)
+    train_parser = commands.add_parser(
+        "train", help="train ViT-Small with DINO",
+        description="Train ViT-Small with DINO. For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial.train ...",
+    )
+    add_train_arguments(train_parser)
+    train_parser.set_defaults(func=_train)
     return parser
 
 

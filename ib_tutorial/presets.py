@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import typing
 from dataclasses import dataclass, field
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
@@ -49,6 +50,143 @@ class ProbeSettings:
 
 
 @dataclass(frozen=True)
+class ViewSettings:
+    """Input geometry and multi-crop views for one dataset.
+
+    Attributes:
+        img_size: side of the two global crops, and the input size the ViT is built for.
+        patch_size: ViT patch side; a global crop has ``(img_size / patch_size)^2`` patches.
+        local_crop_size: side of each local crop (a multiple of ``patch_size``).
+        global_crop_scale: (min, max) fraction of the source image's area a global crop covers.
+        local_crop_scale: the same for local crops.
+    """
+
+    img_size: int
+    patch_size: int
+    local_crop_size: int
+    global_crop_scale: tuple[float, float] = (0.4, 1.0)
+    local_crop_scale: tuple[float, float] = (0.05, 0.4)
+
+
+# DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px
+# (6 x 6 patches). The paper states neither patch nor input size. Our default keeps each
+# dataset at its native resolution and chooses the patch so that a global crop is an
+# 8 x 8 grid of patches (CIFAR-100, Tiny ImageNet, the synthetic worlds) or DINO's own
+# 14 x 14 (UC Merced, resized from 256 px), with local crops half (or, for UC Merced,
+# DINO's 96/224) the global side. Scales are DINO's.
+PAPER_VIEWS: dict[str, ViewSettings] = {
+    "cifar100": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
+    "tiny-imagenet": ViewSettings(img_size=64, patch_size=8, local_crop_size=32),
+    "uc-merced": ViewSettings(img_size=224, patch_size=16, local_crop_size=96),
+    "synthetic-objects": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
+    "synthetic-textures": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
+    "synthetic-mix": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
+}
+
+# CPU tiers: every dataset at 32 px with patch 8 (4 x 4 patches per global crop, 2 x 2 per
+# local crop), which cuts the tokens per image 4-fold against patch 4.
+REDUCED_VIEWS: dict[str, ViewSettings] = {
+    name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16) for name in PAPER_VIEWS
+}
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """DINO training: optimisation, distillation, multi-crop, evaluation and bookkeeping.
+
+    The reference values are DINO's own (``main_dino.py``), which trains ViT-S/16 for 100
+    epochs on ImageNet with them; the paper states only ViT-S, DINO and 100 epochs.
+
+    Attributes:
+        epochs: passes over the training images.
+        batch_size: images per optimisation step, summed over all processes.
+        lr: peak learning rate for a batch of 256; the peak used is ``lr * batch_size / 256``.
+        min_lr: learning rate at the end of the cosine decay.
+        warmup_epochs: epochs of linear learning-rate warm-up from 0.
+        weight_decay, weight_decay_end: AdamW weight decay, cosine from the first to the second.
+        momentum_teacher: teacher EMA momentum at step 0; cosine to 1 at the end.
+        warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs: the teacher temperature
+            rises linearly from the first to the second over that many epochs, then stays.
+        student_temp: student softmax temperature.
+        center_momentum: EMA momentum of the teacher centre.
+        out_dim: K, the head's output size.
+        hidden_dim, bottleneck_dim: widths of the head's MLP and its bottleneck.
+        norm_last_layer: fix the weight-norm gains of the head's last layer at 1.
+        local_crops_number: local crops per image (beside the two global crops).
+        clip_grad: per-parameter gradient-norm clip (0 disables it).
+        freeze_last_layer: epochs during which the head's last layer is not updated.
+        drop_path_rate: stochastic-depth rate of the student.
+        precision: ``auto`` (bf16 autocast on CUDA, fp16 with loss scaling where bf16 is not
+            supported, fp32 on CPU), or ``bf16``, ``fp16``, ``fp32``.
+        num_workers: data-loading processes per training process.
+        train_images: train on this many images of the train split (a fixed random subset);
+            ``None`` for all.
+        knn_train_images, knn_eval_images: images of the train and held-out splits used by
+            the k-NN evaluation (fixed random subsets; ``None`` for all).
+        knn_k, knn_temperature: neighbours and temperature of the weighted k-NN vote.
+        knn_every: evaluate k-NN accuracy every this many epochs (and before the first, and
+            after the last).
+        checkpoint_every: write a checkpoint every this many epochs (and after the last).
+        log_every: append training metrics every this many steps.
+        views: per-dataset input geometry (:class:`ViewSettings`), keyed by dataset name.
+    """
+
+    epochs: int
+    batch_size: int
+    lr: float = 5e-4
+    min_lr: float = 1e-6
+    warmup_epochs: int = 10
+    weight_decay: float = 0.04
+    weight_decay_end: float = 0.4
+    momentum_teacher: float = 0.996
+    warmup_teacher_temp: float = 0.04
+    teacher_temp: float = 0.04
+    warmup_teacher_temp_epochs: int = 30
+    student_temp: float = 0.1
+    center_momentum: float = 0.9
+    out_dim: int = 65536
+    hidden_dim: int = 2048
+    bottleneck_dim: int = 256
+    norm_last_layer: bool = True
+    local_crops_number: int = 8
+    clip_grad: float = 3.0
+    freeze_last_layer: int = 1
+    drop_path_rate: float = 0.1
+    precision: str = "auto"
+    num_workers: int = 8
+    train_images: int | None = None
+    knn_train_images: int | None = None
+    knn_eval_images: int | None = None
+    knn_k: int = 20
+    knn_temperature: float = 0.07
+    knn_every: int = 10
+    checkpoint_every: int = 10
+    log_every: int = 10
+    views: dict[str, ViewSettings] = field(default_factory=lambda: dict(PAPER_VIEWS), hash=False)
+
+    def view(self, dataset: str) -> ViewSettings:
+        """The input geometry for ``dataset``; a clear error for a dataset with none."""
+        try:
+            return self.views[dataset]
+        except KeyError:
+            raise ValueError(
+                f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
+                "Add a ViewSettings entry for it to the preset's `views`."
+            ) from None
+
+
+def training_overrides() -> dict[str, type]:
+    """Every setting a training run accepts as an override, with its type: the fields of
+    :class:`TrainSettings` (but ``views``) and :class:`ViewSettings`, and the preset's
+    ``seed`` and ``device``."""
+    names: dict[str, type] = {"seed": int, "device": str}
+    for section in (TrainSettings, ViewSettings):
+        hints = typing.get_type_hints(section)
+        names.update({f.name: hints[f.name] for f in dataclasses.fields(section) if f.name != "views"})
+    return names
+
+
+@dataclass(frozen=True)
 class Preset:
     """One named tier of settings. ``seed`` makes every run in the tier repeatable."""
 
@@ -57,6 +195,7 @@ class Preset:
     seed: int
     device: str  # "cpu", "cuda", or "auto" (CUDA when available)
     probe: ProbeSettings = field(repr=False)
+    train: TrainSettings = field(repr=False)
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -68,6 +207,13 @@ PAPER_OPEN_CHOICES = {
     "probe.images": "number of images whose tokens feed the metric (default 2,000)",
     "probe.tokens": "which tokens feed the metric: all (CLS + patches, default), cls, patch, mean",
     "probe.center": "centred covariance (default) or uncentred H^T H / N",
+    "train.views": "input size and patch size per dataset (32 px/patch 4 CIFAR-100, 64/8 Tiny ImageNet, 224/16 UC Merced)",
+    "train.batch_size": "global batch size (default 256, so the peak learning rate is DINO's 5e-4)",
+    "train.lr": "peak learning rate per 256 images (DINO: 5e-4), with 10 warm-up epochs",
+    "train.teacher_temp": "teacher temperature (DINO's 100-epoch recipe: 0.04 throughout)",
+    "train.out_dim": "head output size K (DINO: 65,536)",
+    "train.local_crops_number": "local crops per image (DINO's 100-epoch recipe: 8) and their scales",
+    "train.momentum_teacher": "teacher EMA momentum (DINO: 0.996, cosine to 1)",
 }
 
 PRESETS: dict[str, Preset] = {
@@ -77,6 +223,13 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         probe=ProbeSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
+        train=TrainSettings(
+            epochs=2, batch_size=32, lr=5e-4, warmup_epochs=1,
+            warmup_teacher_temp=0.04, teacher_temp=0.05, warmup_teacher_temp_epochs=2,
+            out_dim=1024, local_crops_number=2, drop_path_rate=0.1, num_workers=0,
+            train_images=256, knn_train_images=256, knn_eval_images=128,
+            knn_every=1, checkpoint_every=1, log_every=1, views=REDUCED_VIEWS,
+        ),
     ),
     "laptop": Preset(
         name="laptop",
@@ -84,6 +237,13 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         probe=ProbeSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
+        train=TrainSettings(
+            epochs=20, batch_size=64, lr=5e-4, warmup_epochs=2,
+            warmup_teacher_temp=0.04, teacher_temp=0.05, warmup_teacher_temp_epochs=5,
+            out_dim=4096, local_crops_number=4, num_workers=0,
+            train_images=2000, knn_train_images=2000, knn_eval_images=500,
+            knn_every=2, checkpoint_every=2, log_every=5, views=REDUCED_VIEWS,
+        ),
     ),
     "quick": Preset(
         name="quick",
@@ -91,6 +251,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         probe=ProbeSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
+        train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5),
     ),
     "paper": Preset(
         name="paper",
@@ -98,6 +259,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         probe=ProbeSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
+        train=TrainSettings(epochs=100, batch_size=256),
     ),
 }
 

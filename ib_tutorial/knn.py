@@ -1,0 +1,100 @@
+r"""Weighted k-nearest-neighbour accuracy of frozen features (Wu et al., 2018; DINO's k-NN).
+
+Every image is represented by its backbone feature (the ViT's final CLS token), L2
+normalised. A held-out image votes with its :math:`k` most similar training images,
+each weighted by :math:`\exp(\cos / T)`:
+
+.. math::
+    \mathrm{score}(c) = \sum_{j \in \mathrm{top}_k} \exp\!\big(x^\top x_j / T\big)\,[y_j = c],
+    \qquad \hat y = \arg\max_c \mathrm{score}(c).
+
+DINO uses :math:`k = 20` and :math:`T = 0.07`. No training, no labels during
+pre-training: it measures how well the features already separate the classes.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+from tqdm.auto import tqdm
+
+
+@torch.no_grad()
+def extract_features(
+    backbone: torch.nn.Module,
+    dataset: Dataset,
+    batch_size: int = 256,
+    device: torch.device | str = "cpu",
+    num_workers: int = 0,
+    progress: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """L2-normalised features [N, D] (float32, on CPU) and labels [N] of a dataset of
+    ``(image tensor, label)`` pairs. The backbone is run in eval mode (and restored);
+    on CUDA under bf16 autocast."""
+    device = torch.device(device)
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+    was_training = backbone.training
+    backbone.eval()
+    features, labels = [], []
+    try:
+        for images, targets in tqdm(loader, desc="k-NN features", disable=not progress, leave=False):
+            with autocast:
+                output = backbone(images.to(device, non_blocking=True))
+            features.append(F.normalize(output.float(), dim=1).cpu())
+            labels.append(torch.as_tensor(targets))
+    finally:
+        backbone.train(was_training)
+    return torch.cat(features), torch.cat(labels)
+
+
+@torch.no_grad()
+def weighted_knn_predict(
+    train_features: torch.Tensor,
+    train_labels: torch.Tensor,
+    query_features: torch.Tensor,
+    num_classes: int,
+    k: int = 20,
+    temperature: float = 0.07,
+    chunk: int = 1024,
+) -> torch.Tensor:
+    r"""Class scores [M, C] of each query by the weighted vote above.
+
+    Args:
+        train_features: [N, D], rows L2-normalised.
+        train_labels: [N] integers in ``[0, num_classes)``.
+        query_features: [M, D], rows L2-normalised.
+        k: neighbours per query (capped at N).
+        temperature: :math:`T`.
+        chunk: queries per similarity block, to bound memory at ``chunk * N`` floats.
+    """
+    k = min(k, train_features.shape[0])
+    scores = []
+    for queries in torch.split(query_features, chunk):
+        similarity, neighbours = (queries @ train_features.T).topk(k, dim=1)
+        weights = (similarity / temperature).exp()
+        votes = torch.zeros(queries.shape[0], num_classes, dtype=weights.dtype, device=weights.device)
+        votes.scatter_add_(1, train_labels[neighbours], weights)
+        scores.append(votes)
+    return torch.cat(scores)
+
+
+def knn_accuracy(
+    train_features: torch.Tensor,
+    train_labels: torch.Tensor,
+    query_features: torch.Tensor,
+    query_labels: torch.Tensor,
+    num_classes: int,
+    k: int = 20,
+    temperature: float = 0.07,
+) -> dict[str, float]:
+    """Top-1 and top-5 accuracy (percent) of :func:`weighted_knn_predict` on labelled queries."""
+    scores = weighted_knn_predict(train_features, train_labels, query_features, num_classes, k, temperature)
+    ranked = scores.argsort(dim=1, descending=True)
+    correct = ranked == query_labels[:, None]
+    return {
+        "top1": 100.0 * correct[:, :1].any(dim=1).float().mean().item(),
+        "top5": 100.0 * correct[:, : min(5, num_classes)].any(dim=1).float().mean().item(),
+    }

@@ -1,0 +1,561 @@
+"""Train ViT-Small with DINO: the loop, the run directory, checkpoints, resume, k-NN, DDP.
+
+One function, :func:`train`, runs everything. It resolves the preset and overrides into
+one configuration, builds student and teacher (:mod:`ib_tutorial.dino`) and the
+multi-crop data (:mod:`ib_tutorial.augment`), then for every step:
+
+1. sets this step's learning rate and weight decay;
+2. runs the teacher on the two global views and the student on all views;
+3. computes the DINO loss (which also moves the centre) and stops on a non-finite value;
+4. back-propagates, clips gradients, drops the last layer's gradients in the first
+   epoch(s), and takes an AdamW step;
+5. moves the teacher towards the student (EMA).
+
+Launched by ``torchrun`` it runs one process per device with PyTorch DDP (NCCL on GPUs,
+gloo on CPUs): a distributed sampler splits every global batch, the centre and the
+logged metrics are averaged over processes, and only rank 0 writes files.
+
+Reproducibility: a run is a function of its configuration and seed. Augmentations
+depend only on ``(seed, epoch, image index)``, and checkpoints carry every random
+state, so a resumed run continues exactly as an uninterrupted one would.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import random
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import timm
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, Subset
+from tqdm.auto import tqdm
+
+from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
+from .dino import (
+    DINOHead,
+    DINOLoss,
+    MultiCropWrapper,
+    Schedules,
+    apply_schedules,
+    cancel_last_layer_gradients,
+    clip_gradients,
+    parameter_groups,
+    update_teacher,
+)
+from .knn import extract_features, knn_accuracy
+from .models import VIT_SMALL, vit_small
+from .paths import data_root
+from .presets import Preset, TrainSettings, ViewSettings, get_preset, resolve_device, training_overrides
+from .runs import RunDirectory
+
+# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot)
+# raises a CollapseWarning.
+COLLAPSE_FRACTION = 0.02
+# Settings that may differ when a run is resumed (they do not change its trajectory).
+RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers")
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the run stopped before the bad step changed any weight."""
+
+
+class CollapseWarning(UserWarning):
+    """The teacher's output distribution is close to uniform or to one-hot."""
+
+
+# ============ configuration ============
+def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Preset, TrainSettings, ViewSettings]:
+    """Apply overrides (names from :func:`~ib_tutorial.presets.training_overrides`) to a
+    preset's training and view settings."""
+    known = training_overrides()
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        raise ValueError(f"Unknown training setting(s) {unknown}. Known: {', '.join(sorted(known))}.")
+    top = {k: overrides[k] for k in ("seed", "device") if k in overrides}
+    view_names = {f.name for f in dataclasses.fields(ViewSettings)}
+    settings = dataclasses.replace(
+        preset.train, **{k: v for k, v in overrides.items() if k not in view_names and k not in top}
+    )
+    view = dataclasses.replace(settings.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
+    for size in (view.img_size, view.local_crop_size):
+        if size % view.patch_size:
+            raise ValueError(f"crop size {size} is not a multiple of patch_size {view.patch_size}")
+    return preset.replace(**top), settings, view
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """``auto`` -> bf16 on CUDA when supported, else fp16 on CUDA; fp32 on CPU."""
+    if requested not in ("auto", "bf16", "fp16", "fp32"):
+        raise ValueError(f"precision must be auto, bf16, fp16 or fp32, got {requested!r}")
+    if device.type != "cuda":
+        if requested not in ("auto", "fp32"):
+            raise ValueError(f"precision {requested} needs a CUDA device; CPU training runs in fp32 (--precision fp32)")
+        return "fp32"
+    if requested == "auto":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return requested
+
+
+# ============ processes ============
+@dataclass
+class Processes:
+    """This process's place among those ``torchrun`` started (one process without it)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @classmethod
+    def start(cls, device_type: str) -> "Processes":
+        """Join the process group ``torchrun`` describes in the environment (NCCL for CUDA, gloo for CPU)."""
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        if world_size == 1:
+            return cls()
+        if not dist.is_initialized():
+            dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
+        return cls(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+    def mean(self, values: torch.Tensor) -> torch.Tensor:
+        """Average a tensor over processes (itself when there is one)."""
+        if self.distributed:
+            values = values.clone()
+            dist.all_reduce(values)
+            values /= self.world_size
+        return values
+
+    def barrier(self) -> None:
+        if self.distributed:
+            dist.barrier()
+
+    def gather(self, obj) -> list:
+        """Every process's ``obj``, in rank order."""
+        if not self.distributed:
+            return [obj]
+        gathered = [None] * self.world_size
+        dist.all_gather_object(gathered, obj)
+        return gathered
+
+
+def choose_device(preset: Preset, processes: Processes) -> torch.device:
+    device = resolve_device(preset)
+    if device.type == "cuda":
+        device = torch.device("cuda", processes.local_rank)
+        torch.cuda.set_device(device)
+    return device
+
+
+# ============ random state ============
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict:
+    """Every random generator a step may use, in a form ``torch.load(weights_only=True)`` reads."""
+    numpy_state = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": (numpy_state[0], torch.from_numpy(numpy_state[1].astype(np.int64)), *numpy_state[2:]),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_state(state: dict) -> None:
+    random.setstate(state["python"])
+    name, keys, *rest = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), *rest))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
+    """``count`` distinct indices of ``range(size)``, a fixed function of ``seed`` (all when ``count`` is None)."""
+    if count is None or count >= size:
+        return list(range(size))
+    generator = torch.Generator().manual_seed(seed)
+    return sorted(torch.randperm(size, generator=generator)[:count].tolist())
+
+
+# ============ data ============
+def held_out_split(dataset: str) -> str:
+    """The split the k-NN accuracy is measured on."""
+    from .data import held_out_split as split_of
+
+    return split_of(dataset)
+
+
+@dataclass
+class Data:
+    train_views: MultiCropDataset
+    knn_train: Subset
+    knn_eval: Subset
+    num_classes: int
+
+
+def build_data(config: dict, root, download: bool) -> Data:
+    from .data import get_dataset
+
+    name, options, seed, settings = config["dataset"], config["dataset_options"], config["seed"], config["train"]
+    view = ViewSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in config["view"].items()})
+    train_images = get_dataset(name, "train", root=root, download=download, **options)
+    train_subset = Subset(train_images, subset_indices(len(train_images), settings["train_images"], seed))
+    augmentation = MultiCropAugmentation(view, settings["local_crops_number"])
+
+    plain = eval_transform(view.img_size)
+    knn_train = get_dataset(name, "train", root=root, download=download, transform=plain, **options)
+    knn_eval = get_dataset(name, config["held_out_split"], root=root, download=download, transform=plain, **options)
+    return Data(
+        train_views=MultiCropDataset(train_subset, augmentation, seed),
+        knn_train=Subset(knn_train, subset_indices(len(knn_train), settings["knn_train_images"], seed + 1)),
+        knn_eval=Subset(knn_eval, subset_indices(len(knn_eval), settings["knn_eval_images"], seed + 2)),
+        num_classes=len(train_images.classes),
+    )
+
+
+def build_loader(data: Data, config: dict, processes: Processes, device: torch.device) -> DataLoader:
+    sampler = DistributedSampler(
+        data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True, seed=config["seed"]
+    )
+    loader = DataLoader(
+        data.train_views,
+        batch_size=config["batch_per_process"],
+        sampler=sampler,
+        num_workers=config["train"]["num_workers"],
+        pin_memory=device.type == "cuda",
+        drop_last=True,
+    )
+    if len(loader) == 0:
+        raise ValueError(
+            f"The global batch ({config['train']['batch_size']}) is larger than the "
+            f"{len(data.train_views)} training images; lower --batch-size or raise --train-images."
+        )
+    return loader
+
+
+# ============ models ============
+def build_networks(settings: TrainSettings | dict, view: ViewSettings | dict) -> tuple[MultiCropWrapper, MultiCropWrapper]:
+    """Student (with stochastic depth) and teacher (without), starting from the same weights."""
+    s = settings if isinstance(settings, dict) else dataclasses.asdict(settings)
+    v = view if isinstance(view, dict) else dataclasses.asdict(view)
+
+    def network(drop_path_rate: float) -> MultiCropWrapper:
+        head = DINOHead(
+            VIT_SMALL["embed_dim"], s["out_dim"], s["hidden_dim"], s["bottleneck_dim"], norm_last_layer=s["norm_last_layer"]
+        )
+        return MultiCropWrapper(vit_small(v["img_size"], v["patch_size"], drop_path_rate), head)
+
+    student = network(s["drop_path_rate"])
+    teacher = network(0.0)
+    teacher.load_state_dict(student.state_dict())
+    teacher.requires_grad_(False)
+    return student, teacher
+
+
+# ============ the run ============
+def default_run_dir(dataset: str, preset: str) -> Path:
+    """``<data root>/runs/<dataset>-<preset>``: outside the repository, like the data."""
+    return data_root() / "runs" / f"{dataset}-{preset}"
+
+
+def run_config(
+    dataset: str,
+    preset: Preset,
+    settings: TrainSettings,
+    view: ViewSettings,
+    dataset_options: dict,
+    processes: Processes,
+    device: torch.device,
+) -> dict:
+    """Every resolved setting of a run, as JSON-ready data (written to ``config.json``)."""
+    if settings.batch_size % processes.world_size:
+        raise ValueError(
+            f"batch_size {settings.batch_size} must be divisible by the number of processes ({processes.world_size})"
+        )
+    train = dataclasses.asdict(settings)
+    del train["views"]
+    return {
+        "dataset": dataset,
+        "dataset_options": dict(dataset_options),
+        "held_out_split": held_out_split(dataset),
+        "preset": preset.name,
+        "seed": preset.seed,
+        "device": device.type,
+        "precision": resolve_precision(settings.precision, device),
+        "world_size": processes.world_size,
+        "batch_per_process": settings.batch_size // processes.world_size,
+        "model": {"arch": "vit_small", **VIT_SMALL},
+        "view": dataclasses.asdict(view),
+        "train": train,
+        "versions": {"torch": torch.__version__, "timm": timm.__version__},
+    }
+
+
+def check_same_run(saved: dict, config: dict, run: RunDirectory) -> None:
+    """Refuse to resume a run with settings that would change its trajectory."""
+    old, new = _flatten(saved), _flatten(config)
+    changed = sorted(
+        key for key in set(old) | set(new)
+        if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and old.get(key) != new.get(key)
+    )
+    if changed:
+        raise ValueError(
+            f"{run.path} holds a run with different settings ({', '.join(changed)}). "
+            "Resume it with its own settings, or start a new run with a different --out."
+        )
+
+
+def _flatten(config: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, after a JSON round trip (tuples become lists)."""
+    flat = {}
+    for key, value in json.loads(json.dumps(config)).items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def collapse_message(teacher_entropy: float, out_dim: int) -> str | None:
+    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), else None."""
+    limit = math.log(out_dim)
+    if teacher_entropy > (1 - COLLAPSE_FRACTION) * limit:
+        kind = f"near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
+    elif teacher_entropy < COLLAPSE_FRACTION * limit:
+        kind = "near 0 (one-hot collapse: try a higher --center-momentum or a higher --teacher-temp)"
+    else:
+        return None
+    return f"teacher entropy {teacher_entropy:.3f} nats is {kind}"
+
+
+def train(
+    dataset: str,
+    preset: str | Preset | None = None,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    root: str | os.PathLike | None = None,
+    download: bool = False,
+    dataset_options: dict | None = None,
+    progress: bool = True,
+    **overrides,
+) -> Path:
+    """Train ViT-Small with DINO on ``dataset`` and return the run directory.
+
+    Args:
+        dataset: a name :func:`ib_tutorial.data.get_dataset` knows (e.g. ``synthetic-objects``).
+        preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
+        out: the run directory (default ``<data root>/runs/<dataset>-<preset>``).
+        resume: continue from the run directory's checkpoint (start afresh when it has none).
+        root, download: passed to :func:`~ib_tutorial.data.get_dataset`.
+        dataset_options: extra keyword arguments for the dataset (e.g. ``texture_weight``).
+        progress: show a progress bar.
+        **overrides: any :class:`~ib_tutorial.presets.TrainSettings` or
+            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``
+            (e.g. ``epochs=3, lr=1e-3, patch_size=4``).
+
+    Raises:
+        NonFiniteLossError: when the loss becomes NaN or infinite; the checkpoint on disk is
+            the last good one.
+    """
+    preset = preset if isinstance(preset, Preset) else get_preset(preset)
+    preset, settings, view = resolve_settings(preset, dataset, overrides)
+    processes = Processes.start("cuda" if preset.device != "cpu" and torch.cuda.is_available() else "cpu")
+    try:
+        device = choose_device(preset, processes)
+        config = run_config(dataset, preset, settings, view, dataset_options or {}, processes, device)
+        run = RunDirectory(out if out is not None else default_run_dir(dataset, preset.name))
+        return _train(config, run, resume, root, download, progress, processes, device)
+    finally:
+        if processes.distributed:
+            dist.destroy_process_group()
+
+
+def _train(config, run, resume, root, download, progress, processes, device) -> Path:
+    settings = config["train"]
+    if run.exists() and not resume:
+        raise FileExistsError(f"{run.path} already holds a run; pass --resume to continue it or --out to start a new one.")
+
+    # ---- data, networks, optimiser ----
+    seed_all(config["seed"])
+    data = build_data(config, root, download)
+    loader = build_loader(data, config, processes, device)
+    steps_per_epoch, epochs = len(loader), settings["epochs"]
+    config["steps_per_epoch"] = steps_per_epoch
+    config["train_images_used"] = len(data.train_views)
+    if run.exists():
+        check_same_run(run.read_config(), config, run)
+    student, teacher = build_networks(settings, config["view"])
+    student, teacher = student.to(device), teacher.to(device)
+    loss_fn = DINOLoss(settings["out_dim"], settings["student_temp"], settings["center_momentum"]).to(device)
+    optimizer = torch.optim.AdamW(parameter_groups(student))
+    scaler = torch.amp.GradScaler(device.type, enabled=config["precision"] == "fp16")
+    schedules = Schedules.build(
+        epochs=epochs,
+        steps_per_epoch=steps_per_epoch,
+        global_batch=settings["batch_size"],
+        **{k: settings[k] for k in ("lr", "min_lr", "warmup_epochs", "weight_decay", "weight_decay_end",
+                                    "momentum_teacher", "warmup_teacher_temp", "teacher_temp",
+                                    "warmup_teacher_temp_epochs")},
+    )
+    # Same initial weights on every process; then each process its own random stream.
+    seed_all(config["seed"] + processes.rank)
+
+    # ---- start or resume ----
+    checkpoint = run.load_checkpoint(device) if resume else None
+    start_epoch = step = 0
+    if checkpoint is not None:
+        if not schedules.matches(checkpoint["schedules"]):
+            raise ValueError(f"The schedules in {run.checkpoint_path} differ from this run's; start a new run.")
+        student.load_state_dict(checkpoint["student"])
+        teacher.load_state_dict(checkpoint["teacher"])
+        loss_fn.load_state_dict(checkpoint["loss"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        scaler.load_state_dict(checkpoint["scaler"])
+        start_epoch, step = checkpoint["epoch"], checkpoint["step"]
+        rng = checkpoint["rng"]
+        set_rng_state(rng[processes.rank] if len(rng) == processes.world_size else rng[0])
+        del checkpoint
+    last_saved = f"{run.checkpoint_path} (epoch {start_epoch}, step {step})" if start_epoch else None
+    if processes.is_main:
+        if run.exists():  # drop what the interrupted run logged after its last checkpoint
+            run.truncate_metrics(step if start_epoch else -1)
+            tqdm.write(f"resuming {run.path} at epoch {start_epoch} (step {step})")
+        run.write_config(config)
+    student_module = student
+    if processes.distributed:
+        student = DistributedDataParallel(student, device_ids=[device.index] if device.type == "cuda" else None)
+
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16 if config["precision"] == "bf16" else torch.float16)
+        if config["precision"] != "fp32"
+        else contextlib.nullcontext()
+    )
+
+    def evaluate(epoch: int) -> None:
+        if processes.is_main:
+            train_features, train_labels = extract_features(teacher.backbone, data.knn_train, device=device, progress=False)
+            eval_features, eval_labels = extract_features(teacher.backbone, data.knn_eval, device=device, progress=False)
+            accuracy = knn_accuracy(
+                train_features, train_labels, eval_features, eval_labels, data.num_classes,
+                settings["knn_k"], settings["knn_temperature"],
+            )
+            run.append_metrics({"kind": "knn", "epoch": epoch, "step": step, **accuracy,
+                                "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)})
+            bar.write(f"epoch {epoch}: k-NN top-1 {accuracy['top1']:.1f}% (top-5 {accuracy['top5']:.1f}%)")
+        processes.barrier()
+
+    def save(epoch: int) -> None:
+        nonlocal last_saved
+        rng = processes.gather(rng_state())
+        if processes.is_main:
+            run.save_backbone(teacher.backbone.state_dict(), epoch)
+            run.save_checkpoint({
+                "student": student_module.state_dict(),
+                "teacher": teacher.state_dict(),
+                "loss": loss_fn.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scaler": scaler.state_dict(),
+                "schedules": schedules.state_dict(),
+                "rng": rng,
+                "epoch": epoch,
+                "step": step,
+            })
+        last_saved = f"{run.checkpoint_path} (epoch {epoch}, step {step})"
+
+    bar = tqdm(total=epochs * steps_per_epoch, initial=step, desc=f"DINO {config['dataset']}", unit="step",
+               disable=not (progress and processes.is_main), dynamic_ncols=True)
+    if start_epoch == 0:
+        if processes.is_main:
+            run.save_backbone(teacher.backbone.state_dict(), 0)
+        evaluate(0)
+    warned_epoch = -1
+    last_time, last_step = time.perf_counter(), step
+
+    # ---- the loop ----
+    for epoch in range(start_epoch, epochs):
+        loader.sampler.set_epoch(epoch)
+        data.train_views.set_epoch(epoch)
+        for views, _ in loader:
+            # 1. this step's schedules
+            apply_schedules(optimizer, schedules.lr[step], schedules.weight_decay[step])
+            views = [v.to(device, non_blocking=True) for v in views]
+            # 2-3. teacher on the global views, student on all, loss
+            with autocast:
+                teacher_output = teacher(views[:2])
+                student_output = student(views)
+            result = loss_fn(student_output, teacher_output, float(schedules.teacher_temp[epoch]))
+            loss_value = processes.mean(result.loss.detach()).item()
+            if not math.isfinite(loss_value):
+                raise NonFiniteLossError(_non_finite_message(loss_value, epoch, step, last_saved))
+            # 4. student update
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(result.loss).backward()
+            if settings["clip_grad"]:
+                scaler.unscale_(optimizer)
+                clip_gradients(student_module, settings["clip_grad"])
+            cancel_last_layer_gradients(student_module, epoch, settings["freeze_last_layer"])
+            scaler.step(optimizer)
+            scaler.update()
+            # 5. teacher update
+            update_teacher(student_module, teacher, float(schedules.momentum[step]))
+            step += 1
+            bar.update()
+
+            if step % settings["log_every"] == 0 or step == epochs * steps_per_epoch:
+                stats = processes.mean(torch.stack([result.teacher_entropy, result.student_entropy, result.kl]))
+                teacher_entropy, student_entropy, kl = stats.tolist()
+                now = time.perf_counter()
+                images_per_s = (step - last_step) * settings["batch_size"] / (now - last_time)
+                last_time, last_step = now, step
+                if processes.is_main:
+                    run.append_metrics({
+                        "kind": "train", "epoch": epoch, "step": step, "loss": loss_value,
+                        "lr": float(schedules.lr[step - 1]), "weight_decay": float(schedules.weight_decay[step - 1]),
+                        "teacher_temp": float(schedules.teacher_temp[epoch]),
+                        "momentum": float(schedules.momentum[step - 1]),
+                        "center_norm": loss_fn.center.norm().item(),
+                        "teacher_entropy": teacher_entropy, "student_entropy": student_entropy, "kl": kl,
+                        "images_per_s": images_per_s,
+                    })
+                    bar.set_postfix(loss=f"{loss_value:.3f}", img_s=f"{images_per_s:.0f}")
+                    warning = collapse_message(teacher_entropy, settings["out_dim"])
+                    if warning and warned_epoch != epoch:
+                        warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=2)
+                        warned_epoch = epoch
+
+        done = epoch + 1
+        if done % settings["knn_every"] == 0 or done == epochs:
+            evaluate(done)
+        if done % settings["checkpoint_every"] == 0 or done == epochs:
+            save(done)
+    bar.close()
+    return run.path
+
+
+def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:
+    where = f"the last good checkpoint is {last_saved}" if last_saved else "no checkpoint had been written yet"
+    return (
+        f"The DINO loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
+        f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
+        "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume."
+    )

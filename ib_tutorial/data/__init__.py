@@ -16,7 +16,10 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .synthetic import SyntheticWorld
+from . import tiny_imagenet, uc_merced
+from .archives import ArchiveError, ChecksumError, DatasetNotFoundError
+from .synthetic import SPLITS, SyntheticWorld
+from .torchvision_sets import load_cifar100, load_dtd, load_eurosat
 
 
 @dataclass(frozen=True)
@@ -24,9 +27,10 @@ class DatasetInfo:
     """What :func:`get_dataset` knows about one dataset name."""
 
     load: Callable
-    kind: str  # "object-centric" or "texture-centric" (or "between" for the knob)
+    kind: str  # "object-centric", "texture-centric", or "between" for the knob
     splits: tuple[str, ...]
     description: str
+    split_note: str = ""  # why a split one might expect is not offered
 
 
 def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callable:
@@ -61,16 +65,40 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
 
 
 DATASETS: dict[str, DatasetInfo] = {
+    "cifar100": DatasetInfo(
+        load_cifar100, "object-centric", ("train", "test"),
+        "CIFAR-100: 100 classes, 32 px, 50,000 train / 10,000 test (torchvision)",
+        "CIFAR-100 publishes train and test only.",
+    ),
+    "tiny-imagenet": DatasetInfo(
+        tiny_imagenet.load, "object-centric", ("train", "val"),
+        "Tiny ImageNet: 200 classes, 64 px, 100,000 train / 10,000 val",
+        "Its test images have no published labels; use 'val' for evaluation.",
+    ),
+    "uc-merced": DatasetInfo(
+        uc_merced.load, "texture-centric", ("train", "test"),
+        "UC Merced Land Use: 21 classes x 100 aerial tiles, 256 px; stratified 80/20 split",
+        "It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
+    ),
+    "dtd": DatasetInfo(
+        load_dtd, "texture-centric", ("train", "val", "test"),
+        "Describable Textures: 47 classes x 120, 300-640 px; official partitions 1-10 (torchvision)",
+    ),
+    "eurosat": DatasetInfo(
+        load_eurosat, "texture-centric", ("train", "test"),
+        "EuroSAT RGB: 10 land-cover classes, 27,000 tiles of 64 px; stratified 80/20 split (torchvision)",
+        "It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
+    ),
     "synthetic-objects": DatasetInfo(
-        _synthetic_loader("synthetic-objects", 0.0), "object-centric", ("train", "val", "test"),
+        _synthetic_loader("synthetic-objects", 0.0), "object-centric", SPLITS,
         "class = a shape at random position, scale and colour over clutter (generated, nothing to download)",
     ),
     "synthetic-textures": DatasetInfo(
-        _synthetic_loader("synthetic-textures", 1.0), "texture-centric", ("train", "val", "test"),
+        _synthetic_loader("synthetic-textures", 1.0), "texture-centric", SPLITS,
         "class = a stationary texture statistic over the whole image (generated, nothing to download)",
     ),
     "synthetic-mix": DatasetInfo(
-        _synthetic_loader("synthetic-mix", None), "between", ("train", "val", "test"),
+        _synthetic_loader("synthetic-mix", None), "between", SPLITS,
         "(1 - texture_weight) x object image + texture_weight x texture image of the same class (default 0.5)",
     ),
 }
@@ -93,19 +121,34 @@ def get_dataset(
         root: data root; default ``$IB_TUTORIAL_DATA`` or ``~/.cache/ib_tutorial``.
         download: fetch and verify the files when they are missing.
         transform: applied to each PIL image.
-        **options: dataset-specific. The synthetic worlds take ``img_size`` (16-256,
-            default 32), ``num_classes`` (default 10), ``size`` (images in the split,
-            default 10,000 train / 2,000 val and test), ``seed`` (default 0) and, for
-            ``synthetic-mix``, ``texture_weight`` in [0, 1] (default 0.5).
+        **options: dataset-specific.
+
+            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes``
+              (default 10), ``size`` (images in the split, default 10,000 train /
+              2,000 val and test), ``seed`` (default 0) and, for ``synthetic-mix``,
+              ``texture_weight`` in [0, 1] (default 0.5).
+            - ``uc-merced``: ``train_fraction`` (0.8), ``split_seed`` (0),
+              ``size_policy`` (``"resize"`` the few images that are not 256 x 256
+              to 256 x 256, bicubic; or ``"keep"``).
+            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (a folder of
+              ``images/<class>/`` without ``labels/``) with ``train_fraction`` and
+              ``split_seed``.
+            - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
 
     Raises:
         ValueError: for an unknown name, split or option, naming the known ones.
+        DatasetNotFoundError: data missing with ``download=False``; the message
+            shows the expected layout under ``root``.
+        ChecksumError: a file's MD5 differs; the message names the file and both digests.
+        ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
     """
     if name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}. Known datasets: {', '.join(DATASETS)}.")
     info = DATASETS[name]
     if split not in info.splits:
-        raise ValueError(f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}.")
+        raise ValueError(
+            f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. {info.split_note}".strip()
+        )
     accepted = [
         parameter.name for parameter in inspect.signature(info.load).parameters.values()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
@@ -119,4 +162,12 @@ def get_dataset(
     return info.load(split, root, download, transform, **options)
 
 
-__all__ = ["DATASETS", "DatasetInfo", "SyntheticWorld", "get_dataset"]
+__all__ = [
+    "DATASETS",
+    "ArchiveError",
+    "ChecksumError",
+    "DatasetInfo",
+    "DatasetNotFoundError",
+    "SyntheticWorld",
+    "get_dataset",
+]

@@ -355,7 +355,9 @@ class SyntheticWorld(torch.utils.data.Dataset):
             self._spectra[label] = self._textures[label].spectrum(self.img_size)
         noise = rng.standard_normal((self.img_size, self.img_size), dtype=np.float32)
         field = scipy.fft.irfft2(scipy.fft.rfft2(noise) * self._spectra[label], s=noise.shape)
-        field *= self._textures[label].gain / (field.std() + 1e-8)
+        # The spectrum has no DC term, so the field has zero mean: its RMS is its std.
+        flat = field.ravel()
+        field *= self._textures[label].gain / (math.sqrt(float(flat @ flat) / flat.size) + 1e-8)
         shade = 0.5 + 0.5 * np.tanh(field)
         draws = _Draws(rng, 7)
         dark = _hsv(draws.uniform(), draws.uniform(0.2, 1.0), draws.uniform(0.05, 0.35))

@@ -4,11 +4,8 @@ from collections import Counter
 import numpy as np
 import pytest
 from PIL import Image
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
-
 from ib_tutorial.data import DATASETS, get_dataset
+from ib_tutorial.data.cues import global_colour_statistics, local_patch_spectrum, probe, ridge_probe_accuracy
 from ib_tutorial.data.synthetic import SyntheticWorld, shape_class, texture_class
 
 WORLDS = ["synthetic-objects", "synthetic-textures", "synthetic-mix"]
@@ -98,23 +95,7 @@ def test_texture_frequency_is_where_the_spectrum_peaks():
 def _accuracy(name, features, num_classes=5):
     train = get_dataset(name, "train", num_classes=num_classes, size=600)
     val = get_dataset(name, "val", num_classes=num_classes, size=500)
-    x_train = np.stack([features(train.image_array(index)) for index in range(len(train))])
-    x_val = np.stack([features(val.image_array(index)) for index in range(len(val))])
-    classifier = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
-    return classifier.fit(x_train, train.targets).score(x_val, val.targets)
-
-
-def global_colour_statistics(image):
-    """Per-channel mean, standard deviation and 10/50/90 % quantiles over the image."""
-    pixels = image.reshape(-1, 3).astype(np.float64) / 255
-    return np.concatenate([pixels.mean(0), pixels.std(0), np.quantile(pixels, [0.1, 0.5, 0.9], axis=0).ravel()])
-
-
-def local_patch_spectrum(image, patch=8):
-    """Log power spectrum of the contrast-normalised grey top-left patch."""
-    grey = image[:patch, :patch].astype(np.float64).mean(-1)
-    grey = (grey - grey.mean()) / (grey.std() + 1e-6)
-    return np.log(np.abs(np.fft.rfft2(grey)) ** 2 + 1e-3).ravel()
+    return probe(train, val, features)
 
 
 def test_object_classes_are_not_separable_from_global_colour_statistics():
@@ -124,6 +105,15 @@ def test_object_classes_are_not_separable_from_global_colour_statistics():
 
 def test_texture_classes_are_separable_from_a_local_patch():
     assert _accuracy("synthetic-textures", local_patch_spectrum) > 0.7
+
+
+def test_the_ridge_probe_separates_what_is_separable_and_nothing_else():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 600)
+    noise = rng.normal(size=(600, 4))
+    informative = noise + 3 * np.eye(4)[labels]  # class c shifts feature c
+    assert ridge_probe_accuracy(informative[:400], labels[:400], informative[400:], labels[400:]) > 0.95
+    assert ridge_probe_accuracy(noise[:400], labels[:400], noise[400:], labels[400:]) < 0.45
 
 
 def test_bad_options_name_the_fix():

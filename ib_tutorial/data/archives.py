@@ -206,15 +206,15 @@ def prepare(
         if not missing:
             return target
         raise DatasetNotFoundError(
-            f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}). "
-            f"It was left alone. Expected layout:\n{layout}\n"
+            f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
+            f"it was left alone.\nExpected layout:\n{layout}\n"
             "Complete it, or move it away and call again with download=True."
         )
     archive_path = into / archive.filename
     if not archive_path.exists():
         if not download:
             raise DatasetNotFoundError(
-                f"{dataset} is not under {into}. Expected layout:\n{layout}\n"
+                f"{dataset} is not under {into}.\nExpected layout:\n{layout}\n"
                 f"Call again with download=True to fetch {archive.filename} from {archive.urls[0]}, "
                 f"or put that archive at {archive_path}, or pass root=<folder holding the layout>."
             )

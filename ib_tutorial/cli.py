@@ -14,6 +14,10 @@ def _show_presets(_args: argparse.Namespace) -> None:
     for preset in PRESETS.values():
         print(f"{preset.name:8s} {preset.description}")
         print(f"{'':8s} probe: {preset.probe}")
+        print(f"{'':8s} data: {preset.data}")
+        t = preset.train
+        print(f"{'':8s} train: {t.epochs} epochs, batch {t.batch_size}, K {t.out_dim}, "
+              f"{t.local_crops_number} local crops, lr {t.lr} per 256")
     print(f"\nChoose one with `export {ENV_VAR}=<name>` or `--preset <name>`.")
     print("Choices the paper leaves open, with their defaults:")
     for key, text in PAPER_OPEN_CHOICES.items():
@@ -75,6 +79,16 @@ def _train(args: argparse.Namespace) -> None:
         print(f"run written to {path}")
 
 
+def _show_datasets(_args: argparse.Namespace) -> None:
+    from .data import DATASETS
+    from .paths import DATA_ENV_VAR, data_root
+
+    for name, info in DATASETS.items():
+        print(f"{name:19s} {info.kind:16s} splits: {', '.join(info.splits):16s} {info.description}")
+    print(f"\nReal data lives under {data_root()} (set {DATA_ENV_VAR} to move it); fetch it with")
+    print("`python -c \"from ib_tutorial.data import get_dataset; get_dataset('uc-merced', 'train', download=True)\"`.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ib-tutorial", description="Measure how ViTs compress information.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -85,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)
+    commands.add_parser("datasets", help="list the datasets get_dataset knows").set_defaults(func=_show_datasets)
     return parser
 
 

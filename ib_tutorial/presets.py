@@ -187,6 +187,24 @@ def training_overrides() -> dict[str, type]:
 
 
 @dataclass(frozen=True)
+class DataSettings:
+    """The dataset chapter's measurements on the synthetic worlds.
+
+    Attributes:
+        img_size: side in pixels of the synthetic images shown and measured.
+        num_classes: classes in each synthetic world.
+        probe_train: images per world (balanced over classes) that fit the linear
+            probes asking where the label lives; ``probe_test`` more evaluate them.
+        probe_test: held-out images per world for those probes.
+    """
+
+    img_size: int
+    num_classes: int
+    probe_train: int
+    probe_test: int
+
+
+@dataclass(frozen=True)
 class Preset:
     """One named tier of settings. ``seed`` makes every run in the tier repeatable."""
 
@@ -196,6 +214,7 @@ class Preset:
     device: str  # "cpu", "cuda", or "auto" (CUDA when available)
     probe: ProbeSettings = field(repr=False)
     train: TrainSettings = field(repr=False)
+    data: DataSettings = field(repr=False)
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -230,6 +249,7 @@ PRESETS: dict[str, Preset] = {
             train_images=256, knn_train_images=256, knn_eval_images=128,
             knn_every=1, checkpoint_every=1, log_every=1, views=REDUCED_VIEWS,
         ),
+        data=DataSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
     ),
     "laptop": Preset(
         name="laptop",
@@ -244,6 +264,7 @@ PRESETS: dict[str, Preset] = {
             train_images=2000, knn_train_images=2000, knn_eval_images=500,
             knn_every=2, checkpoint_every=2, log_every=5, views=REDUCED_VIEWS,
         ),
+        data=DataSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
     ),
     "quick": Preset(
         name="quick",
@@ -252,6 +273,7 @@ PRESETS: dict[str, Preset] = {
         device="auto",
         probe=ProbeSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5),
+        data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
     ),
     "paper": Preset(
         name="paper",
@@ -260,6 +282,7 @@ PRESETS: dict[str, Preset] = {
         device="auto",
         probe=ProbeSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         train=TrainSettings(epochs=100, batch_size=256),
+        data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
     ),
 }
 

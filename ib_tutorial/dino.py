@@ -314,9 +314,9 @@ def parameter_groups(model: nn.Module) -> list[dict]:
 def apply_schedules(optimizer: torch.optim.Optimizer, lr: float, weight_decay: float) -> None:
     """Set this step's learning rate on every group and weight decay on the first (decayed) group."""
     for index, group in enumerate(optimizer.param_groups):
-        group["lr"] = lr
+        group["lr"] = float(lr)  # plain floats: the optimiser state goes into weights-only checkpoints
         if index == 0:
-            group["weight_decay"] = weight_decay
+            group["weight_decay"] = float(weight_decay)
 
 
 @torch.no_grad()

@@ -37,10 +37,17 @@ def atomic_write(path: Path, write) -> None:
             write(file)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes files private; use the usual mode
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class RunDirectory:

@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 import timm
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 from tqdm.auto import tqdm
@@ -44,6 +43,7 @@ from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
 from .dino import (
     DINOHead,
     DINOLoss,
+    DINOLossOutput,
     MultiCropWrapper,
     Schedules,
     apply_schedules,
@@ -52,6 +52,7 @@ from .dino import (
     parameter_groups,
     update_teacher,
 )
+from .distributed import Processes
 from .knn import extract_features, knn_accuracy
 from .models import VIT_SMALL, vit_small
 from .paths import data_root
@@ -106,54 +107,7 @@ def resolve_precision(requested: str, device: torch.device) -> str:
     return requested
 
 
-# ============ processes ============
-@dataclass
-class Processes:
-    """This process's place among those ``torchrun`` started (one process without it)."""
-
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-    @classmethod
-    def start(cls, device_type: str) -> "Processes":
-        """Join the process group ``torchrun`` describes in the environment (NCCL for CUDA, gloo for CPU)."""
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
-        if world_size == 1:
-            return cls()
-        if not dist.is_initialized():
-            dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
-        return cls(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
-
-    def mean(self, values: torch.Tensor) -> torch.Tensor:
-        """Average a tensor over processes (itself when there is one)."""
-        if self.distributed:
-            values = values.clone()
-            dist.all_reduce(values)
-            values /= self.world_size
-        return values
-
-    def barrier(self) -> None:
-        if self.distributed:
-            dist.barrier()
-
-    def gather(self, obj) -> list:
-        """Every process's ``obj``, in rank order."""
-        if not self.distributed:
-            return [obj]
-        gathered = [None] * self.world_size
-        dist.all_gather_object(gathered, obj)
-        return gathered
-
-
+# ============ devices and random state ============
 def choose_device(preset: Preset, processes: Processes) -> torch.device:
     device = resolve_device(preset)
     if device.type == "cuda":
@@ -162,7 +116,6 @@ def choose_device(preset: Preset, processes: Processes) -> torch.device:
     return device
 
 
-# ============ random state ============
 def seed_all(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -199,10 +152,12 @@ def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
 
 # ============ data ============
 def held_out_split(dataset: str) -> str:
-    """The split the k-NN accuracy is measured on."""
-    from .data import held_out_split as split_of
+    """The split the k-NN accuracy is measured on: ``val`` where the dataset has one, else ``test``."""
+    from .data import DATASETS
 
-    return split_of(dataset)
+    if dataset not in DATASETS:
+        raise ValueError(f"Unknown dataset {dataset!r}. Known datasets: {', '.join(DATASETS)}.")
+    return "val" if "val" in DATASETS[dataset].splits else "test"
 
 
 @dataclass
@@ -270,6 +225,85 @@ def build_networks(settings: TrainSettings | dict, view: ViewSettings | dict) ->
     teacher.load_state_dict(student.state_dict())
     teacher.requires_grad_(False)
     return student, teacher
+
+
+SCHEDULE_SETTINGS = ("lr", "min_lr", "warmup_epochs", "weight_decay", "weight_decay_end", "momentum_teacher",
+                     "warmup_teacher_temp", "teacher_temp", "warmup_teacher_temp_epochs")
+
+
+def build_schedules(settings: dict, steps_per_epoch: int) -> Schedules:
+    """The run's learning-rate, weight-decay, momentum and teacher-temperature schedules."""
+    return Schedules.build(
+        epochs=settings["epochs"], steps_per_epoch=steps_per_epoch, global_batch=settings["batch_size"],
+        **{name: settings[name] for name in SCHEDULE_SETTINGS},
+    )
+
+
+class DINOTraining:
+    """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
+    everything one step changes and a checkpoint holds.
+
+    One step is :meth:`forward` (the loss, which also moves the centre), then, if the
+    loss is finite, :meth:`update` (student, then teacher).
+    """
+
+    def __init__(self, settings: dict, view: dict, schedules: Schedules, device: torch.device, precision: str):
+        self.settings, self.schedules, self.device = settings, schedules, device
+        student, teacher = build_networks(settings, view)
+        self.student_module, self.teacher = student.to(device), teacher.to(device)
+        self.student: torch.nn.Module = self.student_module  # the DDP wrapper once distributed
+        self.loss_fn = DINOLoss(settings["out_dim"], settings["student_temp"], settings["center_momentum"]).to(device)
+        self.optimizer = torch.optim.AdamW(parameter_groups(self.student_module))
+        self.scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+        self.autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+    def distribute(self) -> None:
+        """Wrap the student in DDP, which averages its gradients over processes."""
+        device_ids = [self.device.index] if self.device.type == "cuda" else None
+        self.student = DistributedDataParallel(self.student_module, device_ids=device_ids)
+
+    def forward(self, views: list[torch.Tensor], epoch: int) -> DINOLossOutput:
+        """Teacher on the two global views, student on all of them, then the DINO loss."""
+        views = [v.to(self.device, non_blocking=True) for v in views]
+        autocast = (torch.autocast("cuda", dtype=self.autocast_dtype) if self.autocast_dtype
+                    else contextlib.nullcontext())
+        with autocast:
+            teacher_output = self.teacher(views[:2])
+            student_output = self.student(views)
+        return self.loss_fn(student_output, teacher_output, float(self.schedules.teacher_temp[epoch]))
+
+    def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
+        """Back-propagate, clip, freeze the last layer while due, take the AdamW step with
+        this step's learning rate and weight decay, then move the teacher (EMA)."""
+        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.settings["clip_grad"]:
+            self.scaler.unscale_(self.optimizer)
+            clip_gradients(self.student_module, self.settings["clip_grad"])
+        cancel_last_layer_gradients(self.student_module, epoch, self.settings["freeze_last_layer"])
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        update_teacher(self.student_module, self.teacher, float(self.schedules.momentum[step]))
+
+    def state_dict(self) -> dict:
+        return {
+            "student": self.student_module.state_dict(),
+            "teacher": self.teacher.state_dict(),
+            "loss": self.loss_fn.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "schedules": self.schedules.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if not self.schedules.matches(state["schedules"]):
+            raise ValueError("The checkpoint's schedules differ from this run's; start a new run with a new --out.")
+        self.student_module.load_state_dict(state["student"])
+        self.teacher.load_state_dict(state["teacher"])
+        self.loss_fn.load_state_dict(state["loss"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
 
 
 # ============ the run ============
@@ -386,51 +420,31 @@ def train(
         run = RunDirectory(out if out is not None else default_run_dir(dataset, preset.name))
         return _train(config, run, resume, root, download, progress, processes, device)
     finally:
-        if processes.distributed:
-            dist.destroy_process_group()
+        processes.stop()
 
 
-def _train(config, run, resume, root, download, progress, processes, device) -> Path:
-    settings = config["train"]
+def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, progress: bool,
+           processes: Processes, device: torch.device) -> Path:
+    settings, epochs = config["train"], config["train"]["epochs"]
     if run.exists() and not resume:
         raise FileExistsError(f"{run.path} already holds a run; pass --resume to continue it or --out to start a new one.")
 
-    # ---- data, networks, optimiser ----
+    # ---- data, networks, optimiser: the same initial weights in every process ----
     seed_all(config["seed"])
     data = build_data(config, root, download)
     loader = build_loader(data, config, processes, device)
-    steps_per_epoch, epochs = len(loader), settings["epochs"]
-    config["steps_per_epoch"] = steps_per_epoch
-    config["train_images_used"] = len(data.train_views)
+    config.update(steps_per_epoch=len(loader), train_images_used=len(data.train_views))
     if run.exists():
         check_same_run(run.read_config(), config, run)
-    student, teacher = build_networks(settings, config["view"])
-    student, teacher = student.to(device), teacher.to(device)
-    loss_fn = DINOLoss(settings["out_dim"], settings["student_temp"], settings["center_momentum"]).to(device)
-    optimizer = torch.optim.AdamW(parameter_groups(student))
-    scaler = torch.amp.GradScaler(device.type, enabled=config["precision"] == "fp16")
-    schedules = Schedules.build(
-        epochs=epochs,
-        steps_per_epoch=steps_per_epoch,
-        global_batch=settings["batch_size"],
-        **{k: settings[k] for k in ("lr", "min_lr", "warmup_epochs", "weight_decay", "weight_decay_end",
-                                    "momentum_teacher", "warmup_teacher_temp", "teacher_temp",
-                                    "warmup_teacher_temp_epochs")},
-    )
-    # Same initial weights on every process; then each process its own random stream.
-    seed_all(config["seed"] + processes.rank)
+    state = DINOTraining(settings, config["view"], build_schedules(settings, len(loader)), device, config["precision"])
+    seed_all(config["seed"] + processes.rank)  # from here on, each process its own random stream
+    total_steps = epochs * len(loader)
 
-    # ---- start or resume ----
+    # ---- start, or resume from the last checkpoint ----
     checkpoint = run.load_checkpoint(device) if resume else None
     start_epoch = step = 0
     if checkpoint is not None:
-        if not schedules.matches(checkpoint["schedules"]):
-            raise ValueError(f"The schedules in {run.checkpoint_path} differ from this run's; start a new run.")
-        student.load_state_dict(checkpoint["student"])
-        teacher.load_state_dict(checkpoint["teacher"])
-        loss_fn.load_state_dict(checkpoint["loss"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        scaler.load_state_dict(checkpoint["scaler"])
+        state.load_state_dict(checkpoint)
         start_epoch, step = checkpoint["epoch"], checkpoint["step"]
         rng = checkpoint["rng"]
         set_rng_state(rng[processes.rank] if len(rng) == processes.world_size else rng[0])
@@ -441,108 +455,60 @@ def _train(config, run, resume, root, download, progress, processes, device) -> 
             run.truncate_metrics(step if start_epoch else -1)
             tqdm.write(f"resuming {run.path} at epoch {start_epoch} (step {step})")
         run.write_config(config)
-    student_module = student
     if processes.distributed:
-        student = DistributedDataParallel(student, device_ids=[device.index] if device.type == "cuda" else None)
+        state.distribute()
 
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16 if config["precision"] == "bf16" else torch.float16)
-        if config["precision"] != "fp32"
-        else contextlib.nullcontext()
-    )
+    bar = tqdm(total=total_steps, initial=step, desc=f"DINO {config['dataset']}", unit="step",
+               disable=not (progress and processes.is_main), dynamic_ncols=True)
 
     def evaluate(epoch: int) -> None:
         if processes.is_main:
-            train_features, train_labels = extract_features(teacher.backbone, data.knn_train, device=device, progress=False)
-            eval_features, eval_labels = extract_features(teacher.backbone, data.knn_eval, device=device, progress=False)
-            accuracy = knn_accuracy(
-                train_features, train_labels, eval_features, eval_labels, data.num_classes,
-                settings["knn_k"], settings["knn_temperature"],
-            )
-            run.append_metrics({"kind": "knn", "epoch": epoch, "step": step, **accuracy,
-                                "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)})
-            bar.write(f"epoch {epoch}: k-NN top-1 {accuracy['top1']:.1f}% (top-5 {accuracy['top5']:.1f}%)")
+            record = {"kind": "knn", "epoch": epoch, "step": step, **evaluate_knn(state.teacher.backbone, data, settings, device)}
+            run.append_metrics(record)
+            bar.write(f"epoch {epoch}: k-NN top-1 {record['top1']:.1f}% (top-5 {record['top5']:.1f}%)")
         processes.barrier()
 
     def save(epoch: int) -> None:
         nonlocal last_saved
-        rng = processes.gather(rng_state())
+        rng = processes.gather(rng_state())  # every process's generators, so each resumes its own
         if processes.is_main:
-            run.save_backbone(teacher.backbone.state_dict(), epoch)
-            run.save_checkpoint({
-                "student": student_module.state_dict(),
-                "teacher": teacher.state_dict(),
-                "loss": loss_fn.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scaler": scaler.state_dict(),
-                "schedules": schedules.state_dict(),
-                "rng": rng,
-                "epoch": epoch,
-                "step": step,
-            })
+            run.save_backbone(state.teacher.backbone.state_dict(), epoch)
+            run.save_checkpoint({**state.state_dict(), "rng": rng, "epoch": epoch, "step": step})
         last_saved = f"{run.checkpoint_path} (epoch {epoch}, step {step})"
 
-    bar = tqdm(total=epochs * steps_per_epoch, initial=step, desc=f"DINO {config['dataset']}", unit="step",
-               disable=not (progress and processes.is_main), dynamic_ncols=True)
     if start_epoch == 0:
         if processes.is_main:
-            run.save_backbone(teacher.backbone.state_dict(), 0)
-        evaluate(0)
-    warned_epoch = -1
-    last_time, last_step = time.perf_counter(), step
+            run.save_backbone(state.teacher.backbone.state_dict(), 0)
+        evaluate(0)  # the random initialisation: the baseline the k-NN curve starts from
+    warned_epoch, last_time, last_step = -1, time.perf_counter(), step
 
     # ---- the loop ----
     for epoch in range(start_epoch, epochs):
         loader.sampler.set_epoch(epoch)
         data.train_views.set_epoch(epoch)
         for views, _ in loader:
-            # 1. this step's schedules
-            apply_schedules(optimizer, schedules.lr[step], schedules.weight_decay[step])
-            views = [v.to(device, non_blocking=True) for v in views]
-            # 2-3. teacher on the global views, student on all, loss
-            with autocast:
-                teacher_output = teacher(views[:2])
-                student_output = student(views)
-            result = loss_fn(student_output, teacher_output, float(schedules.teacher_temp[epoch]))
-            loss_value = processes.mean(result.loss.detach()).item()
-            if not math.isfinite(loss_value):
-                raise NonFiniteLossError(_non_finite_message(loss_value, epoch, step, last_saved))
-            # 4. student update
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(result.loss).backward()
-            if settings["clip_grad"]:
-                scaler.unscale_(optimizer)
-                clip_gradients(student_module, settings["clip_grad"])
-            cancel_last_layer_gradients(student_module, epoch, settings["freeze_last_layer"])
-            scaler.step(optimizer)
-            scaler.update()
-            # 5. teacher update
-            update_teacher(student_module, teacher, float(schedules.momentum[step]))
+            result = state.forward(views, epoch)
+            loss = processes.mean(result.loss.detach()).item()
+            if not math.isfinite(loss):  # stop before this step changes any weight
+                raise NonFiniteLossError(_non_finite_message(loss, epoch, step + 1, last_saved))
+            state.update(result.loss, epoch, step)
             step += 1
             bar.update()
-
-            if step % settings["log_every"] == 0 or step == epochs * steps_per_epoch:
-                stats = processes.mean(torch.stack([result.teacher_entropy, result.student_entropy, result.kl]))
-                teacher_entropy, student_entropy, kl = stats.tolist()
-                now = time.perf_counter()
-                images_per_s = (step - last_step) * settings["batch_size"] / (now - last_time)
-                last_time, last_step = now, step
-                if processes.is_main:
-                    run.append_metrics({
-                        "kind": "train", "epoch": epoch, "step": step, "loss": loss_value,
-                        "lr": float(schedules.lr[step - 1]), "weight_decay": float(schedules.weight_decay[step - 1]),
-                        "teacher_temp": float(schedules.teacher_temp[epoch]),
-                        "momentum": float(schedules.momentum[step - 1]),
-                        "center_norm": loss_fn.center.norm().item(),
-                        "teacher_entropy": teacher_entropy, "student_entropy": student_entropy, "kl": kl,
-                        "images_per_s": images_per_s,
-                    })
-                    bar.set_postfix(loss=f"{loss_value:.3f}", img_s=f"{images_per_s:.0f}")
-                    warning = collapse_message(teacher_entropy, settings["out_dim"])
-                    if warning and warned_epoch != epoch:
-                        warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=2)
-                        warned_epoch = epoch
-
+            if step % settings["log_every"] and step != total_steps:
+                continue
+            # ---- log (metrics averaged over processes) ----
+            stats = processes.mean(torch.stack([result.teacher_entropy, result.student_entropy, result.kl]))
+            now = time.perf_counter()
+            images_per_s = (step - last_step) * settings["batch_size"] / (now - last_time)
+            last_time, last_step = now, step
+            if processes.is_main:
+                record = step_record(state, epoch, step, loss, stats.tolist(), images_per_s)
+                run.append_metrics(record)
+                bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
+                warning = collapse_message(record["teacher_entropy"], settings["out_dim"])
+                if warning and warned_epoch != epoch:
+                    warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=2)
+                    warned_epoch = epoch
         done = epoch + 1
         if done % settings["knn_every"] == 0 or done == epochs:
             evaluate(done)
@@ -550,6 +516,30 @@ def _train(config, run, resume, root, download, progress, processes, device) -> 
             save(done)
     bar.close()
     return run.path
+
+
+def step_record(state: DINOTraining, epoch: int, step: int, loss: float, entropies: list[float],
+                images_per_s: float) -> dict:
+    """One ``metrics.jsonl`` line for the step just taken (``step`` counts steps done)."""
+    teacher_entropy, student_entropy, kl = entropies
+    schedules = state.schedules
+    return {
+        "kind": "train", "epoch": epoch, "step": step, "loss": loss,
+        "lr": float(schedules.lr[step - 1]), "weight_decay": float(schedules.weight_decay[step - 1]),
+        "teacher_temp": float(schedules.teacher_temp[epoch]), "momentum": float(schedules.momentum[step - 1]),
+        "center_norm": state.loss_fn.center.norm().item(),
+        "teacher_entropy": teacher_entropy, "student_entropy": student_entropy, "kl": kl,
+        "images_per_s": images_per_s,
+    }
+
+
+def evaluate_knn(backbone: torch.nn.Module, data: Data, settings: dict, device: torch.device) -> dict:
+    """Weighted k-NN accuracy of ``backbone``'s features: held-out images against training images."""
+    train_features, train_labels = extract_features(backbone, data.knn_train, device=device, progress=False)
+    eval_features, eval_labels = extract_features(backbone, data.knn_eval, device=device, progress=False)
+    accuracy = knn_accuracy(train_features, train_labels, eval_features, eval_labels, data.num_classes,
+                            settings["knn_k"], settings["knn_temperature"])
+    return {**accuracy, "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)}
 
 
 def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:

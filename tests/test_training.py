@@ -1,0 +1,199 @@
+"""The DINO training loop end to end on a synthetic world: learning, files, resume, DDP, NaN.
+
+Runs use the ``ci`` preset; the resume, DDP and NaN tests shrink it further (16-pixel
+crops, a few dozen images) so that each stays within seconds of CPU time.
+"""
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import ib_tutorial
+from ib_tutorial import dino, training
+from ib_tutorial.cli import build_parser
+from ib_tutorial.presets import get_preset
+from ib_tutorial.runs import RunDirectory
+
+DATASET = "synthetic-objects"
+REPO = Path(__file__).resolve().parents[1]
+# Deterministic metrics; throughput is not.
+COMPARED = ("epoch", "step", "loss", "lr", "weight_decay", "teacher_temp", "momentum", "center_norm",
+            "teacher_entropy", "student_entropy", "kl", "top1", "top5")
+TINY = dict(
+    train_images=48, batch_size=8, img_size=16, patch_size=8, local_crop_size=8,
+    knn_train_images=24, knn_eval_images=12, out_dim=64, hidden_dim=64, bottleneck_dim=16,
+)
+TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('_', '-')}", str(value))]
+
+
+def run_command(out: Path, *extra: str, nproc: int = 0) -> list[str]:
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] if nproc else [sys.executable]
+    return [*launcher, "-m", "ib_tutorial.train", "--dataset", DATASET, "--preset", "ci", "--out", str(out),
+            "--no-progress", *TINY_ARGS, *extra]
+
+
+def child_env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+
+
+def same_metrics(first: list[dict], second: list[dict], rel: float) -> None:
+    assert [r["kind"] for r in first] == [r["kind"] for r in second]
+    for a, b in zip(first, second):
+        for key in COMPARED:
+            if key in a:
+                assert b[key] == pytest.approx(a[key], rel=rel, abs=rel), (key, a, b)
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """Run directories hold checkpoints of hundreds of megabytes: remove them after each test."""
+    yield tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ci") / "run"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        training.train(DATASET, "ci", out=out, progress=False)
+    yield RunDirectory(out), [w for w in caught if issubclass(w.category, training.CollapseWarning)]
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def test_ci_preset_loss_decreases_without_collapse(ci_run):
+    run, collapse_warnings = ci_run
+    records = run.read_metrics("train")
+    third = len(records) // 3
+
+    def early_and_late(key):
+        values = [r[key] for r in records]
+        return sum(values[:third]) / third, sum(values[-third:]) / third
+
+    loss_early, loss_late = early_and_late("loss")
+    kl_early, kl_late = early_and_late("kl")
+    assert loss_late < loss_early - 0.3  # nats
+    assert kl_late < kl_early  # the student learns to predict the teacher across views
+    out_dim = get_preset("ci").train.out_dim
+    assert all(training.collapse_message(r["teacher_entropy"], out_dim) is None for r in records)
+    assert not collapse_warnings
+
+
+def test_run_directory_holds_config_metrics_and_checkpoints(ci_run):
+    run, _ = ci_run
+    settings = get_preset("ci").train
+    config = run.read_config()
+    assert config["train"]["lr"] == settings.lr and config["view"] == json.loads(json.dumps(vars(settings.view(DATASET))))
+    assert config["steps_per_epoch"] * settings.epochs == run.read_metrics("train")[-1]["step"]
+    knn = run.read_metrics("knn")
+    assert [r["epoch"] for r in knn] == [0, *range(settings.knn_every, settings.epochs + 1, settings.knn_every)]
+    checkpoint = torch.load(run.checkpoint_path, weights_only=True)
+    assert {"student", "teacher", "optimizer", "scaler", "loss", "schedules", "rng", "epoch", "step"} <= set(checkpoint)
+    assert checkpoint["epoch"] == settings.epochs
+    assert run.backbone_epochs()[0] == 0 and run.backbone_epochs()[-1] == settings.epochs
+    assert not any(p.name.endswith(".tmp") for p in run.path.rglob("*"))
+    trained, initial = run.load_backbone(), run.load_backbone(0)
+    assert not torch.equal(trained.blocks[0].attn.qkv.weight, initial.blocks[0].attn.qkv.weight)
+
+
+def test_existing_runs_are_not_overwritten_or_resumed_with_other_settings(ci_run):
+    run, _ = ci_run
+    with pytest.raises(FileExistsError, match="--resume"):
+        training.train(DATASET, "ci", out=run.path, progress=False)
+    with pytest.raises(ValueError, match="train.lr"):
+        training.train(DATASET, "ci", out=run.path, resume=True, progress=False, lr=1e-3)
+
+
+def test_resumed_run_equals_uninterrupted_run(tmp_path):
+    """Kill a real training process after its first checkpoint, resume it, compare with a run never stopped."""
+    settings = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1"]
+    whole = tmp_path / "whole"
+    subprocess.run(run_command(whole, *settings), env=child_env(), check=True, capture_output=True)
+
+    broken = tmp_path / "broken"
+    process = subprocess.Popen(run_command(broken, *settings), env=child_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = broken / "checkpoint.pt"
+    while not checkpoint.exists() and process.poll() is None:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run finished before it could be interrupted"
+    assert torch.load(checkpoint, weights_only=True)["epoch"] == 1
+
+    subprocess.run(run_command(broken, *settings, "--resume"), env=child_env(), check=True, capture_output=True)
+    same_metrics(RunDirectory(whole).read_metrics(), RunDirectory(broken).read_metrics(), rel=1e-5)
+
+
+def test_two_gloo_processes_follow_the_single_process_trajectory(tmp_path):
+    """Same global batch of 8: one process with 8 images per step against two with 4 each.
+    Stochastic depth is off (its random masks cannot be split the same way); the tolerance,
+    1e-4 relative, covers the different order of floating-point sums."""
+    settings = ["--epochs", "2", "--drop-path-rate", "0"]
+    single, double = tmp_path / "single", tmp_path / "double"
+    subprocess.run(run_command(single, *settings), env=child_env(), check=True, capture_output=True)
+    result = subprocess.run(run_command(double, *settings, nproc=2), env=child_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert RunDirectory(double).read_config()["world_size"] == 2
+    one, two = RunDirectory(single).read_metrics(), RunDirectory(double).read_metrics()
+    assert len(one) == len(two) > 4
+    same_metrics(one, two, rel=1e-4)
+
+
+def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    real_forward = dino.DINOLoss.forward
+    calls = {"count": 0}
+    steps_per_epoch = TINY["train_images"] // TINY["batch_size"]
+
+    def poisoned(self, *args, **kwargs):
+        calls["count"] += 1
+        result = real_forward(self, *args, **kwargs)
+        if calls["count"] == steps_per_epoch + 2:  # second step of the second epoch
+            result.loss = result.loss * float("nan")
+        return result
+
+    monkeypatch.setattr(dino.DINOLoss, "forward", poisoned)
+    out = tmp_path / "run"
+    with pytest.raises(training.NonFiniteLossError, match=r"nan at epoch 1, step 8.*epoch 1, step 6"):
+        training.train(DATASET, "ci", out=out, progress=False, epochs=3, checkpoint_every=1, **TINY)
+    run = RunDirectory(out)
+    checkpoint = torch.load(run.checkpoint_path, weights_only=True)
+    assert (checkpoint["epoch"], checkpoint["step"]) == (1, steps_per_epoch)
+    assert all(math.isfinite(r["loss"]) for r in run.read_metrics("train"))
+    assert not any(p.name.endswith(".tmp") for p in run.path.rglob("*"))
+
+
+def test_collapse_message_names_both_limits():
+    log_k = math.log(100)
+    assert "uniform" in training.collapse_message(0.99 * log_k, 100)
+    assert "one-hot" in training.collapse_message(0.01 * log_k, 100)
+    assert training.collapse_message(0.5 * log_k, 100) is None
+
+
+def test_command_line_overrides_parse_to_settings():
+    args = build_parser().parse_args([
+        "train", "--dataset", DATASET, "--lr", "1e-3", "--global-crop-scale", "0.3,1", "--train-images", "none",
+        "--norm-last-layer", "false", "--dataset-option", "texture_weight=0.25",
+    ])
+    assert (args.lr, args.global_crop_scale, args.train_images, args.norm_last_layer) == (1e-3, (0.3, 1.0), None, False)
+    assert args.dataset_option == [("texture_weight", 0.25)] and args.epochs is None
+
+
+def test_unknown_override_names_the_known_ones():
+    with pytest.raises(ValueError, match="Unknown training setting.*learning_rate.*Known: .*lr"):
+        training.train(DATASET, "ci", learning_rate=1.0)
+
+
+def test_package_exports_train_lazily():
+    assert ib_tutorial.train is training.train
+    probe = "import sys, ib_tutorial; print('ib_tutorial.training' in sys.modules)"
+    fresh = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True, check=True)
+    assert fresh.stdout.strip() == "False"

@@ -250,8 +250,8 @@ PRESETS: dict[str, Preset] = {
         train=TrainSettings(
             epochs=3, batch_size=16, lr=8e-3, min_lr=2e-4, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.03, teacher_temp=0.03, out_dim=1024, local_crops_number=2, num_workers=0,
-            train_images=64, knn_train_images=128, knn_eval_images=64,
-            knn_every=1, checkpoint_every=1, log_every=1, views=REDUCED_VIEWS,
+            train_images=64, knn_train_images=256, knn_eval_images=128,
+            knn_every=3, checkpoint_every=1, log_every=1, views=REDUCED_VIEWS,
         ),
         data=DataSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
     ),

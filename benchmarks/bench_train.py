@@ -1,9 +1,10 @@
 """Training throughput of DINO: images per second of one full step, and what that means
 for a whole run.
 
-    python benchmarks/bench_train.py                  # the `ci` configuration on this CPU
-    python benchmarks/bench_train.py --paper          # each dataset's `paper` configuration (one GPU)
-    python benchmarks/bench_train.py --paper --tiny   # the same code path with 2-image batches (CPU check)
+    python benchmarks/bench_train.py                          # the `ci` configuration on this CPU
+    python benchmarks/bench_train.py --preset laptop          # the CPU-laptop tier
+    python benchmarks/bench_train.py --preset paper           # each paper dataset's configuration (one GPU)
+    python benchmarks/bench_train.py --preset paper --tiny    # the same code path with 2-image batches (CPU check)
 
 A step is everything the training loop does per batch (:class:`ib_tutorial.training.DINOTraining`):
 teacher forward on the two global views, student forward on all views, the loss and
@@ -11,10 +12,13 @@ centre update, backward, per-parameter clipping, AdamW and the teacher EMA. View
 random tensors of the configured shapes, so the GPU mode needs no dataset; the
 augmentation pipeline is timed separately (images per second for one loader worker,
 on synthetic images of the dataset's native size), so one can see how many workers
-keep the step fed. For `paper` the projected time of the full run is
-``epochs * train images / (images per second)``, k-NN evaluations and loading excluded.
+keep the step fed. The projected time of a whole run is ``epochs * train images /
+(images per second)``, k-NN evaluations excluded; with ``num_workers = 0`` (the CPU
+presets) augmentation runs in the training process and its time is added.
 
-Writes ``benchmarks/results/bench_train.json`` (or ``bench_train_paper.json``).
+The CPU presets (ci, laptop) are timed on the synthetic object world, the GPU presets
+(quick, paper) on the shapes of CIFAR-100, Tiny ImageNet and UC Merced.
+Writes ``benchmarks/results/bench_train_<preset>.json``.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ def augmentation_images_per_second(view, local_crops: int, native_side: int, cou
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--paper", action="store_true", help="each dataset's paper configuration, with projections")
+    parser.add_argument("--preset", default="ci", help="ci, laptop (synthetic world); quick, paper (the paper's datasets)")
     parser.add_argument("--tiny", action="store_true", help="2-image batches and one timed step (a CPU check of the path)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: PyTorch's)")
@@ -76,11 +80,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    preset = get_preset("paper" if args.paper else "ci")
+    preset = get_preset(args.preset)
     device = resolve_device(preset)
     settings = {k: v for k, v in vars(preset.train).items() if k != "views"}
     repeats = 1 if args.tiny else args.repeats
-    datasets = PAPER_DATASETS if args.paper else {"synthetic-objects": (settings["train_images"], 32)}
+    datasets = PAPER_DATASETS if preset.device != "cpu" else {"synthetic-objects": (settings["train_images"], 32)}
 
     results = {}
     for name, (train_images, native_side) in datasets.items():
@@ -90,14 +94,20 @@ def main() -> None:
         record["augmentation_images_per_s_per_worker"] = augmentation_images_per_second(
             view, settings["local_crops_number"], native_side, count=16 if args.tiny else 200)
         record["train_images"] = train_images
-        record["projected_hours"] = settings["epochs"] * train_images / record["images_per_s"] / 3600
+        per_image = 1 / record["images_per_s"]
+        if settings["num_workers"] == 0:
+            per_image += 1 / record["augmentation_images_per_s_per_worker"]
+        seconds = settings["epochs"] * train_images * per_image
+        record["projected_epoch_seconds"] = train_images * per_image
+        record["projected_hours"] = seconds / 3600
         results[name] = record
+        projected = f"{seconds / 3600:.2f} h" if seconds > 3600 else f"{seconds / 60:.1f} min"
         print(f"{name:18s} {view.img_size:3d} px / patch {view.patch_size:2d}, batch {batch}, {record['precision']}: "
               f"{record['images_per_s']:8.1f} images/s; augmentation {record['augmentation_images_per_s_per_worker']:.0f} "
-              f"images/s per worker; {settings['epochs']} epochs x {train_images} images -> "
-              f"{record['projected_hours']:.2f} h")
+              f"images/s per worker; epoch of {train_images} images {record['projected_epoch_seconds'] / 60:.1f} min, "
+              f"{settings['epochs']} epochs {projected}")
 
-    out = args.out or f"benchmarks/results/bench_train{'_paper' if args.paper else ''}{'_tiny' if args.tiny else ''}.json"
+    out = args.out or f"benchmarks/results/bench_train_{preset.name}{'_tiny' if args.tiny else ''}.json"
     write_json(out, {"benchmark": "dino_train_throughput", "preset": preset.name, "device": str(device),
                      "args": vars(args), "results": results, "machine": machine()})
 

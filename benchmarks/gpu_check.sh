@@ -4,7 +4,7 @@
 #      synthetic world: nothing to download), checked for bf16, a finite loss and a
 #      loadable checkpoint;
 #   2. training throughput of each dataset's `paper` configuration, with the projected
-#      wall time of the full 100-epoch reproduction (benchmarks/bench_train.py --paper).
+#      wall time of the full 100-epoch reproduction (benchmarks/bench_train.py --preset paper).
 #
 #     bash benchmarks/gpu_check.sh        # writes under benchmarks/results/, or under $OUT if set
 set -euo pipefail
@@ -35,5 +35,5 @@ print(f"short run ok: {steps[-1]['step']} steps, loss {steps[0]['loss']:.3f} -> 
 PY
 echo "== short run done after $(( $(date +%s) - start )) s"
 
-timeout 300 python benchmarks/bench_train.py --paper --repeats 5 --out "$results/bench_train_paper.json"
+timeout 300 python benchmarks/bench_train.py --preset paper --repeats 5 --out "$results/bench_train_paper.json"
 echo "== throughput done after $(( $(date +%s) - start )) s"

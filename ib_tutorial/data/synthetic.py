@@ -247,7 +247,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         self.texture_weight = float(texture_weight)
         self.transform = transform
         self._key = (SPLITS.index(split) << 64) | seed
-        pixel_centres = ((np.arange(img_size) + 0.5) / img_size).astype(np.float32)
+        # Pixel centres in pixel units, so distances come out in pixels.
+        pixel_centres = np.arange(img_size, dtype=np.float32) + 0.5
         self._x, self._y = pixel_centres[None, :], pixel_centres[:, None]
         self._upsamplers = [(_bilinear_matrix(cells, img_size), amplitude) for cells, amplitude in BACKGROUND_GRIDS]
         table_angles = -np.pi + (np.arange(RADIUS_TABLE_SIZE) + 0.5) * 2 * np.pi / RADIUS_TABLE_SIZE
@@ -292,8 +293,11 @@ class SyntheticWorld(torch.utils.data.Dataset):
         else:
             image = (1 - w) * self._object_image(label, self._stream(index, layer=0))
             image += w * self._texture_image(label, self._stream(index, layer=1))
+        # Every pixel is a convex blend of colours in [0, 1], so no clipping is needed.
         # Channel-first while rendering: numpy is several times faster on contiguous planes.
-        return np.ascontiguousarray((image * 255 + 0.5).clip(0, 255).astype(np.uint8).transpose(1, 2, 0))
+        image *= 255
+        image += 0.5
+        return np.ascontiguousarray(image.astype(np.uint8).transpose(1, 2, 0))
 
     def _stream(self, index: int, layer: int) -> np.random.Generator:
         # Philox counter words 0-1 advance as numbers are drawn; the image index and the
@@ -303,29 +307,35 @@ class SyntheticWorld(torch.utils.data.Dataset):
     # --- objects --------------------------------------------------------------------
     def _object_image(self, label: int, rng: np.random.Generator) -> np.ndarray:
         """Cluttered background, then the class shape at a random place, scale and colour."""
+        side = self.img_size  # lengths are drawn as fractions of the side, used in pixels
         draws = _Draws(rng, 6 + 9 * STROKES + 7)
         image = self._background(rng, draws)
         for _ in range(STROKES):
-            x, y, angle = draws.uniform(), draws.uniform(), draws.uniform(0, np.pi)
-            length, width = draws.uniform(0.3, 0.8), draws.uniform(*STROKE_WIDTH_RANGE)
+            x, y, angle = side * draws.uniform(), side * draws.uniform(), draws.uniform(0, np.pi)
+            length, width = side * draws.uniform(0.3, 0.8), side * draws.uniform(*STROKE_WIDTH_RANGE)
             colour = _hsv(draws.uniform(), draws.uniform(0.2, 0.9), draws.uniform(0.15, 0.95))
             along_x, along_y = math.cos(angle), math.sin(angle)
             to_x, to_y = self._x - x, self._y - y
             along = to_x * along_x + to_y * along_y
             across = np.abs(to_x * along_y - to_y * along_x)
-            # A bar: inside when within width/2 of its axis and between its two ends.
-            inside = np.minimum(width / 2 - across, length / 2 - np.abs(along - length / 2))
-            self._paint(image, inside * self.img_size, colour)
+            # A bar from (x, y) along the angle: inside when within width/2 of its axis
+            # and between its two ends; the smallest margin is the distance to the edge.
+            inside = np.minimum(np.minimum(along, length - along), width / 2 - across)
+            self._paint(image, inside, colour)
 
         table = self._radius_tables[label]
         scale = draws.uniform(*OBJECT_RADIUS_RANGE)
         margin = min(float(table.max()) * scale, 0.5)
-        to_x, to_y = self._x - draws.uniform(margin, 1 - margin), self._y - draws.uniform(margin, 1 - margin)
+        centre_x, centre_y = draws.uniform(margin, 1 - margin), draws.uniform(margin, 1 - margin)
+        to_x, to_y = self._x - side * centre_x, self._y - side * centre_y
         value = draws.uniform(0.8, 1.0) if draws.uniform() < 0.5 else draws.uniform(0.05, 0.25)
         colour = _hsv(draws.uniform(), draws.uniform(0.5, 1.0), value)
-        bins = ((np.arctan2(to_y, to_x) + np.pi) * (RADIUS_TABLE_SIZE / (2 * np.pi))).astype(np.intp)
+        # Angle in (-pi, pi] to a bin of the radius table (bin T wraps to 0).
+        bins = (np.arctan2(to_y, to_x) * (RADIUS_TABLE_SIZE / (2 * np.pi)) + RADIUS_TABLE_SIZE / 2).astype(np.intp)
         radius = table[bins & (RADIUS_TABLE_SIZE - 1)]
-        self._paint(image, (scale * radius - np.hypot(to_x, to_y)) * self.img_size, colour)
+        radius *= side * scale
+        radius -= np.hypot(to_x, to_y)
+        self._paint(image, radius, colour)
         return image
 
     def _background(self, rng: np.random.Generator, draws: _Draws) -> np.ndarray:
@@ -344,7 +354,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
     def _paint(image: np.ndarray, inside_pixels: np.ndarray, colour: np.ndarray) -> None:
         """Blend ``colour`` in where ``inside_pixels`` (signed distance to the edge, in
         pixels, positive inside) is positive, with a one-pixel antialiased edge."""
-        alpha = np.minimum(np.maximum(inside_pixels + 0.5, 0.0), 1.0)
+        alpha = inside_pixels + 0.5
+        np.clip(alpha, 0.0, 1.0, out=alpha)
         image += alpha * (colour - image)
 
     # --- textures -------------------------------------------------------------------

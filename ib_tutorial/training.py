@@ -109,6 +109,7 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 # ============ devices and random state ============
 def choose_device(preset: Preset, processes: Processes) -> torch.device:
+    """The preset's device; on CUDA, the GPU of this process's local rank."""
     device = resolve_device(preset)
     if device.type == "cuda":
         device = torch.device("cuda", processes.local_rank)
@@ -209,18 +210,16 @@ def build_loader(data: Data, config: dict, processes: Processes, device: torch.d
 
 
 # ============ models ============
-def build_networks(settings: TrainSettings | dict, view: ViewSettings | dict) -> tuple[MultiCropWrapper, MultiCropWrapper]:
-    """Student (with stochastic depth) and teacher (without), starting from the same weights."""
-    s = settings if isinstance(settings, dict) else dataclasses.asdict(settings)
-    v = view if isinstance(view, dict) else dataclasses.asdict(view)
+def build_networks(settings: dict, view: dict) -> tuple[MultiCropWrapper, MultiCropWrapper]:
+    """Student (with stochastic depth) and teacher (without), starting from the same weights.
+    ``settings`` and ``view`` are the ``train`` and ``view`` sections of a run's configuration."""
 
     def network(drop_path_rate: float) -> MultiCropWrapper:
-        head = DINOHead(
-            VIT_SMALL["embed_dim"], s["out_dim"], s["hidden_dim"], s["bottleneck_dim"], norm_last_layer=s["norm_last_layer"]
-        )
-        return MultiCropWrapper(vit_small(v["img_size"], v["patch_size"], drop_path_rate), head)
+        head = DINOHead(VIT_SMALL["embed_dim"], settings["out_dim"], settings["hidden_dim"],
+                        settings["bottleneck_dim"], norm_last_layer=settings["norm_last_layer"])
+        return MultiCropWrapper(vit_small(view["img_size"], view["patch_size"], drop_path_rate), head)
 
-    student = network(s["drop_path_rate"])
+    student = network(settings["drop_path_rate"])
     teacher = network(0.0)
     teacher.load_state_dict(student.state_dict())
     teacher.requires_grad_(False)
@@ -328,6 +327,9 @@ def run_config(
         )
     train = dataclasses.asdict(settings)
     del train["views"]
+    if train["num_workers"] is None:  # one per core, shared by the training processes of this node
+        per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        train["num_workers"] = max(1, (os.cpu_count() or 1) // per_node)
     return {
         "dataset": dataset,
         "dataset_options": dict(dataset_options),
@@ -535,8 +537,9 @@ def step_record(state: DINOTraining, epoch: int, step: int, loss: float, entropi
 
 def evaluate_knn(backbone: torch.nn.Module, data: Data, settings: dict, device: torch.device) -> dict:
     """Weighted k-NN accuracy of ``backbone``'s features: held-out images against training images."""
-    train_features, train_labels = extract_features(backbone, data.knn_train, device=device, progress=False)
-    eval_features, eval_labels = extract_features(backbone, data.knn_eval, device=device, progress=False)
+    workers = settings["num_workers"]
+    train_features, train_labels = extract_features(backbone, data.knn_train, device=device, num_workers=workers, progress=False)
+    eval_features, eval_labels = extract_features(backbone, data.knn_eval, device=device, num_workers=workers, progress=False)
     accuracy = knn_accuracy(train_features, train_labels, eval_features, eval_labels, data.num_classes,
                             settings["knn_k"], settings["knn_temperature"])
     return {**accuracy, "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)}

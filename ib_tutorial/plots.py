@@ -1,6 +1,7 @@
 """Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
@@ -33,5 +34,5 @@ def plot_block_profile(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    ax.annotate(caption, xy=(0, -0.22), xycoords="axes fraction", fontsize="small", color="0.35", va="top")
+    ax.annotate(textwrap.fill(caption, 90), xy=(0, -0.2), xycoords="axes fraction", fontsize="small", color="0.35", va="top")
     return ax

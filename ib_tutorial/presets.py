@@ -49,6 +49,24 @@ class ProbeSettings:
 
 
 @dataclass(frozen=True)
+class DataSettings:
+    """The dataset chapter's measurements on the synthetic worlds.
+
+    Attributes:
+        img_size: side in pixels of the synthetic images shown and measured.
+        num_classes: classes in each synthetic world.
+        probe_train: images per world (balanced over classes) that fit the linear
+            probes asking where the label lives; ``probe_test`` more evaluate them.
+        probe_test: held-out images per world for those probes.
+    """
+
+    img_size: int
+    num_classes: int
+    probe_train: int
+    probe_test: int
+
+
+@dataclass(frozen=True)
 class Preset:
     """One named tier of settings. ``seed`` makes every run in the tier repeatable."""
 
@@ -57,6 +75,7 @@ class Preset:
     seed: int
     device: str  # "cpu", "cuda", or "auto" (CUDA when available)
     probe: ProbeSettings = field(repr=False)
+    data: DataSettings = field(repr=False)
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -77,6 +96,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         probe=ProbeSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
+        data=DataSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
     ),
     "laptop": Preset(
         name="laptop",
@@ -84,6 +104,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         probe=ProbeSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
+        data=DataSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
     ),
     "quick": Preset(
         name="quick",
@@ -91,6 +112,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         probe=ProbeSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
+        data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
     ),
     "paper": Preset(
         name="paper",
@@ -98,6 +120,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         probe=ProbeSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
+        data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
     ),
 }
 

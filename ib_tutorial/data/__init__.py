@@ -1,0 +1,173 @@
+"""Every dataset of the book behind one call, :func:`get_dataset`.
+
+Object-centric (the label is a thing in the picture): ``cifar100``,
+``tiny-imagenet`` and ``synthetic-objects``. Texture-centric (the label is a
+statistic every part of the picture shares): ``uc-merced``, ``dtd``, ``eurosat``
+and ``synthetic-textures``. ``synthetic-mix`` turns a knob between the two
+synthetic worlds.
+
+Real data lives under the data root (argument ``root``, else ``$IB_TUTORIAL_DATA``,
+else ``~/.cache/ib_tutorial``), never inside the repository, and is downloaded only
+when asked (``download=True``).
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import tiny_imagenet, uc_merced
+from .archives import ArchiveError, ChecksumError, DatasetNotFoundError
+from .synthetic import SPLITS, SyntheticWorld
+from .torchvision_sets import load_cifar100, load_dtd, load_eurosat
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What :func:`get_dataset` knows about one dataset name."""
+
+    load: Callable
+    kind: str  # "object-centric", "texture-centric", or "between" for the knob
+    splits: tuple[str, ...]
+    description: str
+    split_note: str = ""  # why a split one might expect is not offered
+
+
+def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callable:
+    def load(
+        split: str,
+        root=None,
+        download: bool = False,
+        transform: Callable | None = None,
+        *,
+        img_size: int = 32,
+        num_classes: int = 10,
+        size: int | None = None,
+        seed: int = 0,
+        texture_weight: float | None = None,
+    ) -> SyntheticWorld:
+        # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
+        if fixed_texture_weight is None:
+            texture_weight = 0.5 if texture_weight is None else texture_weight
+        elif texture_weight is not None and texture_weight != fixed_texture_weight:
+            raise ValueError(
+                f"{world} has texture_weight={fixed_texture_weight} by definition; "
+                f"use get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values."
+            )
+        else:
+            texture_weight = fixed_texture_weight
+        return SyntheticWorld(
+            split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
+            texture_weight=texture_weight, transform=transform,
+        )
+
+    return load
+
+
+DATASETS: dict[str, DatasetInfo] = {
+    "cifar100": DatasetInfo(
+        load_cifar100, "object-centric", ("train", "test"),
+        "CIFAR-100: 100 classes, 32 px, 50,000 train / 10,000 test (torchvision)",
+        "CIFAR-100 publishes train and test only.",
+    ),
+    "tiny-imagenet": DatasetInfo(
+        tiny_imagenet.load, "object-centric", ("train", "val"),
+        "Tiny ImageNet: 200 classes, 64 px, 100,000 train / 10,000 val",
+        "Its test images have no published labels; use 'val' for evaluation.",
+    ),
+    "uc-merced": DatasetInfo(
+        uc_merced.load, "texture-centric", ("train", "test"),
+        "UC Merced Land Use: 21 classes x 100 aerial tiles, 256 px; stratified 80/20 split",
+        "It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
+    ),
+    "dtd": DatasetInfo(
+        load_dtd, "texture-centric", ("train", "val", "test"),
+        "Describable Textures: 47 classes x 120, 300-640 px; official partitions 1-10 (torchvision)",
+    ),
+    "eurosat": DatasetInfo(
+        load_eurosat, "texture-centric", ("train", "test"),
+        "EuroSAT RGB: 10 land-cover classes, 27,000 tiles of 64 px; stratified 80/20 split (torchvision)",
+        "It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
+    ),
+    "synthetic-objects": DatasetInfo(
+        _synthetic_loader("synthetic-objects", 0.0), "object-centric", SPLITS,
+        "class = a shape at random position, scale and colour over clutter (generated, nothing to download)",
+    ),
+    "synthetic-textures": DatasetInfo(
+        _synthetic_loader("synthetic-textures", 1.0), "texture-centric", SPLITS,
+        "class = a stationary texture statistic over the whole image (generated, nothing to download)",
+    ),
+    "synthetic-mix": DatasetInfo(
+        _synthetic_loader("synthetic-mix", None), "between", SPLITS,
+        "(1 - texture_weight) x object image + texture_weight x texture image of the same class (default 0.5)",
+    ),
+}
+
+
+def get_dataset(
+    name: str,
+    split: str = "train",
+    root=None,
+    download: bool = False,
+    transform: Callable | None = None,
+    **options,
+):
+    """A torch ``Dataset`` of ``(PIL RGB image, int label)`` pairs (or
+    ``(transform(image), label)``), with a ``classes`` list of names.
+
+    Args:
+        name: one of :data:`DATASETS` (``ib-tutorial datasets`` lists them).
+        split: ``"train"``, ``"val"`` or ``"test"``, as the dataset offers them.
+        root: data root; default ``$IB_TUTORIAL_DATA`` or ``~/.cache/ib_tutorial``.
+        download: fetch and verify the files when they are missing.
+        transform: applied to each PIL image.
+        **options: dataset-specific.
+
+            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes``
+              (default 10), ``size`` (images in the split, default 10,000 train /
+              2,000 val and test), ``seed`` (default 0) and, for ``synthetic-mix``,
+              ``texture_weight`` in [0, 1] (default 0.5).
+            - ``uc-merced``: ``train_fraction`` (0.8), ``split_seed`` (0),
+              ``size_policy`` (``"resize"`` the few images that are not 256 x 256
+              to 256 x 256, bicubic; or ``"keep"``).
+            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (a folder of
+              ``images/<class>/`` without ``labels/``) with ``train_fraction`` and
+              ``split_seed``.
+            - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
+
+    Raises:
+        ValueError: for an unknown name, split or option, naming the known ones.
+        DatasetNotFoundError: data missing with ``download=False``; the message
+            shows the expected layout under ``root``.
+        ChecksumError: a file's MD5 differs; the message names the file and both digests.
+        ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
+    """
+    if name not in DATASETS:
+        raise ValueError(f"Unknown dataset {name!r}. Known datasets: {', '.join(DATASETS)}.")
+    info = DATASETS[name]
+    if split not in info.splits:
+        raise ValueError(
+            f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. {info.split_note}".strip()
+        )
+    accepted = [
+        parameter.name for parameter in inspect.signature(info.load).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"Dataset {name!r} does not take option(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(accepted) or 'no options'}."
+        )
+    return info.load(split, root, download, transform, **options)
+
+
+__all__ = [
+    "DATASETS",
+    "ArchiveError",
+    "ChecksumError",
+    "DatasetInfo",
+    "DatasetNotFoundError",
+    "SyntheticWorld",
+    "get_dataset",
+]

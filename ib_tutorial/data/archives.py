@@ -1,0 +1,227 @@
+"""Downloading, verifying and safely extracting dataset archives.
+
+The rules, so that nothing on disk is lost and nothing half-done is trusted:
+
+- A download goes to ``<file>.part`` and is renamed only when complete.
+- An archive is used only if its MD5 matches; a mismatch names the file and both
+  digests, and leaves the file where it is (never deleted behind the user's back).
+- Extraction checks every member first: absolute paths, ``..`` components and links
+  or special files are refused before anything is written.
+- Extraction is all-or-nothing: members go to a staging folder
+  ``.<folder>.partial`` next to the target, a completion marker is written last, and
+  only then is the folder renamed into place. A staging folder found later is an
+  interrupted extraction: it is removed and the extraction redone.
+- A dataset folder that exists but lacks files is reported, never overwritten.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from tqdm.auto import tqdm
+
+COMPLETE_MARKER = ".ib_tutorial-complete"
+CHUNK = 1 << 20
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """The data is not on disk (or is incomplete) and was not asked to be downloaded."""
+
+
+class ChecksumError(RuntimeError):
+    """A file's MD5 differs from the published one."""
+
+
+class ArchiveError(RuntimeError):
+    """An archive is truncated, corrupt, unsafe or lacks the expected folder."""
+
+
+@dataclass(frozen=True)
+class RemoteArchive:
+    """A published archive: its file name, MD5 and the URLs to try in order."""
+
+    filename: str
+    md5: str
+    urls: tuple[str, ...]
+
+
+def md5_of(path: str | os.PathLike) -> str:
+    """Hex MD5 digest of a file, read in 1 MiB chunks."""
+    digest = hashlib.md5()
+    with open(path, "rb") as file:
+        while chunk := file.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_md5(path: Path, expected: str) -> None:
+    """Raise :class:`ChecksumError` naming ``path`` and both digests when they differ."""
+    actual = md5_of(path)
+    if actual != expected:
+        raise ChecksumError(
+            f"Checksum mismatch for {path}: MD5 is {actual}, expected {expected}. "
+            "The file was not used and has been left in place; it is truncated, corrupt or a "
+            "different version. Delete it and call again with download=True."
+        )
+
+
+def fetch(archive: RemoteArchive, destination: Path) -> None:
+    """Download ``archive`` to ``destination`` (via ``<destination>.part``, then a rename),
+    trying each URL in turn. ``file://`` URLs work too."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(destination.name + ".part")
+    failures = []
+    for url in archive.urls:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as file:
+                length = response.headers.get("Content-Length")
+                total = int(length) if length else None
+                with tqdm(total=total, unit="B", unit_scale=True, desc=archive.filename) as bar:
+                    while chunk := response.read(CHUNK):
+                        file.write(chunk)
+                        bar.update(len(chunk))
+            os.replace(partial, destination)
+            return
+        except (urllib.error.URLError, OSError) as error:
+            failures.append(f"{url}: {error}")
+    partial.unlink(missing_ok=True)  # our own incomplete download, never a user's file
+    raise ArchiveError(
+        f"Could not download {archive.filename}; tried\n  " + "\n  ".join(failures)
+        + f"\nDownload it by hand to {destination} and call again."
+    )
+
+
+def _member_problem(name: str, is_link_or_special: bool) -> str | None:
+    """Why an archive member may not be extracted, or ``None`` when it is safe."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    if path.is_absolute() or (path.parts and path.parts[0].endswith(":")):
+        return "is an absolute path"
+    if ".." in path.parts:
+        return "has a '..' component that would land outside the target folder"
+    if is_link_or_special:
+        return "is a link or special file"
+    return None
+
+
+def _check_members(names_and_kinds: Sequence[tuple[str, bool]], archive_path: Path) -> None:
+    for name, special in names_and_kinds:
+        problem = _member_problem(name, special)
+        if problem:
+            raise ArchiveError(
+                f"Refusing to extract {archive_path}: member {name!r} {problem}. "
+                "Nothing was extracted. The archive is not the published one; delete it."
+            )
+
+
+def _extract_all(archive_path: Path, into: Path) -> None:
+    """Check every member, then extract them all into ``into`` (zip by suffix, else tar)."""
+    if archive_path.suffix.lower() == ".zip":
+        with zipfile.ZipFile(archive_path) as archive:
+            members = archive.infolist()
+            # Unix mode bits live in the top 16 bits of external_attr.
+            _check_members([(m.filename, stat.S_ISLNK(m.external_attr >> 16)) for m in members], archive_path)
+            for member in tqdm(members, desc=f"extracting {archive_path.name}", unit="file"):
+                archive.extract(member, into)
+        return
+    # Python >= 3.11.4 has extraction filters; the checks above already refuse what
+    # the "data" filter would, so older versions are safe too.
+    options = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+    with tarfile.open(archive_path) as archive:
+        members = archive.getmembers()
+        _check_members([(m.name, not (m.isfile() or m.isdir())) for m in members], archive_path)
+        for member in tqdm(members, desc=f"extracting {archive_path.name}", unit="file"):
+            archive.extract(member, into, set_attrs=False, **options)
+
+
+def extract(archive_path: Path, into: Path, folder: str, md5: str) -> Path:
+    """Extract ``archive_path`` and move its top folder ``folder`` to ``into / folder``,
+    all or nothing (see the module docstring). Returns the extracted folder."""
+    target = into / folder
+    staging = into / f".{folder}.partial"
+    if staging.exists():
+        shutil.rmtree(staging)  # an interrupted extraction of ours: redo it, do not trust it
+    staging.mkdir(parents=True)
+    try:
+        _extract_all(archive_path, staging)
+    except (zipfile.BadZipFile, tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error) as error:
+        shutil.rmtree(staging)
+        raise ArchiveError(
+            f"{archive_path} is truncated or corrupt ({type(error).__name__}: {error}). "
+            "It was left in place; delete it and call again with download=True."
+        ) from error
+    except ArchiveError:
+        shutil.rmtree(staging)
+        raise
+    if not (staging / folder).is_dir():
+        found = ", ".join(sorted(p.name for p in staging.iterdir())) or "nothing"
+        shutil.rmtree(staging)
+        raise ArchiveError(f"{archive_path} does not contain the folder {folder!r} (found: {found}).")
+    marker = {"archive": archive_path.name, "md5": md5}
+    (staging / folder / COMPLETE_MARKER).write_text(json.dumps(marker) + "\n")  # written last
+    os.replace(staging / folder, target)
+    shutil.rmtree(staging)
+    return target
+
+
+def missing_files(folder: Path, required: Sequence[str]) -> list[str]:
+    """The entries of ``required`` (paths relative to ``folder``) that do not exist."""
+    return [name for name in required if not (folder / name).exists()]
+
+
+def prepare(
+    archive: RemoteArchive,
+    into: Path,
+    folder: str,
+    required: Sequence[str],
+    download: bool,
+    dataset: str,
+    layout: str,
+) -> Path:
+    r"""Make ``into / folder`` hold the extracted archive and return it.
+
+    A folder that already holds every path in ``required`` is used as it is (it may
+    have been placed by hand). Otherwise the archive ``into / archive.filename`` is
+    used if present, downloaded if ``download``, verified, and extracted.
+
+    Raises:
+        DatasetNotFoundError: nothing on disk and ``download`` is false, or the folder
+            exists but is incomplete (it is left alone); the message shows ``layout``.
+        ChecksumError, ArchiveError: see :func:`verify_md5` and :func:`extract`.
+    """
+    target = into / folder
+    if target.is_dir():
+        missing = missing_files(target, required)
+        if not missing:
+            return target
+        raise DatasetNotFoundError(
+            f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
+            f"it was left alone.\nExpected layout:\n{layout}\n"
+            "Complete it, or move it away and call again with download=True."
+        )
+    archive_path = into / archive.filename
+    if not archive_path.exists():
+        if not download:
+            raise DatasetNotFoundError(
+                f"{dataset} is not under {into}.\nExpected layout:\n{layout}\n"
+                f"Call again with download=True to fetch {archive.filename} from {archive.urls[0]}, "
+                f"or put that archive at {archive_path}, or pass root=<folder holding the layout>."
+            )
+        fetch(archive, archive_path)
+    verify_md5(archive_path, archive.md5)
+    extract(archive_path, into, folder, archive.md5)
+    missing = missing_files(target, required)
+    if missing:
+        raise ArchiveError(f"{archive_path} extracted to {target} but lacks: {', '.join(missing)}.")
+    return target

@@ -1,0 +1,378 @@
+r"""Synthetic object and texture worlds, generated on the fly.
+
+The paper contrasts object-centric data (CIFAR-100, Tiny ImageNet), where the label
+is a thing somewhere in the picture, with texture-centric data (UC Merced), where
+the label is a statistic that every part of the picture shares. These two worlds
+isolate exactly that difference, with nothing to download or store:
+
+**Objects** (``texture_weight = 0``). Class :math:`k` is a *shape identity*: a
+closed outline with radius
+
+.. math:: R_k(\theta) = \frac{1 + \sum_{m=2}^{5} a_{k,m}\cos(m\theta + \phi_{k,m})}
+          {\sqrt{1 + \tfrac12 \sum_m a_{k,m}^2}},
+
+normalised so that every class has the same area (a disc of radius 1). Each image
+places that shape at a random position and scale (equivalent radius 16-28 % of the
+side) with a random colour, over a cluttered background (smooth colour blotches and
+two random strokes) that is the same for all classes. Colour, position, scale and
+clutter carry no information about the class; only the outline does, and only
+where the object is. Recognising the class means finding and integrating a
+spatially local, global-in-shape structure: the object-centric regime.
+
+**Textures** (``texture_weight = 1``). Class :math:`k` is a *stationary texture
+statistic* covering the whole image: a Gaussian random field whose power spectrum
+is a log-normal ring around the class frequency :math:`f_k` (cycles per pixel),
+optionally concentrated around an orientation :math:`\theta_k`,
+
+.. math:: |F_k(\rho, \varphi)| = \exp\!\Big(-\frac{\log^2(\rho/f_k)}{2\sigma^2}\Big)
+          \,|\cos(\varphi - \theta_k)|^{n_k},
+
+passed through :math:`\tanh(g_k t)` (soft or crisp edges) and painted between two
+random colours, one dark and one bright. Any patch a few periods wide already
+identifies the class; colour does not. This is the texture-centric regime.
+
+**Between them** (``synthetic-mix``). For :math:`w` = ``texture_weight``, the
+image is the pixel blend :math:`(1-w)\,\text{object} + w\,\text{texture}` of the
+object image and the texture image *of the same class*, so both cues agree and
+:math:`w` moves the evidence from the shape to the texture. The object and texture
+layers use separate random streams, so one ``(seed, index)`` shows the same object
+and the same texture at every :math:`w`. Texture is the easier cue (it is in every
+patch), so do not expect a model's behaviour to change linearly in :math:`w`.
+
+Sizes: objects are defined relative to the image (a bigger image shows the same
+object in more detail); texture frequencies are defined per pixel (a bigger image
+shows more of the same texture), as for aerial photographs, where a larger tile
+covers more ground. Class :math:`k` means the same shape or texture whatever
+``num_classes``, ``seed`` or split; the class parameters come from a
+low-discrepancy sequence, so any number of classes are spread evenly.
+
+Determinism: image ``index`` of ``split`` is a pure function of
+``(seed, split, index, img_size, texture_weight)``, drawn from a Philox counter
+stream keyed by ``(seed, split)``; the splits use different keys and so hold
+different, independent images. The label of image ``index`` is
+``index % num_classes``: classes are balanced (counts differ by at most one).
+"""
+from __future__ import annotations
+
+import colorsys
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.fft
+import torch
+from PIL import Image
+
+SPLITS = ("train", "val", "test")
+DEFAULT_SPLIT_SIZES = {"train": 10_000, "val": 2_000, "test": 2_000}
+MIN_IMG_SIZE, MAX_IMG_SIZE = 16, 256
+
+# Shape family: harmonics m = 2..5 (m = 1 would only move the centre) and the largest
+# amplitude each may take; the sum stays below 1 so the radius stays positive.
+HARMONICS = np.arange(2, 6)
+MAX_AMPLITUDES = np.array([0.35, 0.25, 0.2, 0.15])
+OBJECT_RADIUS_RANGE = (0.16, 0.28)  # equivalent radius, as a fraction of the side
+
+# Texture family: class frequency range (cycles per pixel), orientation concentration
+# exponents n (0: isotropic blobs, 4: loosely oriented, 16: stripes) and tanh gains g
+# (soft or crisp). The ring width sigma is in natural-log units of frequency.
+TEXTURE_FREQUENCY_RANGE = (0.05, 0.3)
+TEXTURE_CONCENTRATIONS = (0, 4, 16)
+TEXTURE_GAINS = (0.8, 4.0)
+TEXTURE_RING_WIDTH = 0.3
+
+BACKGROUND_GRIDS = ((3, 1.0), (6, 0.5))  # value-noise octaves: (cells per side, amplitude)
+STROKES = 2
+STROKE_WIDTH_RANGE = (0.02, 0.05)  # fraction of the side
+
+
+def low_discrepancy_point(k: int, dims: int) -> np.ndarray:
+    r"""Point :math:`k` of the additive recurrence :math:`u_k = \{0.5 + k\,\alpha\}` in
+    :math:`[0,1)^{dims}`, with :math:`\alpha_j = \phi_d^{-j}` and :math:`\phi_d` the
+    root of :math:`x^{d+1} = x + 1` (Roberts' generalised golden ratio). Any prefix
+    of the sequence covers the cube evenly, so classes are spread for any count."""
+    phi = 2.0
+    for _ in range(64):
+        phi = (1.0 + phi) ** (1.0 / (dims + 1))
+    alpha = phi ** -np.arange(1, dims + 1)
+    return (0.5 + k * alpha) % 1.0
+
+
+@dataclass(frozen=True)
+class ShapeClass:
+    r"""One object class: amplitudes :math:`a_m` and phases :math:`\phi_m` of the
+    harmonics :math:`m` = 2..5 of its outline."""
+
+    amplitudes: np.ndarray  # (4,)
+    phases: np.ndarray  # (4,)
+
+    def radius(self, theta: np.ndarray) -> np.ndarray:
+        r"""Outline radius :math:`R_k(\theta)` (area-normalised) at angles ``theta``."""
+        theta = np.asarray(theta)[..., None]
+        wobble = np.sum(self.amplitudes * np.cos(HARMONICS * theta + self.phases), axis=-1)
+        return (1.0 + wobble) / np.sqrt(1.0 + 0.5 * np.sum(self.amplitudes**2))
+
+
+def shape_class(k: int) -> ShapeClass:
+    """The shape of object class ``k`` (the same for every dataset size and seed)."""
+    u = low_discrepancy_point(k, 2 * len(HARMONICS))
+    return ShapeClass(MAX_AMPLITUDES * u[: len(HARMONICS)], 2 * np.pi * u[len(HARMONICS):])
+
+
+@dataclass(frozen=True)
+class TextureClass:
+    """One texture class: ring frequency (cycles/pixel), orientation of the wave
+    vector (radians, in array coordinates x right, y down), orientation concentration
+    exponent and tanh gain."""
+
+    frequency: float
+    orientation: float
+    concentration: int
+    gain: float
+
+    @property
+    def name(self) -> str:
+        """E.g. ``striped 84deg 0.07c/px crisp``: the angle is the direction the stripes
+        run (perpendicular to the wave vector), counter-clockwise from horizontal."""
+        kind = {0: "isotropic", 4: "oriented", 16: "striped"}[self.concentration]
+        edge = "crisp" if self.gain > 1 else "soft"
+        # Image rows grow downwards, so a wave vector at +theta in (x, y) pixel
+        # coordinates runs at -theta on screen; the stripes are perpendicular to it.
+        angle = "" if self.concentration == 0 else f" {(90 - np.degrees(self.orientation)) % 180:.0f}deg"
+        return f"{kind}{angle} {self.frequency:.2f}c/px {edge}"
+
+    def spectrum(self, img_size: int) -> np.ndarray:
+        """Amplitude filter on the ``rfft2`` grid, shape ``(img_size, img_size // 2 + 1)``."""
+        fy = np.fft.fftfreq(img_size)[:, None]
+        fx = np.fft.rfftfreq(img_size)[None, :]
+        rho = np.hypot(fx, fy)
+        rho[0, 0] = 1.0  # the mean is removed below; avoid log(0)
+        ring = np.exp(-np.log(rho / self.frequency) ** 2 / (2 * TEXTURE_RING_WIDTH**2))
+        ring[0, 0] = 0.0
+        angle = np.arctan2(fy, fx)
+        return (ring * np.abs(np.cos(angle - self.orientation)) ** self.concentration).astype(np.float32)
+
+
+def texture_class(k: int) -> TextureClass:
+    """The texture of class ``k`` (the same for every dataset size and seed)."""
+    u = low_discrepancy_point(k, 4)
+    low, high = TEXTURE_FREQUENCY_RANGE
+    return TextureClass(
+        frequency=float(low * (high / low) ** u[0]),
+        orientation=float(np.pi * u[1]),
+        concentration=TEXTURE_CONCENTRATIONS[int(u[2] * len(TEXTURE_CONCENTRATIONS))],
+        gain=TEXTURE_GAINS[int(u[3] * len(TEXTURE_GAINS))],
+    )
+
+
+RADIUS_TABLE_SIZE = 1024  # outline radius sampled at this many angles; a power of two
+
+
+def _hsv(hue: float, saturation: float, value: float) -> np.ndarray:
+    """An RGB colour of shape (3, 1, 1), to broadcast over channel-first images."""
+    return np.array(colorsys.hsv_to_rgb(hue % 1.0, saturation, value), dtype=np.float32).reshape(3, 1, 1)
+
+
+def _bilinear_matrix(cells: int, img_size: int) -> np.ndarray:
+    """(img_size, cells) matrix that upsamples a grid of values over the image linearly."""
+    position = np.clip((np.arange(img_size) + 0.5) / img_size * cells - 0.5, 0, cells - 1)
+    low = np.floor(position).astype(int)
+    high = np.minimum(low + 1, cells - 1)
+    weight = position - low
+    matrix = np.zeros((img_size, cells), dtype=np.float32)
+    matrix[np.arange(img_size), low] += 1 - weight
+    matrix[np.arange(img_size), high] += weight
+    return matrix
+
+
+class _Draws:
+    """Uniform numbers drawn in one call and handed out in a fixed order (one call to
+    the generator is much cheaper than many)."""
+
+    def __init__(self, rng: np.random.Generator, count: int) -> None:
+        self._values = iter(rng.random(count).tolist())
+
+    def uniform(self, low: float = 0.0, high: float = 1.0) -> float:
+        return low + (high - low) * next(self._values)
+
+
+class SyntheticWorld(torch.utils.data.Dataset):
+    r"""A synthetic world between objects (``texture_weight=0``) and textures (``1``).
+
+    Args:
+        split: ``"train"``, ``"val"`` or ``"test"``; each draws from its own stream.
+        img_size: side of the square RGB images, 16 to 256 pixels.
+        num_classes: number of classes (any positive number).
+        size: number of images in this split (default 10,000 for train, 2,000 for
+            val and test). Images are generated when indexed; nothing is stored.
+        seed: selects the images (not the classes).
+        texture_weight: :math:`w \in [0, 1]`, image = :math:`(1-w)` object + :math:`w` texture.
+        transform: applied to the PIL image; without one, items are ``(PIL RGB image, int)``.
+
+    Attributes:
+        classes: one name per class (``shape-007``, the texture's parameters, or both).
+        targets: the label of every index, ``index % num_classes``.
+    """
+
+    def __init__(
+        self,
+        split: str = "train",
+        *,
+        img_size: int = 32,
+        num_classes: int = 10,
+        size: int | None = None,
+        seed: int = 0,
+        texture_weight: float = 0.0,
+        transform: Callable | None = None,
+    ) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"Unknown split {split!r} for a synthetic world; use one of {', '.join(SPLITS)}.")
+        if not MIN_IMG_SIZE <= img_size <= MAX_IMG_SIZE:
+            raise ValueError(f"img_size must be between {MIN_IMG_SIZE} and {MAX_IMG_SIZE} pixels, got {img_size}.")
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be at least 1, got {num_classes}.")
+        if size is not None and size < 0:
+            raise ValueError(f"size must be a non-negative number of images, got {size}.")
+        if not 0.0 <= texture_weight <= 1.0:
+            raise ValueError(f"texture_weight must lie in [0, 1], got {texture_weight}.")
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed}.")
+        self.split = split
+        self.img_size = img_size
+        self.num_classes = num_classes
+        self.size = DEFAULT_SPLIT_SIZES[split] if size is None else size
+        self.seed = seed
+        self.texture_weight = float(texture_weight)
+        self.transform = transform
+        self._key = (SPLITS.index(split) << 64) | seed
+        # Pixel centres in pixel units, so distances come out in pixels.
+        pixel_centres = np.arange(img_size, dtype=np.float32) + 0.5
+        self._x, self._y = pixel_centres[None, :], pixel_centres[:, None]
+        self._upsamplers = [(_bilinear_matrix(cells, img_size), amplitude) for cells, amplitude in BACKGROUND_GRIDS]
+        table_angles = -np.pi + (np.arange(RADIUS_TABLE_SIZE) + 0.5) * 2 * np.pi / RADIUS_TABLE_SIZE
+        self._radius_tables = np.stack([shape_class(k).radius(table_angles) for k in range(num_classes)]).astype(np.float32)
+        self._textures = [texture_class(k) for k in range(num_classes)]
+        self._spectra: dict[int, np.ndarray] = {}
+
+    @cached_property
+    def classes(self) -> list[str]:
+        shapes = [f"shape-{k:03d}" for k in range(self.num_classes)]
+        textures = [texture.name for texture in self._textures]
+        if self.texture_weight == 0:
+            return shapes
+        if self.texture_weight == 1:
+            return textures
+        return [f"{shape} + {texture}" for shape, texture in zip(shapes, textures)]
+
+    @property
+    def targets(self) -> list[int]:
+        return [self.label(index) for index in range(self.size)]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def label(self, index: int) -> int:
+        return index % self.num_classes
+
+    def __getitem__(self, index: int):
+        if not 0 <= index < self.size:
+            raise IndexError(f"index {index} out of range for a split of {self.size} images")
+        image = Image.fromarray(self.image_array(index))
+        return (image if self.transform is None else self.transform(image)), self.label(index)
+
+    def image_array(self, index: int) -> np.ndarray:
+        """Image ``index`` as ``uint8`` of shape ``(img_size, img_size, 3)``."""
+        label = self.label(index)
+        w = self.texture_weight
+        if w == 0:
+            image = self._object_image(label, self._stream(index, layer=0))
+        elif w == 1:
+            image = self._texture_image(label, self._stream(index, layer=1))
+        else:
+            image = (1 - w) * self._object_image(label, self._stream(index, layer=0))
+            image += w * self._texture_image(label, self._stream(index, layer=1))
+        # Every pixel is a convex blend of colours in [0, 1], so no clipping is needed.
+        # Channel-first while rendering: numpy is several times faster on contiguous planes.
+        image *= 255
+        image += 0.5
+        return np.ascontiguousarray(image.astype(np.uint8).transpose(1, 2, 0))
+
+    def _stream(self, index: int, layer: int) -> np.random.Generator:
+        # Philox counter words 0-1 advance as numbers are drawn; the image index and the
+        # layer sit in words 2-3, so no two (index, layer) streams ever overlap.
+        return np.random.Generator(np.random.Philox(key=self._key, counter=[0, 0, index, layer]))
+
+    # --- objects --------------------------------------------------------------------
+    def _object_image(self, label: int, rng: np.random.Generator) -> np.ndarray:
+        """Cluttered background, then the class shape at a random place, scale and colour."""
+        side = self.img_size  # lengths are drawn as fractions of the side, used in pixels
+        draws = _Draws(rng, 6 + 9 * STROKES + 7)
+        image = self._background(rng, draws)
+        for _ in range(STROKES):
+            x, y, angle = side * draws.uniform(), side * draws.uniform(), draws.uniform(0, np.pi)
+            length, width = side * draws.uniform(0.3, 0.8), side * draws.uniform(*STROKE_WIDTH_RANGE)
+            colour = _hsv(draws.uniform(), draws.uniform(0.2, 0.9), draws.uniform(0.15, 0.95))
+            along_x, along_y = math.cos(angle), math.sin(angle)
+            to_x, to_y = self._x - x, self._y - y
+            along = to_x * along_x + to_y * along_y
+            across = np.abs(to_x * along_y - to_y * along_x)
+            # A bar from (x, y) along the angle: inside when within width/2 of its axis
+            # and between its two ends; the smallest margin is the distance to the edge.
+            inside = np.minimum(np.minimum(along, length - along), width / 2 - across)
+            self._paint(image, inside, colour)
+
+        table = self._radius_tables[label]
+        scale = draws.uniform(*OBJECT_RADIUS_RANGE)
+        margin = min(float(table.max()) * scale, 0.5)
+        centre_x, centre_y = draws.uniform(margin, 1 - margin), draws.uniform(margin, 1 - margin)
+        to_x, to_y = self._x - side * centre_x, self._y - side * centre_y
+        value = draws.uniform(0.8, 1.0) if draws.uniform() < 0.5 else draws.uniform(0.05, 0.25)
+        colour = _hsv(draws.uniform(), draws.uniform(0.5, 1.0), value)
+        # Angle in (-pi, pi] to a bin of the radius table (bin T wraps to 0).
+        bins = (np.arctan2(to_y, to_x) * (RADIUS_TABLE_SIZE / (2 * np.pi)) + RADIUS_TABLE_SIZE / 2).astype(np.intp)
+        radius = table[bins & (RADIUS_TABLE_SIZE - 1)]
+        radius *= side * scale
+        radius -= np.hypot(to_x, to_y)
+        self._paint(image, radius, colour)
+        return image
+
+    def _background(self, rng: np.random.Generator, draws: _Draws) -> np.ndarray:
+        """Smooth blotches between two mid-value colours (value noise, two octaves)."""
+        field = np.zeros((self.img_size, self.img_size), dtype=np.float32)
+        for upsample, amplitude in self._upsamplers:
+            cells = rng.random((upsample.shape[1], upsample.shape[1]), dtype=np.float32)
+            field += amplitude * (upsample @ cells @ upsample.T)
+        field /= sum(amplitude for _, amplitude in self._upsamplers)
+        hue = draws.uniform()
+        low = _hsv(hue, draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65))
+        high = _hsv(hue + draws.uniform(-0.2, 0.2), draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65))
+        return low + field * (high - low)
+
+    @staticmethod
+    def _paint(image: np.ndarray, inside_pixels: np.ndarray, colour: np.ndarray) -> None:
+        """Blend ``colour`` in where ``inside_pixels`` (signed distance to the edge, in
+        pixels, positive inside) is positive, with a one-pixel antialiased edge."""
+        alpha = inside_pixels + 0.5
+        np.clip(alpha, 0.0, 1.0, out=alpha)
+        image += alpha * (colour - image)
+
+    # --- textures -------------------------------------------------------------------
+    def _texture_image(self, label: int, rng: np.random.Generator) -> np.ndarray:
+        """Filtered Gaussian noise with the class spectrum, tanh-shaped, between a dark
+        and a bright random colour."""
+        if label not in self._spectra:
+            self._spectra[label] = self._textures[label].spectrum(self.img_size)
+        noise = rng.standard_normal((self.img_size, self.img_size), dtype=np.float32)
+        field = scipy.fft.irfft2(scipy.fft.rfft2(noise) * self._spectra[label], s=noise.shape)
+        # The spectrum has no DC term, so the field has zero mean: its RMS is its std.
+        flat = field.ravel()
+        field *= self._textures[label].gain / (math.sqrt(float(flat @ flat) / flat.size) + 1e-8)
+        shade = 0.5 + 0.5 * np.tanh(field)
+        draws = _Draws(rng, 7)
+        dark = _hsv(draws.uniform(), draws.uniform(0.2, 1.0), draws.uniform(0.05, 0.35))
+        bright = _hsv(draws.uniform(), draws.uniform(0.2, 1.0), draws.uniform(0.7, 1.0))
+        if draws.uniform() < 0.5:
+            dark, bright = bright, dark
+        return dark + shade * (bright - dark)

@@ -1,0 +1,80 @@
+"""Tiny ImageNet (Stanford CS231n): 200 classes, 64 x 64 px, 100,000 train and 10,000 val.
+
+Moderately object-centric: ImageNet photographs of one object class each, cropped
+and downsampled. The official archive's test split has no labels, so only
+``train`` and ``val`` are offered.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..paths import data_root
+from .archives import DatasetNotFoundError, RemoteArchive, prepare
+from .folders import ImageFiles
+
+ARCHIVE = RemoteArchive(
+    filename="tiny-imagenet-200.zip",
+    md5="90528d7ca1a48142e341f4ef8d21d0de",
+    urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",),
+)
+FOLDER = "tiny-imagenet-200"
+REQUIRED = ("wnids.txt", "words.txt", "train", "val/images", "val/val_annotations.txt")
+LAYOUT = """  <root>/tiny-imagenet-200/
+      wnids.txt                      one WordNet id per line: the class order
+      words.txt                      <wnid><TAB><names>
+      train/<wnid>/images/*.JPEG     500 per class
+      val/images/val_<n>.JPEG        all 10,000 in one folder
+      val/val_annotations.txt        <file><TAB><wnid><TAB><box>"""
+
+
+def read_classes(folder: Path) -> tuple[list[str], list[str]]:
+    """The WordNet ids in ``wnids.txt`` order, and each one's first name in ``words.txt``."""
+    wnids = [line.strip() for line in (folder / "wnids.txt").read_text().splitlines() if line.strip()]
+    names = {}
+    for line in (folder / "words.txt").read_text().splitlines():
+        wnid, _, words = line.partition("\t")
+        names[wnid] = words.split(",")[0].strip()
+    missing = [wnid for wnid in wnids if wnid not in names]
+    if missing:
+        raise DatasetNotFoundError(f"{folder / 'words.txt'} has no names for: {', '.join(missing[:5])}.")
+    return wnids, [names[wnid] for wnid in wnids]
+
+
+def train_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
+    """Every ``train/<wnid>/images/*.JPEG``, labelled by the wnid's position."""
+    samples = []
+    for label, wnid in enumerate(wnids):
+        images = folder / "train" / wnid / "images"
+        if not images.is_dir():
+            raise DatasetNotFoundError(f"Tiny ImageNet: missing {images}. Expected layout:\n{LAYOUT}")
+        samples.extend((path, label) for path in sorted(images.glob("*.JPEG")))
+    return samples
+
+
+def val_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
+    """The images named in ``val/val_annotations.txt``, labelled by their wnid."""
+    label_of = {wnid: label for label, wnid in enumerate(wnids)}
+    annotations = folder / "val" / "val_annotations.txt"
+    samples = []
+    for number, line in enumerate(annotations.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, wnid = line.split("\t")[:2]
+        if wnid not in label_of:
+            raise DatasetNotFoundError(f"{annotations}, line {number}: {wnid} is not in wnids.txt.")
+        samples.append((folder / "val" / "images" / name, label_of[wnid]))
+    missing = [str(path) for path, _ in samples if not path.exists()]
+    if missing:
+        raise DatasetNotFoundError(f"{len(missing)} annotated val images are missing, e.g. {missing[0]}.")
+    return samples
+
+
+def load(
+    split: str, root=None, download: bool = False, transform: Callable | None = None
+) -> ImageFiles:
+    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``)."""
+    folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "Tiny ImageNet", LAYOUT)
+    wnids, names = read_classes(folder)
+    samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids)
+    return ImageFiles(samples, names, transform, info={"wnids": wnids, "folder": str(folder)})

@@ -1,0 +1,115 @@
+"""CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes.
+
+Downloads use the URLs and MD5 digests torchvision publishes for these datasets,
+through :mod:`ib_tutorial.data.archives` (so a bad file gets the same clear error,
+and extraction the same path checks, as every other dataset); reading is
+torchvision's, which checks CIFAR-100's extracted files against its own MD5s too.
+
+- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000
+  test. Highly object-centric: one small object fills each image.
+- DTD, the Describable Textures Dataset (Cimpoi et al., 2014): 47 texture classes
+  x 120 photographs, 300-640 px. Texture-centric by construction; beyond the paper.
+  Official splits: ten partitions of train/val/test from ``labels/``. A folder of
+  ``images/<class>/`` without ``labels/`` (e.g. a subset) is read with the
+  ``folder`` option and split like UC Merced.
+- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 Sentinel-2 tiles
+  of 64 x 64 px. Texture-centric, like UC Merced at coarser resolution; beyond the
+  paper. It publishes no split: stratified 80/20 as for UC Merced.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..paths import data_root
+from .archives import ChecksumError, DatasetNotFoundError, RemoteArchive, prepare, verify_md5
+from .folders import ImageFiles, class_folders, stratified_split
+
+CIFAR100_LAYOUT = """  <root>/cifar-100-python/
+      train, test, meta              Python pickles (torchvision's CIFAR100 reads them)"""
+DTD_LAYOUT = """  <root>/dtd/dtd/
+      images/<class>/<class>_NNNN.jpg
+      labels/{train,val,test}<1..10>.txt    the ten official partitions
+  (a folder with images/ but no labels/: pass folder=<that folder> for a stratified split)"""
+DTD_FOLDER_LAYOUT = """  <folder>/images/<class>/*.jpg      (labels/ not needed)"""
+EUROSAT_LAYOUT = """  <root>/eurosat/2750/<class>/<class>_<n>.jpg    10 classes, 64 x 64 px"""
+
+# The archive torchvision's EuroSAT downloads (its URL and MD5 are not class attributes).
+EUROSAT_ARCHIVE = RemoteArchive(
+    filename="EuroSAT.zip",
+    md5="c8fa014336c82ac7804f0398fcb19387",
+    urls=("https://huggingface.co/datasets/torchgeo/eurosat/resolve/c877bcd43f099cd0196738f714544e355477f3fd/EuroSAT.zip",),
+)
+
+
+def load_cifar100(split: str, root=None, download: bool = False, transform: Callable | None = None):
+    """CIFAR-100 ``train`` or ``test`` as torchvision's ``CIFAR100`` (fine labels)."""
+    from torchvision.datasets import CIFAR100
+
+    root = data_root(root)
+    archive = RemoteArchive(CIFAR100.filename, CIFAR100.tgz_md5, (CIFAR100.url,))
+    files = CIFAR100.train_list + CIFAR100.test_list + [[CIFAR100.meta["filename"], CIFAR100.meta["md5"]]]
+    folder = prepare(archive, root, CIFAR100.base_folder, [name for name, _ in files], download, "CIFAR-100", CIFAR100_LAYOUT)
+    try:
+        return CIFAR100(str(root), train=split == "train", transform=transform, download=False)
+    except RuntimeError as error:
+        # torchvision's message does not say which file failed; find it and say.
+        for name, md5 in files:
+            verify_md5(folder / name, md5)
+        raise ChecksumError(f"CIFAR-100 under {folder}: {error}") from error
+
+
+def load_dtd(
+    split: str,
+    root=None,
+    download: bool = False,
+    transform: Callable | None = None,
+    *,
+    partition: int = 1,
+    folder: str | Path | None = None,
+    train_fraction: float = 0.8,
+    split_seed: int = 0,
+):
+    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
+    with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
+    stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused)."""
+    if folder is not None:
+        images = Path(folder).expanduser() / "images"
+        if not images.is_dir():
+            raise DatasetNotFoundError(f"DTD: no images/ folder in {folder}. Expected layout:\n{DTD_FOLDER_LAYOUT}")
+        if split == "val":
+            raise ValueError("A DTD folder without labels/ is split into train and test only; use split='test'.")
+        files = class_folders(images)
+        info = {"train_fraction": train_fraction, "split_seed": split_seed, "folder": str(images.parent)}
+        return ImageFiles(stratified_split(files, split, train_fraction, split_seed), list(files), transform, info=info)
+
+    from torchvision.datasets import DTD
+
+    if not 1 <= partition <= 10:
+        raise ValueError(f"DTD partition must be 1 to 10, got {partition}.")
+    archive = RemoteArchive(Path(DTD._URL).name, DTD._MD5, (DTD._URL,))
+    prepare(archive, data_root(root) / "dtd", "dtd", ("images", "labels"), download, "DTD", DTD_LAYOUT)
+    return DTD(str(data_root(root)), split=split, partition=partition, transform=transform)
+
+
+def load_eurosat(
+    split: str,
+    root=None,
+    download: bool = False,
+    transform: Callable | None = None,
+    *,
+    train_fraction: float = 0.8,
+    split_seed: int = 0,
+) -> ImageFiles:
+    """EuroSAT RGB ``train`` or ``test``: torchvision's ``EuroSAT`` file list, split
+    stratified by ``train_fraction`` and ``split_seed``."""
+    from torchvision.datasets import EuroSAT
+
+    root = data_root(root)
+    prepare(EUROSAT_ARCHIVE, root / "eurosat", "2750", (), download, "EuroSAT", EUROSAT_LAYOUT)
+    listing = EuroSAT(str(root))
+    files: dict[str, list[Path]] = {name: [] for name in listing.classes}
+    for path, label in listing.samples:
+        files[listing.classes[label]].append(Path(path))
+    info = {"train_fraction": train_fraction, "split_seed": split_seed}
+    return ImageFiles(stratified_split(files, split, train_fraction, split_seed), listing.classes, transform, info=info)

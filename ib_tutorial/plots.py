@@ -1,6 +1,7 @@
 """Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -54,7 +55,8 @@ def plot_information_planes(
 
     Args:
         planes: panel title -> :class:`~ib_tutorial.ib.InformationPlane`.
-        caption: what was run (preset, data, estimator settings); drawn under the panels.
+        caption: what was run (preset, data, estimator settings); drawn under the figure
+            (pass "" to leave it to the caller, e.g. for a figure with more panels).
         axes: one axes per plane; a new row of panels when omitted.
         max_bits: right end of the :math:`I(X;T)` axis (default: the largest value).
     """
@@ -79,8 +81,16 @@ def plot_information_planes(
         ax.grid(alpha=0.3)
     colorbar = ax.figure.colorbar(points, ax=list(axes), label="epoch")
     colorbar.ax.tick_params(labelsize="small")
-    axes[0].annotate(caption, xy=(0, -0.2), xycoords="axes fraction", fontsize="small", color="0.35", va="top")
+    if caption:
+        add_caption(ax.figure, caption)
     return list(axes)
+
+
+def add_caption(figure: plt.Figure, caption: str) -> None:
+    """Write ``caption`` (what was run) under the whole figure, wrapped to its width; the
+    constrained layout leaves room for it without squeezing the axes."""
+    wrapped = textwrap.fill(caption, width=int(figure.get_figwidth() * 15))
+    figure.supxlabel(wrapped, fontsize="small", color="0.35")
 
 
 def plot_layer_eed(epochs: Sequence[int], eed: np.ndarray, ax: plt.Axes, title: str) -> plt.Axes:

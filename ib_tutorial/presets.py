@@ -109,7 +109,7 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         probe=ProbeSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
-        ib=IBSettings(epochs=2000, learning_rate=3e-3, batch_size=None, logged_epochs=16, bins=30, noise_variance=1e-3, seed=0),
+        ib=IBSettings(epochs=2000, learning_rate=3e-3, batch_size=None, logged_epochs=24, bins=30, noise_variance=1e-3, seed=0),
     ),
     "laptop": Preset(
         name="laptop",

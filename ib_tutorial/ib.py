@@ -96,9 +96,10 @@ def _normalised(counts: Tensor) -> Tensor:
 
 @contextlib.contextmanager
 def _one_thread():
-    """Run a loop of small tensor operations on one thread. Splitting them over threads
-    gains little and, on a busy machine, every operation waits for the slowest thread:
-    ten to forty times slower measured on a shared two-core machine."""
+    """Run a loop of small tensor operations on one thread. On an idle two-core machine a
+    second thread saves at most about a quarter of the time (``benchmarks/bench_ib.py``);
+    on one whose cores are busy with other work, every operation waits for the
+    descheduled thread, and we measured them ten to forty times slower."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -67,6 +67,34 @@ class DataSettings:
 
 
 @dataclass(frozen=True)
+class IBSettings:
+    """The Information Bottleneck toy: the 12-10-7-5-4-3-2 network on 12-bit inputs.
+
+    The network is tiny, so every tier trains it on the CPU; the GPU tiers use the
+    ``laptop`` values.
+
+    Attributes:
+        epochs: passes over the training inputs (85 % of the 4096).
+        learning_rate: Adam's step size.
+        batch_size: inputs per step; ``None`` for the full training set in one step.
+        logged_epochs: how many epochs, spaced evenly in log(epoch) from 0 to ``epochs``,
+            record every layer's activations (fewer when rounding makes some coincide).
+        bins: bins per unit for the binning estimator (30, as Shwartz-Ziv & Tishby).
+        noise_variance: variance of the Gaussian noise assumed by the kernel (KDE)
+            estimator, in squared activation units (1e-3, as in Saxe et al.'s code).
+        seed: seeds the train/test split, the initial weights and the batch order.
+    """
+
+    epochs: int
+    learning_rate: float
+    batch_size: int | None
+    logged_epochs: int
+    bins: int
+    noise_variance: float
+    seed: int
+
+
+@dataclass(frozen=True)
 class Preset:
     """One named tier of settings. ``seed`` makes every run in the tier repeatable."""
 
@@ -76,6 +104,7 @@ class Preset:
     device: str  # "cpu", "cuda", or "auto" (CUDA when available)
     probe: ProbeSettings = field(repr=False)
     data: DataSettings = field(repr=False)
+    ib: IBSettings = field(repr=False)
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -89,6 +118,9 @@ PAPER_OPEN_CHOICES = {
     "probe.center": "centred covariance (default) or uncentred H^T H / N",
 }
 
+# As in Saxe et al.'s code: mini-batch Adam, learning rate 4e-4, batches of 256, 10,000 epochs.
+_IB_LAPTOP = IBSettings(epochs=10000, learning_rate=4e-4, batch_size=256, logged_epochs=60, bins=30, noise_variance=1e-3, seed=0)
+
 PRESETS: dict[str, Preset] = {
     "ci": Preset(
         name="ci",
@@ -97,6 +129,7 @@ PRESETS: dict[str, Preset] = {
         device="cpu",
         probe=ProbeSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
         data=DataSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
+        ib=IBSettings(epochs=2000, learning_rate=3e-3, batch_size=None, logged_epochs=24, bins=30, noise_variance=1e-3, seed=0),
     ),
     "laptop": Preset(
         name="laptop",
@@ -105,6 +138,7 @@ PRESETS: dict[str, Preset] = {
         device="cpu",
         probe=ProbeSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
         data=DataSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
+        ib=_IB_LAPTOP,
     ),
     "quick": Preset(
         name="quick",
@@ -113,6 +147,7 @@ PRESETS: dict[str, Preset] = {
         device="auto",
         probe=ProbeSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
+        ib=_IB_LAPTOP,
     ),
     "paper": Preset(
         name="paper",
@@ -121,6 +156,7 @@ PRESETS: dict[str, Preset] = {
         device="auto",
         probe=ProbeSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
+        ib=_IB_LAPTOP,
     ),
 }
 

@@ -29,3 +29,21 @@ def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float =
         drop_path_rate=drop_path_rate,
         dynamic_img_size=True,
     )
+
+
+PRETRAINED_DINO = "vit_small_patch16_224.dino"
+
+
+def pretrained_dino_vit_small() -> torch.nn.Module | None:
+    """timm's DINO ViT-S/16 (Caron et al. 2021) with its published weights, or ``None``
+    with a printed explanation when the weights cannot be fetched (e.g. offline).
+
+    This is the reference control: a converged DINO ViT-S trained on ImageNet at 224 px.
+    Weights are cached by the Hugging Face hub client after the first download.
+    """
+    try:
+        return timm.create_model(PRETRAINED_DINO, pretrained=True, num_classes=0)
+    except Exception as error:  # any hub/network failure: the control is optional
+        print(f"Pretrained {PRETRAINED_DINO} is not available here ({type(error).__name__}: {error}). "
+              "It needs network access to the Hugging Face hub once; connect and rerun, or skip this control.")
+        return None

@@ -42,7 +42,7 @@ def setup_chapter(preset: str | None = None) -> ChapterSetup:
     return ChapterSetup(chosen, device, root)
 
 
-def show_source(obj) -> "IPython.display.Code":
+def show_source(obj):
     """Display the real source of a package function or class, so the book never
     shows a copy that can drift from the code."""
     import inspect

@@ -1,11 +1,36 @@
 """Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.colors import SymLogNorm
 
+from .ib import LAYER_WIDTHS, InformationPlane
+from .paper import ReportedProfile
 from .probe import Profile
+
+
+def _caption(ax: plt.Axes, caption: str, y: float = -0.2) -> None:
+    ax.annotate(textwrap.fill(caption, 90), xy=(0, y), xycoords="axes fraction", fontsize="small",
+                color="0.35", va="top")
+
+
+def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
+    """The paper's reported EED% ranges as grey boxes over the blocks they refer to."""
+    spans = [(reported.early_blocks, reported.early_eed, "paper: early"),
+             (reported.middle_blocks, reported.minimum_eed, "paper: minimum"),
+             (reported.late_blocks, reported.late_eed, "paper: late")]
+    for blocks, values, _name in spans:
+        if values is None:
+            continue
+        low, high = values
+        ax.fill_between([min(blocks) - 0.3, max(blocks) + 0.3], low, high, color=color, alpha=0.25, lw=0)
+    if reported.flat_above is not None:
+        ax.axhline(reported.flat_above, color=color, ls="--", lw=1)
+    ax.plot([], [], color=color, alpha=0.5, lw=6, label="paper's reported range")
 
 
 def plot_block_profile(
@@ -13,6 +38,7 @@ def plot_block_profile(
     caption: str,
     ax: plt.Axes | None = None,
     title: str = "Effective Encoding Dimension per block",
+    reported: ReportedProfile | None = None,
 ) -> plt.Axes:
     """EED% against block index, one line per labelled profile.
 
@@ -20,9 +46,12 @@ def plot_block_profile(
         profiles: label -> :class:`~ib_tutorial.probe.Profile`.
         caption: what was run (preset, data, model, number of images); drawn under the axes.
         ax: axes to draw on; a new figure when omitted.
+        reported: the paper's values for this dataset, drawn as reference boxes.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    if reported is not None:
+        draw_reported(ax, reported)
     for label, profile in profiles.items():
         ax.plot(range(profile.depth), profile.eed_percent, marker="o", label=label)
     depth = max(p.depth for p in profiles.values())
@@ -33,5 +62,132 @@ def plot_block_profile(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    ax.annotate(caption, xy=(0, -0.22), xycoords="axes fraction", fontsize="small", color="0.35", va="top")
+    _caption(ax, caption)
+    return ax
+
+
+def plot_datasets(
+    profiles: Mapping[str, Mapping[str, Profile]],
+    caption: str,
+    reported: Mapping[str, ReportedProfile] | None = None,
+) -> plt.Figure:
+    """One panel per dataset (side by side, shared y axis), each with its labelled profiles
+    and, where known, the paper's reported ranges."""
+    reported = reported or {}
+    fig, axes = plt.subplots(1, len(profiles), figsize=(4.5 * len(profiles), 4), sharey=True,
+                             layout="constrained", squeeze=False)
+    for ax, (dataset, by_label) in zip(axes[0], profiles.items()):
+        plot_block_profile(by_label, caption="", ax=ax, title=dataset, reported=reported.get(dataset))
+    fig.suptitle("EED per block, by dataset")
+    _caption(axes[0][0], caption, y=-0.25)
+    return fig
+
+
+def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,
+                     ax: plt.Axes | None = None, title: str = "EED over training") -> plt.Axes:
+    """Block x epoch heatmap of EED%: how the profile changes as training goes on.
+
+    Args:
+        epochs: the epoch of each profile (x axis), ascending.
+        eed_by_epoch: ``eed_by_epoch[i][l]`` is the EED% of block ``l`` at ``epochs[i]``.
+    """
+    values = np.asarray(eed_by_epoch, dtype=float).T  # [blocks, epochs]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    image = ax.imshow(values, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=100)
+    ax.set_xticks(range(len(epochs)), [str(e) for e in epochs])
+    ax.set_yticks(range(values.shape[0]))
+    ax.set_xlabel("epoch (0 = random initialisation)")
+    ax.set_ylabel("block index l")
+    ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label="EED (% of width D)")
+    _caption(ax, caption)
+    return ax
+
+
+def plot_companions(profile: Profile, caption: str, ax: plt.Axes | None = None,
+                    title: str = "EED beside its companions") -> plt.Axes:
+    """N_eff and every companion measure stored in ``profile``, in dimensions, per block
+    (log scale: the measures differ by orders of magnitude)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    names = {"rankme": "RankMe", "participation_ratio": "participation ratio", "twonn": "TwoNN intrinsic dim."}
+    ax.plot(range(profile.depth), profile.n_eff, marker="o", label="N_eff (EED)")
+    for key, values in profile.companions.items():
+        ax.plot(range(profile.depth), values, marker="s", label=names.get(key, key))
+    ax.set_yscale("log")
+    ax.set_xticks(range(profile.depth))
+    ax.set_xlabel("block index l (0 = first transformer block)")
+    ax.set_ylabel("dimensions (of D = %d)" % profile.dim)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    _caption(ax, caption)
+    return ax
+
+
+def plot_information_planes(
+    planes: Mapping[str, InformationPlane],
+    caption: str,
+    axes: Sequence[plt.Axes] | None = None,
+    max_bits: float | None = None,
+) -> list[plt.Axes]:
+    r"""Information-plane trajectories, one panel per labelled plane (e.g. per activation).
+
+    Each layer's path :math:`(I(X;T_l), I(T_l;Y))` over training is a grey line with one
+    dot per recorded epoch, coloured by epoch on a shared log scale; the last epoch is
+    labelled with the layer's name.
+
+    Args:
+        planes: panel title -> :class:`~ib_tutorial.ib.InformationPlane`.
+        caption: what was run (preset, data, estimator settings); drawn under the figure
+            (pass "" to leave it to the caller, e.g. for a figure with more panels).
+        axes: one axes per plane; a new row of panels when omitted.
+        max_bits: right end of the :math:`I(X;T)` axis (default: the largest value).
+    """
+    if axes is None:
+        _, axes = plt.subplots(1, len(planes), figsize=(5.2 * len(planes), 4.2), layout="constrained", squeeze=False)
+        axes = list(axes[0])
+    last_epoch = max(plane.epochs[-1] for plane in planes.values())
+    norm = SymLogNorm(linthresh=1, vmin=0, vmax=last_epoch)
+    right = max_bits if max_bits is not None else max(float(p.i_xt.max()) for p in planes.values()) + 0.3
+    for ax, (title, plane) in zip(axes, planes.items()):
+        epochs = np.array(plane.epochs)
+        for layer in range(plane.i_xt.shape[1]):
+            x, y = plane.i_xt[:, layer].numpy(), plane.i_ty[:, layer].numpy()
+            ax.plot(x, y, color="0.7", lw=0.8, zorder=1)
+            points = ax.scatter(x, y, c=epochs, cmap="viridis", norm=norm, s=18, zorder=2)
+            ax.annotate(f"T{layer + 1}", (x[-1], y[-1]), xytext=(3, -10), textcoords="offset points", fontsize="small")
+        ax.set_xlim(0, right)
+        ax.set_ylim(0, 1.1 * max(1.0, float(plane.i_ty.max())))
+        ax.set_xlabel("I(X;T) (bits)")
+        ax.set_ylabel("I(T;Y) (bits)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    colorbar = ax.figure.colorbar(points, ax=list(axes), label="epoch")
+    colorbar.ax.tick_params(labelsize="small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return list(axes)
+
+
+def add_caption(figure: plt.Figure, caption: str) -> None:
+    """Write ``caption`` (what was run) under the whole figure, wrapped to its width; the
+    constrained layout leaves room for it without squeezing the axes."""
+    wrapped = textwrap.fill(caption, width=int(figure.get_figwidth() * 15))
+    figure.supxlabel(wrapped, fontsize="small", color="0.35")
+
+
+def plot_layer_eed(epochs: Sequence[int], eed: np.ndarray, ax: plt.Axes, title: str) -> plt.Axes:
+    r"""EED :math:`N_\mathrm{eff}` of each toy layer against epoch, ``eed`` being [E, L]."""
+    epochs = np.asarray(epochs)
+    for layer in range(np.asarray(eed).shape[1]):
+        ax.plot(epochs, np.asarray(eed)[:, layer], marker=".", label=f"T{layer + 1} (D={LAYER_WIDTHS[layer]})")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlim(0, epochs[-1])
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("EED N_eff (directions)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
     return ax

@@ -209,6 +209,34 @@ class DataSettings:
 
 
 @dataclass(frozen=True)
+class IBSettings:
+    """The Information Bottleneck toy: the 12-10-7-5-4-3-2 network on 12-bit inputs.
+
+    The network is tiny, so every tier trains it on the CPU; the GPU tiers use the
+    ``laptop`` values.
+
+    Attributes:
+        epochs: passes over the training inputs (85 % of the 4096).
+        learning_rate: Adam's step size.
+        batch_size: inputs per step; ``None`` for the full training set in one step.
+        logged_epochs: how many epochs, spaced evenly in log(epoch) from 0 to ``epochs``,
+            record every layer's activations (fewer when rounding makes some coincide).
+        bins: bins per unit for the binning estimator (30, as Shwartz-Ziv & Tishby).
+        noise_variance: variance of the Gaussian noise assumed by the kernel (KDE)
+            estimator, in squared activation units (1e-3, as in Saxe et al.'s code).
+        seed: seeds the train/test split, the initial weights and the batch order.
+    """
+
+    epochs: int
+    learning_rate: float
+    batch_size: int | None
+    logged_epochs: int
+    bins: int
+    noise_variance: float
+    seed: int
+
+
+@dataclass(frozen=True)
 class Preset:
     """One named tier of settings. ``seed`` makes every run in the tier repeatable."""
 
@@ -219,6 +247,7 @@ class Preset:
     probe: ProbeSettings = field(repr=False)
     train: TrainSettings = field(repr=False)
     data: DataSettings = field(repr=False)
+    ib: IBSettings = field(repr=False)
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -239,6 +268,9 @@ PAPER_OPEN_CHOICES = {
     "train.momentum_teacher": "teacher EMA momentum (DINO: 0.996, cosine to 1)",
 }
 
+# As in Saxe et al.'s code: mini-batch Adam, learning rate 4e-4, batches of 256, 10,000 epochs.
+_IB_LAPTOP = IBSettings(epochs=10000, learning_rate=4e-4, batch_size=256, logged_epochs=60, bins=30, noise_variance=1e-3, seed=0)
+
 PRESETS: dict[str, Preset] = {
     "ci": Preset(
         name="ci",
@@ -256,6 +288,7 @@ PRESETS: dict[str, Preset] = {
             knn_every=3, checkpoint_every=1, log_every=1, views=REDUCED_VIEWS,
         ),
         data=DataSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
+        ib=IBSettings(epochs=2000, learning_rate=3e-3, batch_size=None, logged_epochs=24, bins=30, noise_variance=1e-3, seed=0),
     ),
     "laptop": Preset(
         name="laptop",
@@ -272,6 +305,7 @@ PRESETS: dict[str, Preset] = {
             knn_every=5, checkpoint_every=5, log_every=5, views=REDUCED_VIEWS,
         ),
         data=DataSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
+        ib=_IB_LAPTOP,
     ),
     "quick": Preset(
         name="quick",
@@ -281,6 +315,7 @@ PRESETS: dict[str, Preset] = {
         probe=ProbeSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5),
         data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
+        ib=_IB_LAPTOP,
     ),
     "paper": Preset(
         name="paper",
@@ -295,6 +330,7 @@ PRESETS: dict[str, Preset] = {
         # input and patch size per dataset from PAPER_VIEWS.
         train=TrainSettings(epochs=100, batch_size=256),
         data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
+        ib=_IB_LAPTOP,
     ),
 }
 

@@ -89,3 +89,16 @@ def test_bad_choices_name_the_options(model, images):
         profile_model(model, images, tokens="every", progress=False)
     with pytest.raises(ValueError, match="rankme"):
         profile_model(model, images, companions=("entropy",), progress=False)
+
+
+def test_pretrained_control_reports_clearly_when_offline(monkeypatch, capsys):
+    from ib_tutorial.models import pretrained_dino_vit_small
+
+    import huggingface_hub.constants
+
+    # The hub reads HF_HUB_OFFLINE at import; patch the constant so no request is tried.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-hf-cache")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", "/nonexistent-hf-cache")
+    assert pretrained_dino_vit_small() is None
+    assert "vit_small_patch16_224.dino" in capsys.readouterr().out

@@ -107,10 +107,33 @@ def _information_plane(args: argparse.Namespace) -> None:
             for layer, (width, peak, epoch, final, drop) in enumerate(rows, start=1):
                 print(f"    T{layer}     {width:>3}   {peak:6.2f} ({epoch:>5})      {final:6.2f}  {drop:6.2f}")
     if args.out is not None:
-        from .results import write_json_atomic
+        from .files import write_json_atomic
 
         write_json_atomic(args.out, {"preset": preset.name, "runs": summaries})
         print(f"\nwrote {args.out}")
+
+
+def _profile(args: argparse.Namespace) -> None:
+    from .profiling import profile_run
+
+    try:
+        paths = profile_run(args.run_dir, tokens=args.tokens, center=not args.uncentred, images=args.images,
+                            root=args.root, download=args.download, progress=not args.no_progress)
+    except (FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    print(f"{len(paths)} profiles in {paths[0].parent}" if paths else f"no saved backbones in {args.run_dir}")
+
+
+def _reproduce(args: argparse.Namespace) -> None:
+    from .reproduce import reproduce
+    from .training import NonFiniteLossError
+
+    try:
+        out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
+                        progress=not args.no_progress)
+    except (NonFiniteLossError, FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    print(f"results in {out}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,6 +158,34 @@ def build_parser() -> argparse.ArgumentParser:
     infoplane.add_argument("--activation", nargs="+", default=["tanh", "relu"], choices=["tanh", "relu"])
     infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
     infoplane.set_defaults(func=_information_plane)
+
+    from .probe import TOKEN_CHOICES
+    from .paper import EXTRA_DATASETS, PAPER_DATASETS
+
+    profile = commands.add_parser(
+        "profile", help="per-block EED of every saved checkpoint of a run",
+        description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
+        "profiles/<epoch>.json (other token choices and --uncentred go to profiles/<variant>/).",
+    )
+    profile.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
+    profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
+    profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
+    profile.add_argument("--images", type=int, default=None, help="probe images (default: the run preset's)")
+    reproduce = commands.add_parser(
+        "reproduce", help="train and profile each dataset, then compare with the paper",
+        description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
+        "Finished work is skipped, so the command can be rerun after an interruption.",
+    )
+    reproduce.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    reproduce.add_argument("--datasets", nargs="+", default=list(PAPER_DATASETS),
+                           choices=PAPER_DATASETS + EXTRA_DATASETS, metavar="NAME",
+                           help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}")
+    reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
+    for command, func in ((profile, _profile), (reproduce, _reproduce)):
+        command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+        command.add_argument("--download", action="store_true", help="download datasets that are missing")
+        command.add_argument("--no-progress", action="store_true", help="no progress bars")
+        command.set_defaults(func=func)
     return parser
 
 

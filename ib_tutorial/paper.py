@@ -42,3 +42,7 @@ REPORTED: dict[str, ReportedProfile] = {
     # "flat, above 90 % at every depth".
     "uc-merced": ReportedProfile(EARLY, None, MIDDLE, None, LATE, None, flat_above=90.0),
 }
+
+PAPER_DATASETS = tuple(REPORTED)
+# Beyond the paper: texture-centric real data, and the synthetic worlds with their knob.
+EXTRA_DATASETS = ("dtd", "eurosat", "synthetic-objects", "synthetic-textures", "synthetic-mix")

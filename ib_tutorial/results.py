@@ -18,12 +18,12 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 import jsonschema
 
+from .files import write_json_atomic
 from .probe import Profile
 
 SCHEMA_ID = "ib-tutorial/profile/1"
@@ -132,17 +132,6 @@ def validate_profile_record(record: dict) -> None:
     except jsonschema.ValidationError as error:
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
         raise ValueError(f"not a valid {SCHEMA_ID} record at {where}: {error.message}") from None
-
-
-def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
-    """Write JSON to a temporary file beside ``path``, then rename: a crash never
-    leaves a half-written file under the final name."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(handle.name, path)
 
 
 def save_profile_record(path: str | os.PathLike, record: dict) -> None:

@@ -1,0 +1,107 @@
+"""Profile every saved teacher of a training run on a fixed, seeded, held-out image set.
+
+For each backbone a run saved (epoch 0 is the random initialisation it started from),
+:func:`profile_run` writes ``profiles/<epoch>.json`` in the run directory (other token
+choices and the uncentred variant go to ``profiles/<variant>/<epoch>.json``), each a
+schema-valid record with its provenance (see :mod:`ib_tutorial.results`). Files that
+already hold the same measurement are skipped, so an interrupted pass resumes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Subset
+from tqdm.auto import tqdm
+
+from .augment import eval_transform
+from .presets import get_preset
+from .probe import COMPANIONS, profile_model
+from .results import load_profile_record, profile_record, provenance, save_profile_record
+from .runs import RunDirectory
+
+PROFILE_SEED_OFFSET = 1000  # the probe images differ from the k-NN subsets drawn from the same seed
+
+
+def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
+    """``profiles/`` for the default measurement (all tokens, centred), else a named subfolder."""
+    variant = ("" if tokens == "all" else tokens) + ("" if center else "-uncentred")
+    return run.path / "profiles" / variant.strip("-") if variant else run.path / "profiles"
+
+
+def probe_images(config: dict, images: int, root=None, download: bool = False) -> Subset:
+    """The run's held-out split at its input size, reduced to a seeded subset of ``images``.
+
+    The same run always gets the same images, so every epoch is measured on one set.
+    """
+    from .data import get_dataset
+
+    dataset = get_dataset(config["dataset"], config["held_out_split"], root=root, download=download,
+                          transform=eval_transform(config["view"]["img_size"]), **config["dataset_options"])
+    if images > len(dataset):
+        raise ValueError(f"asked for {images} probe images but the {config['held_out_split']} split of "
+                         f"{config['dataset']} has {len(dataset)}; lower --images")
+    generator = torch.Generator().manual_seed(config["seed"] + PROFILE_SEED_OFFSET)
+    return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
+
+
+def _is_done(path: Path, n_images: int, companions) -> bool:
+    if not path.exists():
+        return False
+    try:
+        record = load_profile_record(path)
+    except ValueError:
+        return False  # unreadable: measure again (the atomic write replaces it)
+    return record["profile"]["n_images"] == n_images and set(companions) <= set(record["profile"]["companions"])
+
+
+def profile_run(
+    run_dir: str | os.PathLike,
+    tokens: str = "all",
+    center: bool = True,
+    images: int | None = None,
+    companions=COMPANIONS,
+    root=None,
+    download: bool = False,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> list[Path]:
+    """Profile each saved teacher backbone of ``run_dir``; return the profile files.
+
+    Args:
+        run_dir: a directory written by :func:`ib_tutorial.train`.
+        tokens, center, companions: as for :func:`~ib_tutorial.probe.profile_model`.
+        images: probe images (default: the run preset's ``probe.images``).
+        root, download: where the run's dataset lives (for real datasets).
+        device: default CUDA when available, else CPU.
+    """
+    run = RunDirectory(run_dir)
+    if not run.exists():
+        raise FileNotFoundError(f"{run.path} is not a training run (no config.json); train one with `ib-tutorial train`.")
+    config = run.read_config()
+    preset = get_preset(config["preset"])
+    images = images or preset.probe.images
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    folder = profile_folder(run, tokens, center)
+    epochs = run.backbone_epochs()
+    todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions)]
+    if todo:
+        loader = DataLoader(probe_images(config, images, root, download), batch_size=preset.probe.batch_size)
+    for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress):
+        model = run.load_backbone(epoch, device)
+        profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
+                                twonn_samples=preset.probe.twonn_samples, seed=config["seed"], progress=False)
+        origin = provenance(preset=preset.name, config=config, dataset=config["dataset"], profile=profile,
+                            device=str(device))
+        record = profile_record(profile, label=f"{config['dataset']} teacher, epoch {epoch}", epoch=epoch,
+                                provenance=origin)
+        save_profile_record(folder / f"{epoch}.json", record)
+    return [folder / f"{e}.json" for e in epochs]
+
+
+def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True) -> list[dict]:
+    """The profile records of a run, by epoch."""
+    folder = profile_folder(RunDirectory(run_dir), tokens, center)
+    paths = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
+    return [load_profile_record(p) for p in paths]

@@ -1,0 +1,100 @@
+"""Train and profile each dataset, then compare with the paper: one resumable command.
+
+    ib-tutorial reproduce --preset NAME [--datasets ...] [--out DIR]
+
+Layout of ``DIR``::
+
+    <dataset>/              a training run (see ib_tutorial.runs) with profiles/<epoch>.json
+    comparison.md           the table against the paper's reported values
+    summary.json            per dataset: random-init and final profiles, k-NN accuracy,
+                            the comparison rows, and the provenance of each profile
+
+Finished work is never redone: a run that reached its last epoch is not trained again, a
+run that stopped part-way resumes from its checkpoint, and existing profiles are kept.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .comparison import comparison_markdown, comparison_records, compare_profile
+from .paper import PAPER_DATASETS
+from .paths import data_root
+from .presets import Preset, get_preset
+from .profiling import load_run_profiles, profile_run
+from .files import write_json_atomic
+from .runs import RunDirectory
+
+
+
+def run_finished(run: RunDirectory) -> bool:
+    """Whether the run saved the teacher of its last epoch."""
+    if not run.exists():
+        return False
+    epochs = run.read_config()["train"]["epochs"]
+    return epochs in run.backbone_epochs()
+
+
+def train_or_resume(dataset: str, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
+    """Train ``dataset`` into ``run_dir`` unless it is finished; resume a partial run."""
+    from .training import train
+
+    run = RunDirectory(run_dir)
+    if run_finished(run):
+        print(f"{dataset}: training finished earlier in {run_dir}; skipped")
+        return
+    train(dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download, progress=progress)
+
+
+def summarise_run(dataset: str, run_dir: Path) -> dict:
+    """Random-init and final profiles, last k-NN accuracy, and the comparison rows of one run."""
+    records = load_run_profiles(run_dir)
+    if not records:
+        raise FileNotFoundError(f"{run_dir} has no profiles; run `ib-tutorial profile {run_dir}`")
+    first, last = records[0], records[-1]
+    knn = RunDirectory(run_dir).read_metrics("knn")
+    rows = compare_profile(dataset, last["profile"]["eed_percent"])
+    return {
+        "run": str(run_dir),
+        "epochs": [r["epoch"] for r in records],
+        "random_init_eed_percent": first["profile"]["eed_percent"] if first["epoch"] == 0 else None,
+        "final_epoch": last["epoch"],
+        "final_eed_percent": last["profile"]["eed_percent"],
+        "knn_accuracy": knn[-1] if knn else None,
+        "comparison": comparison_records(rows),
+        "provenance": last["provenance"],
+    }
+
+
+def reproduce(
+    preset: str | Preset | None = None,
+    datasets=PAPER_DATASETS,
+    out: str | os.PathLike | None = None,
+    root=None,
+    download: bool = False,
+    progress: bool = True,
+) -> Path:
+    """Train and profile every dataset, then write ``summary.json`` and ``comparison.md``.
+
+    Args:
+        preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
+        datasets: names :func:`ib_tutorial.data.get_dataset` knows; default the paper's three.
+        out: the results folder (default ``<data root>/reproduce/<preset>``).
+        root, download: where the real datasets live, and whether to fetch them.
+    """
+    preset = preset if isinstance(preset, Preset) else get_preset(preset)
+    out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
+    summary = {"preset": preset.name, "datasets": {}}
+    rows = []
+    for dataset in datasets:
+        run_dir = out / dataset
+        train_or_resume(dataset, preset, run_dir, root, download, progress)
+        profile_run(run_dir, root=root, download=download, progress=progress)
+        summary["datasets"][dataset] = summarise_run(dataset, run_dir)
+        rows += compare_profile(dataset, summary["datasets"][dataset]["final_eed_percent"])
+        write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
+    table = (f"Preset `{preset.name}`: final teacher of each run against the paper's reported values "
+             f"(EED% of the 384 dimensions, all tokens, centred).\n\n" + comparison_markdown(rows))
+    (out / "comparison.md").write_text(table)
+    print(table)
+    return out

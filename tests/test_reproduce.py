@@ -1,0 +1,70 @@
+"""From a training run to profiles, and the whole reproduce bundle, on the ci preset."""
+import json
+
+import pytest
+
+from ib_tutorial.cli import main
+from ib_tutorial.profiling import load_run_profiles, profile_run
+from ib_tutorial.reproduce import reproduce
+from ib_tutorial.results import validate_profile_record
+from ib_tutorial.runs import RunDirectory
+
+DATASETS = ["synthetic-objects", "synthetic-textures"]
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    reproduce("ci", datasets=DATASETS, out=out, progress=False)
+    return out
+
+
+def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
+    summary = json.loads((bundle / "summary.json").read_text())
+    assert summary["preset"] == "ci" and list(summary["datasets"]) == DATASETS
+    for dataset in DATASETS:
+        run = RunDirectory(bundle / dataset)
+        epochs = run.backbone_epochs()
+        assert epochs[0] == 0 and epochs[-1] == run.read_config()["train"]["epochs"]
+        records = load_run_profiles(bundle / dataset)
+        assert [r["epoch"] for r in records] == epochs
+        for record in records:
+            validate_profile_record(record)
+            assert record["provenance"]["dataset"] == dataset
+            assert record["provenance"]["preset"] == "ci"
+            assert len(record["profile"]["eed_percent"]) == 12
+            assert set(record["profile"]["companions"]) == {"rankme", "participation_ratio", "twonn"}
+        entry = summary["datasets"][dataset]
+        assert entry["random_init_eed_percent"] == records[0]["profile"]["eed_percent"]
+        assert entry["final_eed_percent"] == records[-1]["profile"]["eed_percent"]
+        assert entry["knn_accuracy"] is not None
+        assert all(row["verdict"] == "not reported" for row in entry["comparison"])
+    table = (bundle / "comparison.md").read_text()
+    assert all(dataset in table for dataset in DATASETS)
+
+
+def test_rerunning_skips_finished_work(bundle, capsys):
+    before = {p: p.stat().st_mtime_ns for p in bundle.rglob("*") if p.is_file() and p.suffix in (".pt", ".json")}
+    before.pop(bundle / "summary.json")
+    reproduce("ci", datasets=DATASETS, out=bundle, progress=False)
+    assert "training finished earlier" in capsys.readouterr().out
+    after = {p: p.stat().st_mtime_ns for p in before}
+    assert after == before
+
+
+def test_other_token_choices_go_to_their_own_folder(bundle):
+    paths = profile_run(bundle / DATASETS[0], tokens="cls", center=False, images=32, companions=(), progress=False)
+    assert all(p.parent.name == "cls-uncentred" for p in paths)
+    records = load_run_profiles(bundle / DATASETS[0], tokens="cls", center=False)
+    assert all(r["profile"]["tokens"] == "cls" and not r["profile"]["center"] for r in records)
+    assert all(r["profile"]["n_tokens"] == 32 for r in records)
+
+
+def test_profile_command_names_a_missing_run(tmp_path):
+    with pytest.raises(SystemExit, match="not a training run"):
+        main(["profile", str(tmp_path / "nothing")])
+
+
+def test_profile_command_rejects_more_images_than_the_split_has(bundle):
+    with pytest.raises(SystemExit, match="lower --images"):
+        main(["profile", str(bundle / DATASETS[0]), "--tokens", "mean", "--images", "1000000", "--no-progress"])

@@ -79,7 +79,7 @@ def plot_datasets(
     for ax, (dataset, by_label) in zip(axes[0], profiles.items()):
         plot_block_profile(by_label, caption="", ax=ax, title=dataset, reported=reported.get(dataset))
     fig.suptitle("EED per block, by dataset")
-    _caption(axes[0][0], caption, y=-0.25)
+    add_caption(fig, caption)
     return fig
 
 
@@ -94,7 +94,14 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
     values = np.asarray(eed_by_epoch, dtype=float).T  # [blocks, epochs]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
-    image = ax.imshow(values, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=100)
+    # The colour range follows the data (small changes stay visible); the numbers are printed
+    # in the cells when there are few enough epochs to read them.
+    image = ax.imshow(values, aspect="auto", origin="lower", cmap="viridis")
+    if values.shape[1] <= 12:
+        middle = (values.min() + values.max()) / 2
+        for (block, column), value in np.ndenumerate(values):
+            ax.text(column, block, f"{value:.1f}", ha="center", va="center", fontsize="x-small",
+                    color="white" if value < middle else "black")
     ax.set_xticks(range(len(epochs)), [str(e) for e in epochs])
     ax.set_yticks(range(values.shape[0]))
     ax.set_xlabel("epoch (0 = random initialisation)")

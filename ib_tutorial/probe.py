@@ -197,3 +197,22 @@ def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_imag
         n_tokens=accumulators[0].count,
         companions=extra,
     )
+
+
+@torch.no_grad()
+def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[float, int]:
+    r""":math:`N_\mathrm{eff}` of the raw pixel patches a ViT with ``patch_size`` would embed,
+    and their dimension :math:`3p^2`.
+
+    The patch embedding is linear, so this is the dimension of the image content that
+    enters block 0: a baseline that says how much of a profile is set by the data itself.
+    """
+    accumulator = None
+    for images in _batches(images_or_loader):
+        patches = torch.nn.functional.unfold(images.float(), patch_size, stride=patch_size)  # [B, 3p^2, T]
+        rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
+        accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)
+        accumulator.update(rows)
+    if accumulator is None:
+        raise ValueError("no images to measure")
+    return accumulator.effective_dimension(), accumulator.dim

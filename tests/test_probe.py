@@ -102,3 +102,16 @@ def test_pretrained_control_reports_clearly_when_offline(monkeypatch, capsys):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", "/nonexistent-hf-cache")
     assert pretrained_dino_vit_small() is None
     assert "vit_small_patch16_224.dino" in capsys.readouterr().out
+
+
+def test_patch_eed_of_noise_fills_the_patch_and_of_flat_colour_is_one():
+    from ib_tutorial.probe import patch_eed
+
+    generator = torch.Generator().manual_seed(0)
+    noise = torch.randn(64, 3, 16, 16, generator=generator)
+    n_eff, dim = patch_eed(noise, 4)
+    assert dim == 48 and n_eff == pytest.approx(48, rel=0.05)
+    # Every patch a flat grey of random brightness: one direction.
+    flat = torch.rand(64, 1, 1, 1, generator=generator).expand(64, 3, 16, 16)
+    flat = flat + 0.01 * torch.rand(64, 1, 4, 4, generator=generator).repeat_interleave(4, 2).repeat_interleave(4, 3)
+    assert patch_eed(flat, 4)[0] < 1.1

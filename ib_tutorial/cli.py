@@ -125,7 +125,7 @@ def _profile(args: argparse.Namespace) -> None:
 
 
 def _reproduce(args: argparse.Namespace) -> None:
-    from .reproduce import reproduce
+    from .reproduce import export_bundle, reproduce
     from .training import NonFiniteLossError
 
     try:
@@ -134,6 +134,8 @@ def _reproduce(args: argparse.Namespace) -> None:
     except (NonFiniteLossError, FileNotFoundError, ValueError) as error:
         raise SystemExit(f"error: {error}") from None
     print(f"results in {out}")
+    if args.export is not None:
+        print(f"summary, table, settings, metrics and profiles copied to {export_bundle(out, args.export)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                            choices=PAPER_DATASETS + EXTRA_DATASETS, metavar="NAME",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}")
     reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
+    reproduce.add_argument("--export", type=Path, default=None, metavar="DEST",
+                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop)")
     for command, func in ((profile, _profile), (reproduce, _reproduce)):
         command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")

@@ -9,12 +9,16 @@ Layout of ``DIR``::
     summary.json            per dataset: random-init and final profiles, k-NN accuracy,
                             the comparison rows, and the provenance of each profile
 
+``export_bundle(DIR, DEST)`` (``--export DEST``) copies everything but the checkpoints and
+weights, a few hundred kilobytes, for committing under ``results/``.
+
 Finished work is never redone: a run that reached its last epoch is not trained again, a
 run that stopped part-way resumes from its checkpoint, and existing profiles are kept.
 """
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from .comparison import comparison_markdown, comparison_records, compare_profile
@@ -98,3 +102,25 @@ def reproduce(
     (out / "comparison.md").write_text(table)
     print(table)
     return out
+
+
+SMALL_RUN_FILES = ("config.json", "metrics.jsonl")
+
+
+def export_bundle(out: str | os.PathLike, dest: str | os.PathLike) -> Path:
+    """Copy a reproduction's summary, table, run settings, metrics and profiles (not its
+    checkpoints or weights) from ``out`` to ``dest``, keeping the layout."""
+    out, dest = Path(out), Path(dest)
+    summary = out / "summary.json"
+    if not summary.exists():
+        raise FileNotFoundError(f"{out} holds no summary.json; run `ib-tutorial reproduce --out {out}` first")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("summary.json", "comparison.md"):
+        if (out / name).exists():
+            shutil.copy2(out / name, dest / name)
+    for run in sorted(p.parent for p in out.glob("*/config.json")):
+        for name in SMALL_RUN_FILES:
+            (dest / run.name).mkdir(exist_ok=True)
+            shutil.copy2(run / name, dest / run.name / name)
+        shutil.copytree(run / "profiles", dest / run.name / "profiles", dirs_exist_ok=True)
+    return dest

@@ -68,3 +68,14 @@ def test_profile_command_names_a_missing_run(tmp_path):
 def test_profile_command_rejects_more_images_than_the_split_has(bundle):
     with pytest.raises(SystemExit, match="lower --images"):
         main(["profile", str(bundle / DATASETS[0]), "--tokens", "mean", "--images", "1000000", "--no-progress"])
+
+
+def test_export_copies_results_but_no_weights(bundle, tmp_path):
+    from ib_tutorial.reproduce import export_bundle
+
+    dest = export_bundle(bundle, tmp_path / "results")
+    copied = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
+    assert {"summary.json", "comparison.md", "synthetic-objects/config.json",
+            "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json"} <= copied
+    assert not any(name.endswith(".pt") for name in copied)
+    assert load_run_profiles(dest / "synthetic-objects") == load_run_profiles(bundle / "synthetic-objects")

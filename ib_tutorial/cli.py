@@ -130,7 +130,7 @@ def _reproduce(args: argparse.Namespace) -> None:
 
     try:
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, pretrained_control=args.pretrained_control)
     except (NonFiniteLossError, FileNotFoundError, ValueError) as error:
         raise SystemExit(f"error: {error}") from None
     print(f"results in {out}")
@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                            choices=PAPER_DATASETS + EXTRA_DATASETS, metavar="NAME",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}")
     reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
+    reproduce.add_argument("--pretrained-control", action="store_true",
+                           help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")
     reproduce.add_argument("--export", type=Path, default=None, metavar="DEST",
                            help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop)")
     for command, func in ((profile, _profile), (reproduce, _reproduce)):

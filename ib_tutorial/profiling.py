@@ -30,15 +30,16 @@ def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
     return run.path / "profiles" / variant.strip("-") if variant else run.path / "profiles"
 
 
-def probe_images(config: dict, images: int, root=None, download: bool = False) -> Subset:
-    """The run's held-out split at its input size, reduced to a seeded subset of ``images``.
+def probe_images(config: dict, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
+    """The run's held-out split at its input size (or ``img_size``), reduced to a seeded
+    subset of ``images``.
 
     The same run always gets the same images, so every epoch is measured on one set.
     """
     from .data import get_dataset
 
     dataset = get_dataset(config["dataset"], config["held_out_split"], root=root, download=download,
-                          transform=eval_transform(config["view"]["img_size"]), **config["dataset_options"])
+                          transform=eval_transform(img_size or config["view"]["img_size"]), **config["dataset_options"])
     if images > len(dataset):
         raise ValueError(f"asked for {images} probe images but the {config['held_out_split']} split of "
                          f"{config['dataset']} has {len(dataset)}; lower --images")
@@ -105,3 +106,34 @@ def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: b
     folder = profile_folder(RunDirectory(run_dir), tokens, center)
     paths = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
     return [load_profile_record(p) for p in paths]
+
+
+PRETRAINED_SIZE = 224  # the input size timm's DINO ViT-S/16 was trained at
+
+
+def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False,
+                       device: str | torch.device | None = None) -> Path | None:
+    """Profile timm's pretrained DINO ViT-S/16 on the run's probe images (resized to 224 px)
+    and write ``controls/pretrained-dino.json``; ``None``, with a printed reason, when its
+    weights cannot be fetched."""
+    from .models import PRETRAINED_DINO, pretrained_dino_vit_small
+
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    preset = get_preset(config["preset"])
+    images = images or preset.probe.images
+    path = run.path / "controls" / "pretrained-dino.json"
+    if _is_done(path, images, ()):
+        return path
+    model = pretrained_dino_vit_small()
+    if model is None:
+        return None
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    loader = DataLoader(probe_images(config, images, root, download, img_size=PRETRAINED_SIZE),
+                        batch_size=preset.probe.batch_size)
+    profile = profile_model(model.to(device), loader, device=device, progress=False)
+    origin = provenance(preset=preset.name, config={"model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE, **config},
+                        dataset=config["dataset"], profile=profile, device=str(device))
+    save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
+                                             provenance=origin))
+    return path

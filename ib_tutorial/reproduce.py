@@ -17,6 +17,7 @@ run that stopped part-way resumes from its checkpoint, and existing profiles are
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -25,7 +26,7 @@ from .comparison import comparison_markdown, comparison_records, compare_profile
 from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
-from .profiling import load_run_profiles, profile_run
+from .profiling import load_run_profiles, profile_pretrained, profile_run
 from .files import write_json_atomic
 from .runs import RunDirectory
 
@@ -77,6 +78,7 @@ def reproduce(
     root=None,
     download: bool = False,
     progress: bool = True,
+    pretrained_control: bool = False,
 ) -> Path:
     """Train and profile every dataset, then write ``summary.json`` and ``comparison.md``.
 
@@ -85,6 +87,9 @@ def reproduce(
         datasets: names :func:`ib_tutorial.data.get_dataset` knows; default the paper's three.
         out: the results folder (default ``<data root>/reproduce/<preset>``).
         root, download: where the real datasets live, and whether to fetch them.
+        pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
+            probe images (needs its weights, fetched once from the Hugging Face hub; when
+            they cannot be had, a message says so and the reproduction goes on without).
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
@@ -95,6 +100,9 @@ def reproduce(
         train_or_resume(dataset, preset, run_dir, root, download, progress)
         profile_run(run_dir, root=root, download=download, progress=progress)
         summary["datasets"][dataset] = summarise_run(dataset, run_dir)
+        control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
+        if control is not None:
+            summary["datasets"][dataset]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]
         rows += compare_profile(dataset, summary["datasets"][dataset]["final_eed_percent"])
         write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
     table = (f"Preset `{preset.name}`: final teacher of each run against the paper's reported values "

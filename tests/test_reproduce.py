@@ -79,3 +79,31 @@ def test_export_copies_results_but_no_weights(bundle, tmp_path):
             "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json"} <= copied
     assert not any(name.endswith(".pt") for name in copied)
     assert load_run_profiles(dest / "synthetic-objects") == load_run_profiles(bundle / "synthetic-objects")
+
+
+def test_pretrained_control_is_skipped_cleanly_offline(bundle, monkeypatch, capsys):
+    import huggingface_hub.constants
+
+    from ib_tutorial.profiling import profile_pretrained
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", "/nonexistent-hf-cache")
+    assert profile_pretrained(bundle / DATASETS[0]) is None
+    assert "vit_small_patch16_224.dino" in capsys.readouterr().out
+    assert not (bundle / DATASETS[0] / "controls").exists()
+    reproduce("ci", datasets=DATASETS[:1], out=bundle, progress=False, pretrained_control=True)
+    assert "pretrained_dino_eed_percent" not in json.loads((bundle / "summary.json").read_text())["datasets"][DATASETS[0]]
+
+
+def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeypatch):
+    # Stand in for the hub download with a randomly initialised ViT-S/16 of the same shape:
+    # this checks the writing path, not the pretrained weights.
+    from ib_tutorial import models
+    from ib_tutorial.profiling import profile_pretrained
+
+    monkeypatch.setattr(models, "pretrained_dino_vit_small", lambda: models.vit_small(224, 16))
+    path = profile_pretrained(bundle / DATASETS[1], images=8)
+    record = json.loads(path.read_text())
+    validate_profile_record(record)
+    assert record["epoch"] is None and record["provenance"]["n_images"] == 8
+    assert record["profile"]["n_tokens"] == 8 * 197

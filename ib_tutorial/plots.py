@@ -13,11 +13,6 @@ from .paper import ReportedProfile
 from .probe import Profile
 
 
-def _caption(ax: plt.Axes, caption: str, y: float = -0.2) -> None:
-    ax.annotate(textwrap.fill(caption, 90), xy=(0, y), xycoords="axes fraction", fontsize="small",
-                color="0.35", va="top")
-
-
 def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
     """The paper's reported EED% ranges as grey boxes over the blocks they refer to."""
     spans = [(reported.early_blocks, reported.early_eed, "paper: early"),
@@ -62,7 +57,8 @@ def plot_block_profile(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    _caption(ax, caption)
+    if caption:
+        add_caption(ax.figure, caption)
     return ax
 
 
@@ -108,7 +104,8 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
     ax.set_ylabel("block index l")
     ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, label="EED (% of width D)")
-    _caption(ax, caption)
+    if caption:
+        add_caption(ax.figure, caption)
     return ax
 
 
@@ -129,7 +126,8 @@ def plot_companions(profile: Profile, caption: str, ax: plt.Axes | None = None,
     ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small")
-    _caption(ax, caption)
+    if caption:
+        add_caption(ax.figure, caption)
     return ax
 
 

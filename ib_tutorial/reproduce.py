@@ -22,7 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .comparison import comparison_markdown, comparison_records, compare_profile
+from .comparison import ComparisonRow, comparison_markdown, comparison_records, compare_profile
 from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
@@ -103,7 +103,7 @@ def reproduce(
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
             summary["datasets"][dataset]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]
-        rows += compare_profile(dataset, summary["datasets"][dataset]["final_eed_percent"])
+        rows += [ComparisonRow(**row) for row in summary["datasets"][dataset]["comparison"]]
         write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
     table = (f"Preset `{preset.name}`: final teacher of each run against the paper's reported values "
              f"(EED% of the 384 dimensions, all tokens, centred).\n\n" + comparison_markdown(rows))

@@ -41,7 +41,7 @@ def render_profile_png(by_epoch: dict[int, dict], epoch: int, metric: str, datas
     """PNG of one metric per block at ``epoch``, the other epochs drawn faintly for context."""
     from matplotlib.figure import Figure
 
-    from .plots import _caption, draw_reported
+    from .plots import add_caption, draw_reported
 
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -63,7 +63,7 @@ def render_profile_png(by_epoch: dict[int, dict], epoch: int, metric: str, datas
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     prov = record["provenance"]
-    _caption(ax, f"preset {prov['preset']}, {prov['n_images']} images, {prov['n_tokens']} tokens "
+    add_caption(fig, f"preset {prov['preset']}, {prov['n_images']} images, {prov['n_tokens']} tokens "
                  f"({record['profile']['tokens']}), code {prov['code_version'][:12]}, {prov['date'][:10]}")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import types
 import typing
@@ -40,13 +39,22 @@ def _value_parser(kind: type):
 
 
 def _dataset_option(text: str) -> tuple[str, object]:
-    key, separator, value = text.partition("=")
-    if not separator:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    from .data.spec import parse_option
+
     try:
-        return key, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return key, value
+        return parse_option(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _dataset_spec(text: str) -> str:
+    from .data.spec import parse_spec
+
+    try:
+        parse_spec(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -179,9 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Finished work is skipped, so the command can be rerun after an interruption.",
     )
     reproduce.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
-    reproduce.add_argument("--datasets", nargs="+", default=list(PAPER_DATASETS),
-                           choices=PAPER_DATASETS + EXTRA_DATASETS, metavar="NAME",
-                           help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}")
+    reproduce.add_argument("--datasets", nargs="+", default=list(PAPER_DATASETS), type=_dataset_spec,
+                           metavar="NAME[:KEY=VALUE,...]",
+                           help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}; "
+                           "options after a colon, e.g. synthetic-mix:texture_weight=0.25")
     reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
     reproduce.add_argument("--pretrained-control", action="store_true",
                            help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")

@@ -79,6 +79,31 @@ def plot_datasets(
     return fig
 
 
+def plot_texture_knob(
+    texture_weights: Sequence[float],
+    eed_by_label: Mapping[str, Sequence[float]],
+    blocks: Sequence[int],
+    caption: str,
+    ax: plt.Axes | None = None,
+) -> plt.Axes:
+    """Mean EED% over ``blocks`` against the synthetic worlds' ``texture_weight`` (0 = objects,
+    1 = textures), one line per labelled set of profiles (e.g. random init and trained)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    order = np.argsort(texture_weights)
+    for label, values in eed_by_label.items():
+        ax.plot(np.asarray(texture_weights)[order], np.asarray(values)[order], marker="o", label=label)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_xlabel("texture_weight (0 = object world, 1 = texture world)")
+    ax.set_ylabel(f"mean EED of blocks L{min(blocks)}-L{max(blocks)} (% of width D)")
+    ax.set_title("Middle-block EED across the texture knob")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
 def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,
                      ax: plt.Axes | None = None, title: str = "EED over training") -> plt.Axes:
     """Block x epoch heatmap of EED%: how the profile changes as training goes on.

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from .augment import eval_transform
 from .presets import get_preset
-from .probe import COMPANIONS, profile_model
+from .probe import COMPANIONS, patch_eed, profile_model
 from .results import load_profile_record, profile_record, provenance, save_profile_record
 from .runs import RunDirectory
 
@@ -99,6 +99,19 @@ def profile_run(
                                 provenance=origin)
         save_profile_record(folder / f"{epoch}.json", record)
     return [folder / f"{e}.json" for e in epochs]
+
+
+def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
+                  ) -> tuple[float, int]:
+    r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's probe images, and their
+    dimension :math:`3p^2` (see :func:`~ib_tutorial.probe.patch_eed`): the image content that
+    can enter block 0, the data's own part of every profile."""
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    preset = get_preset(config["preset"])
+    loader = DataLoader(probe_images(config, images or preset.probe.images, root, download),
+                        batch_size=preset.probe.batch_size)
+    return patch_eed(loader, config["view"]["patch_size"])
 
 
 def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True) -> list[dict]:

@@ -2,12 +2,18 @@
 
     ib-tutorial reproduce --preset NAME [--datasets ...] [--out DIR]
 
+A dataset may carry options (see :mod:`ib_tutorial.data.spec`), so
+``--datasets synthetic-objects synthetic-mix:texture_weight=0.5 synthetic-textures`` sweeps
+the texture knob in one bundle.
+
 Layout of ``DIR``::
 
-    <dataset>/              a training run (see ib_tutorial.runs) with profiles/<epoch>.json
+    <dataset>/              a training run (see ib_tutorial.runs) with profiles/<epoch>.json;
+                            ``synthetic-mix:texture_weight=0.5`` runs in synthetic-mix_texture_weight=0.5/
     comparison.md           the table against the paper's reported values
     summary.json            per dataset: random-init and final profiles, k-NN accuracy,
-                            the comparison rows, and the provenance of each profile
+                            the raw-patch baseline, the comparison rows, and the
+                            provenance of the final profile
 
 ``export_bundle(DIR, DEST)`` (``--export DEST``) copies everything but the checkpoints and
 weights, a few hundred kilobytes, for committing under ``results/``.
@@ -17,19 +23,20 @@ run that stopped part-way resumes from its checkpoint, and existing profiles are
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 from pathlib import Path
 
 from .comparison import ComparisonRow, comparison_markdown, comparison_records, compare_profile
+from .data.spec import parse_spec, spec_folder
 from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
-from .profiling import load_run_profiles, profile_pretrained, profile_run
+from .profiling import load_run_profiles, profile_pretrained, profile_run, raw_patch_eed
 from .files import write_json_atomic
 from .runs import RunDirectory
-
 
 
 def run_finished(run: RunDirectory) -> bool:
@@ -40,25 +47,30 @@ def run_finished(run: RunDirectory) -> bool:
     return epochs in run.backbone_epochs()
 
 
-def train_or_resume(dataset: str, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
-    """Train ``dataset`` into ``run_dir`` unless it is finished; resume a partial run."""
+def train_or_resume(spec: str, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
+    """Train the dataset ``spec`` names into ``run_dir`` unless it is finished; resume a partial run."""
     from .training import train
 
     run = RunDirectory(run_dir)
     if run_finished(run):
-        print(f"{dataset}: training finished earlier in {run_dir}; skipped")
+        print(f"{spec}: training finished earlier in {run_dir}; skipped")
         return
-    train(dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download, progress=progress)
+    dataset, options = parse_spec(spec)
+    train(dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
+          dataset_options=options, progress=progress)
 
 
-def summarise_run(dataset: str, run_dir: Path) -> dict:
-    """Random-init and final profiles, last k-NN accuracy, and the comparison rows of one run."""
+def summarise_run(spec: str, run_dir: Path, root=None, download: bool = False) -> dict:
+    """Random-init and final profiles, k-NN accuracy at the first and last evaluations, the
+    raw-patch baseline, and the comparison rows of one run."""
     records = load_run_profiles(run_dir)
     if not records:
         raise FileNotFoundError(f"{run_dir} has no profiles; run `ib-tutorial profile {run_dir}`")
     first, last = records[0], records[-1]
     knn = RunDirectory(run_dir).read_metrics("knn")
-    rows = compare_profile(dataset, last["profile"]["eed_percent"])
+    raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
+    rows = [dataclasses.replace(row, dataset=spec)
+            for row in compare_profile(parse_spec(spec)[0], last["profile"]["eed_percent"])]
     return {
         "run": str(run_dir),
         "epochs": [r["epoch"] for r in records],
@@ -66,6 +78,9 @@ def summarise_run(dataset: str, run_dir: Path) -> dict:
         "final_epoch": last["epoch"],
         "final_eed_percent": last["profile"]["eed_percent"],
         "knn_accuracy": knn[-1] if knn else None,
+        "knn_accuracy_first": knn[0] if knn else None,
+        "raw_patch_n_eff": raw_n_eff,
+        "raw_patch_dim": raw_dim,
         "comparison": comparison_records(rows),
         "provenance": last["provenance"],
     }
@@ -84,7 +99,8 @@ def reproduce(
 
     Args:
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
-        datasets: names :func:`ib_tutorial.data.get_dataset` knows; default the paper's three.
+        datasets: names :func:`ib_tutorial.data.get_dataset` knows, each optionally with
+            options (``"synthetic-mix:texture_weight=0.25"``); default the paper's three.
         out: the results folder (default ``<data root>/reproduce/<preset>``).
         root, download: where the real datasets live, and whether to fetch them.
         pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
@@ -96,10 +112,10 @@ def reproduce(
     summary = {"preset": preset.name, "datasets": {}}
     rows = []
     for dataset in datasets:
-        run_dir = out / dataset
+        run_dir = out / spec_folder(dataset)
         train_or_resume(dataset, preset, run_dir, root, download, progress)
         profile_run(run_dir, root=root, download=download, progress=progress)
-        summary["datasets"][dataset] = summarise_run(dataset, run_dir)
+        summary["datasets"][dataset] = summarise_run(dataset, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
             summary["datasets"][dataset]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]

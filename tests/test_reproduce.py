@@ -4,12 +4,13 @@ import json
 import pytest
 
 from ib_tutorial.cli import main
+from ib_tutorial.data.spec import parse_spec, spec_folder
 from ib_tutorial.profiling import load_run_profiles, profile_run
 from ib_tutorial.reproduce import reproduce
 from ib_tutorial.results import validate_profile_record
 from ib_tutorial.runs import RunDirectory
 
-DATASETS = ["synthetic-objects", "synthetic-textures"]
+DATASETS = ["synthetic-objects", "synthetic-mix:texture_weight=0.75"]
 
 
 @pytest.fixture(scope="module")
@@ -23,21 +24,26 @@ def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
     summary = json.loads((bundle / "summary.json").read_text())
     assert summary["preset"] == "ci" and list(summary["datasets"]) == DATASETS
     for dataset in DATASETS:
-        run = RunDirectory(bundle / dataset)
+        name, options = parse_spec(dataset)
+        run = RunDirectory(bundle / spec_folder(dataset))
         epochs = run.backbone_epochs()
-        assert epochs[0] == 0 and epochs[-1] == run.read_config()["train"]["epochs"]
-        records = load_run_profiles(bundle / dataset)
+        config = run.read_config()
+        assert epochs[0] == 0 and epochs[-1] == config["train"]["epochs"]
+        assert config["dataset"] == name and config["dataset_options"] == options
+        records = load_run_profiles(bundle / spec_folder(dataset))
         assert [r["epoch"] for r in records] == epochs
         for record in records:
             validate_profile_record(record)
-            assert record["provenance"]["dataset"] == dataset
+            assert record["provenance"]["dataset"] == name
             assert record["provenance"]["preset"] == "ci"
             assert len(record["profile"]["eed_percent"]) == 12
             assert set(record["profile"]["companions"]) == {"rankme", "participation_ratio", "twonn"}
         entry = summary["datasets"][dataset]
         assert entry["random_init_eed_percent"] == records[0]["profile"]["eed_percent"]
         assert entry["final_eed_percent"] == records[-1]["profile"]["eed_percent"]
-        assert entry["knn_accuracy"] is not None
+        assert entry["knn_accuracy"] is not None and entry["knn_accuracy_first"]["epoch"] == 0
+        patch = config["view"]["patch_size"]
+        assert entry["raw_patch_dim"] == 3 * patch**2 and 1 <= entry["raw_patch_n_eff"] <= entry["raw_patch_dim"]
         assert all(row["verdict"] == "not reported" for row in entry["comparison"])
     table = (bundle / "comparison.md").read_text()
     assert all(dataset in table for dataset in DATASETS)
@@ -76,7 +82,8 @@ def test_export_copies_results_but_no_weights(bundle, tmp_path):
     dest = export_bundle(bundle, tmp_path / "results")
     copied = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
     assert {"summary.json", "comparison.md", "synthetic-objects/config.json",
-            "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json"} <= copied
+            "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json",
+            f"{spec_folder(DATASETS[1])}/config.json"} <= copied
     assert not any(name.endswith(".pt") for name in copied)
     assert load_run_profiles(dest / "synthetic-objects") == load_run_profiles(bundle / "synthetic-objects")
 
@@ -102,7 +109,7 @@ def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeyp
     from ib_tutorial.profiling import profile_pretrained
 
     monkeypatch.setattr(models, "pretrained_dino_vit_small", lambda: models.vit_small(224, 16))
-    path = profile_pretrained(bundle / DATASETS[1], images=8)
+    path = profile_pretrained(bundle / spec_folder(DATASETS[1]), images=8)
     record = json.loads(path.read_text())
     validate_profile_record(record)
     assert record["epoch"] is None and record["provenance"]["n_images"] == 8

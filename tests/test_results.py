@@ -95,6 +95,14 @@ def test_plots_build_from_stored_records(tmp_path):
     assert len(comp.get_lines()) == 2
 
 
+def test_knob_plot_orders_points_by_texture_weight():
+    ax = plots.plot_texture_knob([1.0, 0.0, 0.5], {"trained": [30.0, 10.0, 20.0], "random init": [5.0, 4.0, 6.0]},
+                                 blocks=(2, 3, 4), caption="caption")
+    trained = ax.get_lines()[0]
+    assert list(trained.get_xdata()) == [0.0, 0.5, 1.0] and list(trained.get_ydata()) == [10.0, 20.0, 30.0]
+    assert "L2-L4" in ax.get_ylabel() and ax.get_xlabel().startswith("texture_weight")
+
+
 def test_explorer_builds_from_stored_records_and_follows_the_controls():
     from ib_tutorial.widgets import profile_explorer
 

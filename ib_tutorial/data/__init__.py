@@ -142,15 +142,25 @@ def get_dataset(
         ChecksumError: a file's MD5 differs; the message names the file and both digests.
         ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
     """
-    if name not in DATASETS:
-        raise ValueError(f"Unknown dataset {name!r}. Known datasets: {', '.join(DATASETS)}.")
-    info = DATASETS[name]
+    info = _dataset_info(name)
     if split not in info.splits:
         raise ValueError(
             f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. {info.split_note}".strip()
         )
+    check_dataset_options(name, options)
+    return info.load(split, root, download, transform, **options)
+
+
+def _dataset_info(name: str) -> DatasetInfo:
+    if name not in DATASETS:
+        raise ValueError(f"Unknown dataset {name!r}. Known datasets: {', '.join(DATASETS)}.")
+    return DATASETS[name]
+
+
+def check_dataset_options(name: str, options) -> None:
+    """Raise ``ValueError`` naming the accepted options when ``name`` does not take all of ``options``."""
     accepted = [
-        parameter.name for parameter in inspect.signature(info.load).parameters.values()
+        parameter.name for parameter in inspect.signature(_dataset_info(name).load).parameters.values()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     ]
     unknown = sorted(set(options) - set(accepted))
@@ -159,7 +169,6 @@ def get_dataset(
             f"Dataset {name!r} does not take option(s) {', '.join(unknown)}; "
             f"it takes: {', '.join(accepted) or 'no options'}."
         )
-    return info.load(split, root, download, transform, **options)
 
 
 __all__ = [
@@ -169,5 +178,6 @@ __all__ = [
     "DatasetInfo",
     "DatasetNotFoundError",
     "SyntheticWorld",
+    "check_dataset_options",
     "get_dataset",
 ]

@@ -1,0 +1,38 @@
+"""A dataset with its options as one string, for commands that take several datasets.
+
+    synthetic-mix:texture_weight=0.25
+    uc-merced:train_fraction=0.5,split_seed=1
+
+``ib-tutorial reproduce --datasets synthetic-objects synthetic-mix:texture_weight=0.5
+synthetic-textures`` sweeps the ``texture_weight`` knob in one results bundle. Each value is
+read as a Python literal (``0.5``, ``True``, ``'keep'``) and kept as text otherwise.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import check_dataset_options
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """``"KEY=VALUE"`` -> ``(KEY, value)``."""
+    key, separator, value = text.partition("=")
+    if not separator or not key:
+        raise ValueError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """``"NAME[:KEY=VALUE,...]"`` -> ``(NAME, options)``, checked against what the dataset takes."""
+    name, _, option_text = spec.partition(":")
+    options = dict(parse_option(part) for part in option_text.split(",")) if option_text else {}
+    check_dataset_options(name, options)
+    return name, options
+
+
+def spec_folder(spec: str) -> str:
+    """A folder name for the spec's run that is valid on every file system: ``:`` and ``,`` become ``_``."""
+    return spec.replace(":", "_").replace(",", "_")

@@ -1,0 +1,43 @@
+"""Dataset specs: NAME[:KEY=VALUE,...] on the command line."""
+import pytest
+
+from ib_tutorial.cli import build_parser
+from ib_tutorial.data.spec import parse_option, parse_spec, spec_folder
+
+
+def test_values_are_python_literals_or_text():
+    assert parse_option("texture_weight=0.25") == ("texture_weight", 0.25)
+    assert parse_option("size_policy=keep") == ("size_policy", "keep")
+    assert parse_option("download=True") == ("download", True)
+
+
+@pytest.mark.parametrize("text", ["texture_weight", "=0.5"])
+def test_option_without_key_or_value_is_refused(text):
+    with pytest.raises(ValueError, match="expected KEY=VALUE"):
+        parse_option(text)
+
+
+def test_spec_splits_name_and_options():
+    assert parse_spec("synthetic-objects") == ("synthetic-objects", {})
+    assert parse_spec("synthetic-mix:texture_weight=0.5,num_classes=20") == (
+        "synthetic-mix", {"texture_weight": 0.5, "num_classes": 20})
+
+
+def test_unknown_dataset_or_option_names_the_known_ones():
+    with pytest.raises(ValueError, match="Unknown dataset 'cifar10'.*cifar100"):
+        parse_spec("cifar10")
+    with pytest.raises(ValueError, match="does not take option.*weight.*texture_weight"):
+        parse_spec("synthetic-mix:weight=0.5")
+
+
+def test_folder_names_are_portable():
+    assert spec_folder("synthetic-mix:texture_weight=0.5,seed=1") == "synthetic-mix_texture_weight=0.5_seed=1"
+    assert spec_folder("cifar100") == "cifar100"
+
+
+def test_reproduce_command_takes_specs_and_refuses_bad_ones(capsys):
+    args = build_parser().parse_args(["reproduce", "--datasets", "synthetic-objects", "synthetic-mix:texture_weight=0.5"])
+    assert args.datasets == ["synthetic-objects", "synthetic-mix:texture_weight=0.5"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["reproduce", "--datasets", "synthetic-mix:weight=0.5"])
+    assert "does not take option" in capsys.readouterr().err

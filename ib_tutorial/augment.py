@@ -9,9 +9,12 @@ DINO's recipe (Caron et al., 2021), with sizes taken from a
 - each local crop: random resized crop (``local_crop_scale``) to ``local_crop_size``,
   flip, colour jitter, grayscale, blur with p = 0.5.
 
-DINO blurs 224-pixel crops with a radius drawn from [0.1, 2.0] pixels. A fixed pixel
-radius would erase a 32-pixel image, so here the radius scales with ``img_size / 224``:
-every image loses the same fraction of its detail as an ImageNet crop does.
+DINO blurs 224-pixel crops with PIL's Gaussian blur, its radius drawn from [0.1, 2.0]
+pixels (``blur_radius``). A fixed pixel radius would erase a 32-pixel image, so here the
+radius scales with ``img_size / 224``: every image loses the same fraction of its detail
+as an ImageNet crop does (at 32 px that is under 0.3 pixels, nearly no change).
+``color_strength`` scales the colour jitter and the grayscale and solarisation
+probabilities (1 = DINO's).
 
 Every sample's views depend only on ``(seed, epoch, index)`` (see
 :class:`MultiCropDataset`), so a run gives the same views with any number of loader
@@ -19,11 +22,9 @@ workers or DDP processes, and after a resume.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, ImageFilter
 from torch.utils.data import Dataset
 from torchvision import transforms
 
@@ -32,18 +33,39 @@ from .presets import ViewSettings
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 REFERENCE_SIZE = 224  # the crop size DINO's blur radii were chosen for
-BLUR_RADIUS = (0.1, 2.0)  # DINO's blur radius range at REFERENCE_SIZE, in pixels
 
 
 def _normalize() -> transforms.Compose:
     return transforms.Compose([transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
-def _blur(p: float, img_size: int) -> transforms.RandomApply:
-    scale = img_size / REFERENCE_SIZE
-    sigma = (BLUR_RADIUS[0] * scale, BLUR_RADIUS[1] * scale)
-    kernel = 2 * math.ceil(3 * sigma[1]) + 1  # covers +-3 sigma
-    return transforms.RandomApply([transforms.GaussianBlur(kernel, sigma)], p=p)
+class RandomGaussianBlur:
+    """PIL's Gaussian blur with probability ``p`` and a radius uniform in ``radius`` (pixels),
+    as DINO's ``GaussianBlur``; random draws come from PyTorch's generator, like
+    torchvision's transforms, so :class:`MultiCropDataset` seeds them."""
+
+    def __init__(self, p: float, radius: tuple[float, float]):
+        self.p, self.radius = p, radius
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        if self.p < 1 and torch.rand(1).item() >= self.p:
+            return image
+        radius = self.radius[0] + (self.radius[1] - self.radius[0]) * torch.rand(1).item()
+        return image.filter(ImageFilter.GaussianBlur(radius=radius))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(p={self.p}, radius={self.radius})"
+
+
+def _blur(p: float, view: ViewSettings):
+    """DINO's blur with the radius scaled to ``view.img_size``; no-op when the radius is 0."""
+    scale = view.img_size / REFERENCE_SIZE
+    radius = (view.blur_radius[0] * scale, view.blur_radius[1] * scale)
+    return RandomGaussianBlur(p, radius) if radius[1] > 0 else transforms.Lambda(_unchanged)
+
+
+def _unchanged(image: Image.Image) -> Image.Image:
+    return image
 
 
 class MultiCropAugmentation:
@@ -54,13 +76,15 @@ class MultiCropAugmentation:
     """
 
     def __init__(self, view: ViewSettings, local_crops_number: int):
+        strength = view.color_strength
         flip_and_color_jitter = transforms.Compose(
             [
                 transforms.RandomHorizontalFlip(p=0.5),
                 transforms.RandomApply(
-                    [transforms.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1)], p=0.8
+                    [transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength,
+                                            saturation=0.2 * strength, hue=0.1 * strength)], p=0.8
                 ),
-                transforms.RandomGrayscale(p=0.2),
+                transforms.RandomGrayscale(p=0.2 * strength),
             ]
         )
         bicubic = transforms.InterpolationMode.BICUBIC
@@ -69,13 +93,13 @@ class MultiCropAugmentation:
             return transforms.RandomResizedCrop(view.img_size, scale=view.global_crop_scale, interpolation=bicubic)
 
         self.global_views = [
-            transforms.Compose([global_crop(), flip_and_color_jitter, _blur(1.0, view.img_size), _normalize()]),
+            transforms.Compose([global_crop(), flip_and_color_jitter, _blur(1.0, view), _normalize()]),
             transforms.Compose(
                 [
                     global_crop(),
                     flip_and_color_jitter,
-                    _blur(0.1, view.img_size),
-                    transforms.RandomSolarize(threshold=128, p=0.2),
+                    _blur(0.1, view),
+                    transforms.RandomSolarize(threshold=128, p=0.2 * strength),
                     _normalize(),
                 ]
             ),
@@ -84,7 +108,7 @@ class MultiCropAugmentation:
             [
                 transforms.RandomResizedCrop(view.local_crop_size, scale=view.local_crop_scale, interpolation=bicubic),
                 flip_and_color_jitter,
-                _blur(0.5, view.img_size),
+                _blur(0.5, view),
                 _normalize(),
             ]
         )

@@ -5,6 +5,7 @@ import argparse
 import os
 import types
 import typing
+import warnings
 from pathlib import Path
 
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
@@ -89,14 +90,47 @@ def _train(args: argparse.Namespace) -> None:
         print(f"run written to {path}")
 
 
-def _show_datasets(_args: argparse.Namespace) -> None:
-    from .data import DATASETS
+def _show_datasets(args: argparse.Namespace) -> None:
+    from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
     from .paths import DATA_ENV_VAR, data_root
 
     for name, info in DATASETS.items():
         print(f"{name:19s} {info.kind:16s} splits: {', '.join(info.splits):16s} {info.description}")
-    print(f"\nReal data lives under {data_root()} (set {DATA_ENV_VAR} to move it); fetch it with")
-    print("`python -c \"from ib_tutorial.data import get_dataset; get_dataset('uc-merced', 'train', download=True)\"`.")
+    root = data_root(args.root)
+    print(f"\nOn disk under {root} (set {DATA_ENV_VAR} or --root to look elsewhere):")
+    for name, options in _real_datasets_on_disk(root):
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                train = get_dataset(name, "train", root=root, **options)
+                held_out = held_out_split(name, options)
+                evaluation = get_dataset(name, held_out, root=root, **options)
+        except (DatasetNotFoundError, ValueError):
+            print(f"  {name:17s} not found")
+            continue
+        messages = dict.fromkeys(str(w.message) for w in caught)  # once each, in order
+        note = "".join(f"\n  {'':17s} warning: {message}" for message in messages)
+        how = "".join(f" --dataset-option {key}={value}" for key, value in options.items())
+        print(f"  {name:17s} {len(train.classes)} classes, {len(train):,} train / {len(evaluation):,} {held_out}"
+              f"{'  (' + how.strip() + ')' if how else ''}{note}")
+    print("Fetch a missing one with "
+          "`python -c \"from ib_tutorial.data import get_dataset; get_dataset('uc-merced', 'train', download=True)\"`.")
+
+
+def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
+    """The real datasets to look for under ``root``, each with the options that read it; a
+    DTD folder without ``labels/`` (``<root>/dtd/images``) is read with ``folder``."""
+    from .data import DATASETS
+
+    found = []
+    for name, info in DATASETS.items():
+        if info.kind == "between" or name.startswith("synthetic"):
+            continue
+        if name == "dtd" and (root / "dtd" / "images").is_dir():
+            found.append((name, {"folder": str(root / "dtd")}))
+        else:
+            found.append((name, {}))
+    return found
 
 
 def _information_plane(args: argparse.Namespace) -> None:
@@ -156,7 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)
-    commands.add_parser("datasets", help="list the datasets get_dataset knows").set_defaults(func=_show_datasets)
+    datasets = commands.add_parser("datasets", help="list the datasets get_dataset knows, and those on disk")
+    datasets.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    datasets.set_defaults(func=_show_datasets)
     infoplane = commands.add_parser(
         "infoplane",
         help="train the Information Bottleneck toy network and report each layer's compression",

@@ -115,13 +115,20 @@ class DINOLossOutput:
 
     ``teacher_entropy``: mean :math:`H(P_t)` over teacher views (``log K`` = uniform,
     0 = one-hot); ``student_entropy``: mean :math:`H(P_s)` over student views;
-    ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the pairs the loss uses.
+    ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the pairs the loss uses;
+    ``teacher_usage``: :math:`H(\\bar P_t)`, the entropy of the teacher's batch-mean
+    distribution (its exponential is the number of output dimensions in use);
+    ``teacher_information``: :math:`H(\\bar P_t) - \\overline{H(P_t)}`, the mutual information
+    between an image of the batch and the teacher's output. Both collapses drive it to 0:
+    uniform (every image gets the flat distribution) and one-hot onto one dimension.
     """
 
     loss: torch.Tensor
     teacher_entropy: torch.Tensor
     student_entropy: torch.Tensor
     kl: torch.Tensor
+    teacher_usage: torch.Tensor
+    teacher_information: torch.Tensor
 
 
 class DINOLoss(nn.Module):
@@ -176,9 +183,11 @@ class DINOLoss(nn.Module):
         with torch.no_grad():
             teacher_entropy = torch.stack([entropy(p) for p in teacher_probs]).mean()
             student_entropy = torch.stack([entropy(lp.exp()) for lp in student_log_probs]).mean()
+            teacher_usage = entropy(torch.cat(teacher_probs).mean(dim=0, keepdim=True))
         self.update_center(teacher_output)
         # Each teacher view meets V - 1 student views, so the pair-mean of H(P_t) is its view-mean.
-        return DINOLossOutput(loss, teacher_entropy, student_entropy, loss.detach() - teacher_entropy)
+        return DINOLossOutput(loss, teacher_entropy, student_entropy, loss.detach() - teacher_entropy,
+                              teacher_usage, teacher_usage - teacher_entropy)
 
     @torch.no_grad()
     def update_center(self, teacher_output: torch.Tensor) -> None:

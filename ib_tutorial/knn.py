@@ -1,7 +1,8 @@
 r"""Weighted k-nearest-neighbour accuracy of frozen features (Wu et al., 2018; DINO's k-NN).
 
-Every image is represented by its backbone feature (the ViT's final CLS token), L2
-normalised. A held-out image votes with its :math:`k` most similar training images,
+Every image is represented by a backbone feature, L2 normalised: the ViT's final CLS
+token (``pool="cls"``, DINO's choice) or the mean of its final patch tokens
+(``pool="mean"``). A held-out image votes with its :math:`k` most similar training images,
 each weighted by :math:`\exp(\cos / T)`:
 
 .. math::
@@ -14,11 +15,15 @@ pre-training: it measures how well the features already separate the classes.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
+
+# Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
+POOLS = ("cls", "mean")
 
 
 @torch.no_grad()
@@ -29,25 +34,34 @@ def extract_features(
     device: torch.device | str = "cpu",
     num_workers: int = 0,
     progress: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """L2-normalised features [N, D] (float32, on CPU) and labels [N] of a dataset of
-    ``(image tensor, label)`` pairs. The backbone is run in eval mode (and restored);
-    on CUDA under bf16 autocast."""
+    pools: Sequence[str] = ("cls",),
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """L2-normalised features [N, D] (float32, on CPU) for each pooling in ``pools``
+    (``cls``: the final CLS token; ``mean``: the mean of the final patch tokens), from one
+    pass, and labels [N], of a dataset of ``(image tensor, label)`` pairs. The backbone (a
+    timm ViT) is run in eval mode (and restored); on CUDA under bf16 autocast."""
+    unknown = set(pools) - set(POOLS)
+    if unknown:
+        raise ValueError(f"Unknown pooling {sorted(unknown)}; choose from {', '.join(POOLS)}.")
     device = torch.device(device)
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
     was_training = backbone.training
     backbone.eval()
-    features, labels = [], []
+    features: dict[str, list[torch.Tensor]] = {pool: [] for pool in pools}
+    labels = []
     try:
         for images, targets in tqdm(loader, desc="k-NN features", disable=not progress, leave=False):
             with autocast:
-                output = backbone(images.to(device, non_blocking=True))
-            features.append(F.normalize(output.float(), dim=1).cpu())
+                tokens = backbone.forward_features(images.to(device, non_blocking=True))
+            prefix = backbone.num_prefix_tokens
+            pooled = {"cls": tokens[:, 0], "mean": tokens[:, prefix:].mean(dim=1)}
+            for pool in pools:
+                features[pool].append(F.normalize(pooled[pool].float(), dim=1).cpu())
             labels.append(torch.as_tensor(targets))
     finally:
         backbone.train(was_training)
-    return torch.cat(features), torch.cat(labels)
+    return {pool: torch.cat(chunks) for pool, chunks in features.items()}, torch.cat(labels)
 
 
 @torch.no_grad()

@@ -1,16 +1,25 @@
-"""The backbone: timm's ViT-Small (D = 384, 12 blocks, 6 heads) at any input and patch size."""
+"""The backbone: timm's ViT-Small (D = 384, 12 blocks, 6 heads), or ViT-Tiny (D = 192, 12
+blocks, 3 heads) for CPU budgets, at any input and patch size."""
 from __future__ import annotations
 
 import timm
 import torch
 
-VIT_SMALL = dict(embed_dim=384, depth=12, num_heads=6)
+# The ViT widths the package builds: the paper's ViT-Small, and ViT-Tiny (a quarter of its
+# compute) for the CPU tier. Both have 12 blocks, so block profiles line up.
+ARCHITECTURES: dict[str, dict[str, int]] = {
+    "vit_small": dict(embed_dim=384, depth=12, num_heads=6),
+    "vit_tiny": dict(embed_dim=192, depth=12, num_heads=3),
+}
+VIT_SMALL = ARCHITECTURES["vit_small"]
 
 
-def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float = 0.0) -> torch.nn.Module:
-    """A randomly initialised ViT-Small with no classification head.
+def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16,
+              drop_path_rate: float = 0.0) -> torch.nn.Module:
+    """A randomly initialised ViT of one of :data:`ARCHITECTURES`, with no classification head.
 
     Args:
+        arch: ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
         img_size: the side of the (square) input the position embedding is built for.
         patch_size: the side of each patch; tokens per image = (img_size / patch_size)^2 + 1.
         drop_path_rate: stochastic-depth rate (0 for measurement, > 0 for training).
@@ -18,10 +27,12 @@ def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float =
     ``dynamic_img_size=True`` interpolates the position embedding, so the same model
     accepts the smaller local crops of multi-crop training.
     """
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"Unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}.")
     if img_size % patch_size:
         raise ValueError(f"img_size {img_size} must be a multiple of patch_size {patch_size}")
     return timm.create_model(
-        "vit_small_patch16_224",
+        f"{arch}_patch16_224",
         pretrained=False,
         num_classes=0,
         img_size=img_size,
@@ -29,6 +40,11 @@ def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float =
         drop_path_rate=drop_path_rate,
         dynamic_img_size=True,
     )
+
+
+def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float = 0.0) -> torch.nn.Module:
+    """The paper's ViT-Small: :func:`build_vit` with ``arch="vit_small"``."""
+    return build_vit("vit_small", img_size, patch_size, drop_path_rate)
 
 
 PRETRAINED_DINO = "vit_small_patch16_224.dino"

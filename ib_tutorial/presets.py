@@ -59,6 +59,11 @@ class ViewSettings:
         local_crop_size: side of each local crop (a multiple of ``patch_size``).
         global_crop_scale: (min, max) fraction of the source image's area a global crop covers.
         local_crop_scale: the same for local crops.
+        blur_radius: (min, max) Gaussian blur radius in pixels of a 224-pixel crop, scaled by
+            ``img_size / 224`` (DINO: 0.1-2.0 at 224 px); ``(0, 0)`` turns the blur off.
+        color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
+            0.2, hue 0.1) and the probabilities of grayscale (0.2) and solarisation (0.2);
+            1 is DINO's recipe, 0 keeps every colour.
     """
 
     img_size: int
@@ -66,6 +71,8 @@ class ViewSettings:
     local_crop_size: int
     global_crop_scale: tuple[float, float] = (0.4, 1.0)
     local_crop_scale: tuple[float, float] = (0.05, 0.4)
+    blur_radius: tuple[float, float] = (0.1, 2.0)
+    color_strength: float = 1.0
 
 
 # DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px
@@ -127,11 +134,16 @@ class TrainSettings:
             ``None`` for all.
         knn_train_images, knn_eval_images: images of the train and held-out splits used by
             the k-NN evaluation (fixed random subsets; ``None`` for all).
+        eval_split: the held-out split k-NN accuracy and profiles are measured on; ``None``
+            for the dataset's natural one (``val`` where it has one, else ``test``).
         knn_k, knn_temperature: neighbours and temperature of the weighted k-NN vote.
         knn_every: evaluate k-NN accuracy every this many epochs (and before the first, and
             after the last).
         checkpoint_every: write a checkpoint every this many epochs (and after the last).
         log_every: append training metrics every this many steps.
+        arch: the backbone, a key of :data:`ib_tutorial.models.ARCHITECTURES`: ``vit_small``
+            (the paper's, D = 384) or ``vit_tiny`` (D = 192, a quarter of the compute).
+        threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
         views: per-dataset input geometry (:class:`ViewSettings`), keyed by dataset name.
     """
 
@@ -161,11 +173,14 @@ class TrainSettings:
     train_images: int | None = None
     knn_train_images: int | None = None
     knn_eval_images: int | None = None
+    eval_split: str | None = None
     knn_k: int = 20
     knn_temperature: float = 0.07
     knn_every: int = 10
     checkpoint_every: int = 10
     log_every: int = 10
+    arch: str = "vit_small"
+    threads: int | None = None
     views: dict[str, ViewSettings] = field(default_factory=lambda: dict(PAPER_VIEWS), hash=False)
 
     def view(self, dataset: str) -> ViewSettings:

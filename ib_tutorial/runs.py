@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from .files import atomic_write
-from .models import vit_small
+from .models import build_vit
 
 BACKBONE_PATTERN = re.compile(r"teacher-epoch(\d{4,})\.pt")
 
@@ -92,7 +92,7 @@ class RunDirectory:
         return sorted(int(m.group(1)) for m in found if m)
 
     def load_backbone(self, epoch: int | None = None, device: str | torch.device = "cpu") -> torch.nn.Module:
-        """The teacher ViT-S of ``epoch`` (default: the latest saved), in eval mode.
+        """The teacher ViT of ``epoch`` (default: the latest saved), in eval mode.
 
         Built with the run's input and patch size; epoch 0 is the initialisation the
         run started from, the baseline against which training is judged.
@@ -103,8 +103,9 @@ class RunDirectory:
         chosen = epochs[-1] if epoch is None else epoch
         if chosen not in epochs:
             raise FileNotFoundError(f"No backbone for epoch {chosen} in {self.backbones}; saved epochs: {epochs}")
-        view = self.read_config()["view"]
-        model = vit_small(view["img_size"], view["patch_size"])
+        config = self.read_config()
+        view = config["view"]
+        model = build_vit(config["model"]["arch"], view["img_size"], view["patch_size"])
         state = torch.load(self.backbone_path(chosen), map_location="cpu", weights_only=True)
         model.load_state_dict(state)
         return model.to(device).eval()

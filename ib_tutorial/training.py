@@ -40,6 +40,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 from tqdm.auto import tqdm
 
 from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
+from .data import get_dataset, held_out_split
 from .dino import (
     DINOHead,
     DINOLoss,
@@ -53,17 +54,19 @@ from .dino import (
     update_teacher,
 )
 from .distributed import Processes
-from .knn import extract_features, knn_accuracy
-from .models import VIT_SMALL, vit_small
+from .knn import POOLS, extract_features, knn_accuracy
+from .models import ARCHITECTURES, build_vit
 from .paths import data_root
 from .presets import Preset, TrainSettings, ViewSettings, get_preset, resolve_device, training_overrides
 from .runs import RunDirectory
 
-# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot)
-# raises a CollapseWarning.
+# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
+# or teacher information (what the output says about the image) below this fraction of
+# log K, raises a CollapseWarning.
 COLLAPSE_FRACTION = 0.02
+INFORMATION_FRACTION = 0.05
 # Settings that may differ when a run is resumed (they do not change its trajectory).
-RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers")
+RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -152,15 +155,6 @@ def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
 
 
 # ============ data ============
-def held_out_split(dataset: str) -> str:
-    """The split the k-NN accuracy is measured on: ``val`` where the dataset has one, else ``test``."""
-    from .data import DATASETS
-
-    if dataset not in DATASETS:
-        raise ValueError(f"Unknown dataset {dataset!r}. Known datasets: {', '.join(DATASETS)}.")
-    return "val" if "val" in DATASETS[dataset].splits else "test"
-
-
 @dataclass
 class Data:
     train_views: MultiCropDataset
@@ -170,8 +164,6 @@ class Data:
 
 
 def build_data(config: dict, root, download: bool) -> Data:
-    from .data import get_dataset
-
     name, options, seed, settings = config["dataset"], config["dataset_options"], config["seed"], config["train"]
     view = ViewSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in config["view"].items()})
     train_images = get_dataset(name, "train", root=root, download=download, **options)
@@ -215,9 +207,10 @@ def build_networks(settings: dict, view: dict) -> tuple[MultiCropWrapper, MultiC
     ``settings`` and ``view`` are the ``train`` and ``view`` sections of a run's configuration."""
 
     def network(drop_path_rate: float) -> MultiCropWrapper:
-        head = DINOHead(VIT_SMALL["embed_dim"], settings["out_dim"], settings["hidden_dim"],
+        head = DINOHead(ARCHITECTURES[settings["arch"]]["embed_dim"], settings["out_dim"], settings["hidden_dim"],
                         settings["bottleneck_dim"], norm_last_layer=settings["norm_last_layer"])
-        return MultiCropWrapper(vit_small(view["img_size"], view["patch_size"], drop_path_rate), head)
+        backbone = build_vit(settings["arch"], view["img_size"], view["patch_size"], drop_path_rate)
+        return MultiCropWrapper(backbone, head)
 
     student = network(settings["drop_path_rate"])
     teacher = network(0.0)
@@ -333,14 +326,14 @@ def run_config(
     return {
         "dataset": dataset,
         "dataset_options": dict(dataset_options),
-        "held_out_split": held_out_split(dataset),
+        "held_out_split": settings.eval_split or held_out_split(dataset, dataset_options),
         "preset": preset.name,
         "seed": preset.seed,
         "device": device.type,
         "precision": resolve_precision(settings.precision, device),
         "world_size": processes.world_size,
         "batch_per_process": settings.batch_size // processes.world_size,
-        "model": {"arch": "vit_small", **VIT_SMALL},
+        "model": {"arch": settings.arch, **ARCHITECTURES[settings.arch]},
         "view": dataclasses.asdict(view),
         "train": train,
         "versions": {"torch": torch.__version__, "timm": timm.__version__},
@@ -372,16 +365,22 @@ def _flatten(config: dict, prefix: str = "") -> dict:
     return flat
 
 
-def collapse_message(teacher_entropy: float, out_dim: int) -> str | None:
-    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), else None."""
+def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:
+    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), or when
+    the teacher's output carries almost no information about its image (either collapse
+    under way: :class:`~ib_tutorial.dino.DINOLossOutput`), else None."""
     limit = math.log(out_dim)
     if teacher_entropy > (1 - COLLAPSE_FRACTION) * limit:
-        kind = f"near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
+        kind = f"entropy {teacher_entropy:.3f} nats is near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
     elif teacher_entropy < COLLAPSE_FRACTION * limit:
-        kind = "near 0 (one-hot collapse: try a higher --center-momentum or a higher --teacher-temp)"
+        kind = f"entropy {teacher_entropy:.3f} nats is near 0 (one-hot collapse: try a higher --center-momentum or a higher --teacher-temp)"
+    elif teacher_information < INFORMATION_FRACTION * limit:
+        kind = (f"output carries {teacher_information:.3f} nats about the image, under {INFORMATION_FRACTION:.0%} of "
+                f"log K = {limit:.2f}: every image gets nearly the same distribution (entropy {teacher_entropy:.2f} "
+                "nats; try a lower --teacher-temp or a lower --momentum-teacher)")
     else:
         return None
-    return f"teacher entropy {teacher_entropy:.3f} nats is {kind}"
+    return f"teacher {kind}"
 
 
 def train(
@@ -415,6 +414,8 @@ def train(
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     preset, settings, view = resolve_settings(preset, dataset, overrides)
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
     processes = Processes.start("cuda" if preset.device != "cpu" and torch.cuda.is_available() else "cpu")
     try:
         device = choose_device(preset, processes)
@@ -445,9 +446,10 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
     # ---- start, or resume from the last checkpoint ----
     checkpoint = run.load_checkpoint(device) if resume else None
     start_epoch = step = 0
+    wall_s, started = 0.0, time.perf_counter()  # wall time of the run, summed over its resumptions
     if checkpoint is not None:
         state.load_state_dict(checkpoint)
-        start_epoch, step = checkpoint["epoch"], checkpoint["step"]
+        start_epoch, step, wall_s = checkpoint["epoch"], checkpoint["step"], checkpoint.get("wall_s", 0.0)
         rng = checkpoint["rng"]
         set_rng_state(rng[processes.rank] if len(rng) == processes.world_size else rng[0])
         del checkpoint
@@ -465,9 +467,11 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
 
     def evaluate(epoch: int) -> None:
         if processes.is_main:
-            record = {"kind": "knn", "epoch": epoch, "step": step, **evaluate_knn(state.teacher.backbone, data, settings, device)}
+            record = {"kind": "knn", "epoch": epoch, "step": step, **evaluate_knn(state.teacher.backbone, data, settings, device),
+                      "wall_s": wall_s + time.perf_counter() - started}
             run.append_metrics(record)
-            bar.write(f"epoch {epoch}: k-NN top-1 {record['top1']:.1f}% (top-5 {record['top5']:.1f}%)")
+            bar.write(f"epoch {epoch}: k-NN top-1 {record['top1']:.1f}% on the CLS token, "
+                      f"{record['top1_mean']:.1f}% on mean-pooled patch tokens ({record['wall_s'] / 60:.1f} min)")
         processes.barrier()
 
     def save(epoch: int) -> None:
@@ -475,7 +479,8 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
         rng = processes.gather(rng_state())  # every process's generators, so each resumes its own
         if processes.is_main:
             run.save_backbone(state.teacher.backbone.state_dict(), epoch)
-            run.save_checkpoint({**state.state_dict(), "rng": rng, "epoch": epoch, "step": step})
+            run.save_checkpoint({**state.state_dict(), "rng": rng, "epoch": epoch, "step": step,
+                                 "wall_s": wall_s + time.perf_counter() - started})
         last_saved = f"{run.checkpoint_path} (epoch {epoch}, step {step})"
 
     if start_epoch == 0:
@@ -483,6 +488,7 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
             run.save_backbone(state.teacher.backbone.state_dict(), 0)
         evaluate(0)  # the random initialisation: the baseline the k-NN curve starts from
     warned_epoch, last_time, last_step = -1, time.perf_counter(), step
+    epoch_started = time.perf_counter()
 
     # ---- the loop ----
     for epoch in range(start_epoch, epochs):
@@ -499,7 +505,8 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
             if step % settings["log_every"] and step != total_steps:
                 continue
             # ---- log (metrics averaged over processes) ----
-            stats = processes.mean(torch.stack([result.teacher_entropy, result.student_entropy, result.kl]))
+            stats = processes.mean(torch.stack([result.teacher_entropy, result.student_entropy, result.kl,
+                                                result.teacher_usage, result.teacher_information]))
             now = time.perf_counter()
             images_per_s = (step - last_step) * settings["batch_size"] / (now - last_time)
             last_time, last_step = now, step
@@ -507,15 +514,20 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
                 record = step_record(state, epoch, step, loss, stats.tolist(), images_per_s)
                 run.append_metrics(record)
                 bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
-                warning = collapse_message(record["teacher_entropy"], settings["out_dim"])
+                warning = collapse_message(record["teacher_entropy"], record["teacher_information"], settings["out_dim"])
                 if warning and warned_epoch != epoch:
                     warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=2)
                     warned_epoch = epoch
         done = epoch + 1
+        if processes.is_main:
+            now = time.perf_counter()
+            run.append_metrics({"kind": "epoch", "epoch": done, "step": step, "epoch_s": now - epoch_started,
+                                "wall_s": wall_s + now - started})
         if done % settings["knn_every"] == 0 or done == epochs:
             evaluate(done)
         if done % settings["checkpoint_every"] == 0 or done == epochs:
             save(done)
+        epoch_started = time.perf_counter()
     bar.close()
     return run.path
 
@@ -523,7 +535,7 @@ def _train(config: dict, run: RunDirectory, resume: bool, root, download: bool, 
 def step_record(state: DINOTraining, epoch: int, step: int, loss: float, entropies: list[float],
                 images_per_s: float) -> dict:
     """One ``metrics.jsonl`` line for the step just taken (``step`` counts steps done)."""
-    teacher_entropy, student_entropy, kl = entropies
+    teacher_entropy, student_entropy, kl, teacher_usage, teacher_information = entropies
     schedules = state.schedules
     return {
         "kind": "train", "epoch": epoch, "step": step, "loss": loss,
@@ -531,18 +543,26 @@ def step_record(state: DINOTraining, epoch: int, step: int, loss: float, entropi
         "teacher_temp": float(schedules.teacher_temp[epoch]), "momentum": float(schedules.momentum[step - 1]),
         "center_norm": state.loss_fn.center.norm().item(),
         "teacher_entropy": teacher_entropy, "student_entropy": student_entropy, "kl": kl,
+        "teacher_usage": teacher_usage, "teacher_information": teacher_information,
         "images_per_s": images_per_s,
     }
 
 
 def evaluate_knn(backbone: torch.nn.Module, data: Data, settings: dict, device: torch.device) -> dict:
-    """Weighted k-NN accuracy of ``backbone``'s features: held-out images against training images."""
+    """Weighted k-NN accuracy of ``backbone``'s features, held-out images against training
+    images: ``top1``/``top5`` on the CLS token (DINO's evaluation), ``top1_mean``/``top5_mean``
+    on mean-pooled patch tokens."""
     workers = settings["num_workers"]
-    train_features, train_labels = extract_features(backbone, data.knn_train, device=device, num_workers=workers, progress=False)
-    eval_features, eval_labels = extract_features(backbone, data.knn_eval, device=device, num_workers=workers, progress=False)
-    accuracy = knn_accuracy(train_features, train_labels, eval_features, eval_labels, data.num_classes,
-                            settings["knn_k"], settings["knn_temperature"])
-    return {**accuracy, "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)}
+    extract = dict(device=device, num_workers=workers, progress=False, pools=POOLS)
+    train_features, train_labels = extract_features(backbone, data.knn_train, **extract)
+    eval_features, eval_labels = extract_features(backbone, data.knn_eval, **extract)
+    record = {}
+    for pool in POOLS:
+        accuracy = knn_accuracy(train_features[pool], train_labels, eval_features[pool], eval_labels,
+                                data.num_classes, settings["knn_k"], settings["knn_temperature"])
+        suffix = "" if pool == "cls" else f"_{pool}"
+        record.update({f"{name}{suffix}": value for name, value in accuracy.items()})
+    return {**record, "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)}
 
 
 def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:

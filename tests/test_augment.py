@@ -2,10 +2,9 @@
 import numpy as np
 import pytest
 import torch
-from PIL import Image
-from torchvision import transforms
+from PIL import Image, ImageFilter
 
-from ib_tutorial.augment import MultiCropAugmentation, MultiCropDataset, eval_transform
+from ib_tutorial.augment import MultiCropAugmentation, MultiCropDataset, RandomGaussianBlur, eval_transform
 from ib_tutorial.presets import ViewSettings
 
 VIEW = ViewSettings(img_size=32, patch_size=8, local_crop_size=16)
@@ -64,9 +63,30 @@ def test_eval_transform_keeps_the_whole_square_image():
 
 @pytest.mark.parametrize("img_size", [32, 224])
 def test_blur_radius_scales_with_image_size(img_size):
-    blur = MultiCropAugmentation(ViewSettings(img_size, 16 if img_size == 224 else 8, img_size // 2), 0).global_views[0]
-    gaussian = next(
-        t.transforms[0] for t in blur.transforms
-        if isinstance(t, transforms.RandomApply) and isinstance(t.transforms[0], transforms.GaussianBlur)
-    )
-    assert gaussian.sigma == pytest.approx((0.1 * img_size / 224, 2.0 * img_size / 224))
+    view = ViewSettings(img_size, 16 if img_size == 224 else 8, img_size // 2)
+    blur = MultiCropAugmentation(view, 0).global_views[0]
+    gaussian = next(t for t in blur.transforms if isinstance(t, RandomGaussianBlur))
+    assert gaussian.radius == pytest.approx((0.1 * img_size / 224, 2.0 * img_size / 224))
+
+
+def test_blur_is_pils_gaussian_and_follows_the_torch_generator():
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    blur = RandomGaussianBlur(1.0, (1.0, 1.0))
+    assert np.array_equal(np.asarray(blur(image)), np.asarray(image.filter(ImageFilter.GaussianBlur(1.0))))
+    never = RandomGaussianBlur(0.0, (1.0, 2.0))
+    assert never(image) is image
+    some = RandomGaussianBlur(0.5, (0.5, 2.0))
+    torch.manual_seed(3)
+    first = [np.asarray(some(image)) for _ in range(6)]
+    torch.manual_seed(3)
+    assert all(np.array_equal(a, np.asarray(some(image))) for a in first)
+
+
+def test_color_strength_zero_keeps_colours_and_no_blur_keeps_pixels():
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    view = ViewSettings(32, 8, 16, global_crop_scale=(1.0, 1.0), blur_radius=(0.0, 0.0), color_strength=0.0)
+    torch.manual_seed(0)
+    for crop in MultiCropAugmentation(view, 0)(image):  # full-area crops: only a flip may change them
+        restored = crop * torch.tensor([0.229, 0.224, 0.225])[:, None, None] + torch.tensor([0.485, 0.456, 0.406])[:, None, None]
+        pixels = torch.from_numpy(np.array(image)).permute(2, 0, 1) / 255
+        assert min((restored - pixels).abs().max(), (restored - pixels.flip(-1)).abs().max()) < 1e-5

@@ -183,3 +183,33 @@ def test_dtd_sample_as_a_folder_of_classes():
         for index, (path, label) in enumerate(dataset.samples):
             assert path.parent.name == classes[label]
             assert dataset[index][0].mode == "RGB"
+
+
+def test_tiny_imagenet_subset_states_its_class_count_and_warns(tiny_root):
+    with pytest.warns(UserWarning, match=r"lists 3 classes, not the official 200: this is a subset"):
+        train = get_dataset("tiny-imagenet", "train", root=tiny_root, download=True)
+    assert train.info["num_classes"] == len(train.classes) == 3
+
+
+def test_natural_held_out_split_of_every_dataset():
+    from ib_tutorial.data import DATASETS, held_out_split
+
+    for name, info in DATASETS.items():
+        assert held_out_split(name) in info.splits
+    assert held_out_split("tiny-imagenet") == "val" and held_out_split("cifar100") == "test"
+    assert held_out_split("dtd") == "val" and held_out_split("dtd", {"folder": "any"}) == "test"
+
+
+@needs_dtd_sample
+def test_dtd_folder_trains_and_evaluates_from_the_command_line(tmp_path):
+    from ib_tutorial.cli import main
+
+    out = tmp_path / "run"
+    main(["train", "--dataset", "dtd", "--dataset-option", f"folder={DTD_SAMPLE}", "--preset", "ci", "--out", str(out),
+          "--no-progress", "--epochs", "1", "--train-images", "16", "--batch-size", "8", "--img-size", "16",
+          "--patch-size", "8", "--local-crop-size", "8", "--knn-train-images", "16", "--knn-eval-images", "8",
+          "--out-dim", "32", "--hidden-dim", "32", "--bottleneck-dim", "8"])
+    config = json.loads((out / "config.json").read_text())
+    assert config["held_out_split"] == "test"
+    knn = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"knn"' in line]
+    assert [record["n_eval"] for record in knn] == [8, 8]

@@ -73,6 +73,22 @@ def test_loss_statistics_equal_their_definitions(generator):
     assert result.teacher_entropy.item() == pytest.approx(teacher_entropy.item(), rel=1e-5)
     assert result.student_entropy.item() == pytest.approx(student_entropy.item(), rel=1e-5)
     assert result.kl.item() == pytest.approx(torch.stack(kl_pairs).mean().item(), rel=1e-4, abs=1e-6)
+    mean_teacher = p_teacher.mean(0)
+    usage = -(mean_teacher * mean_teacher.log()).sum()
+    assert result.teacher_usage.item() == pytest.approx(usage.item(), rel=1e-5)
+    assert result.teacher_information.item() == pytest.approx((usage - teacher_entropy).item(), rel=1e-4)
+
+
+@pytest.mark.parametrize("collapse", ["uniform", "one-hot onto one dimension"])
+def test_teacher_information_is_zero_under_either_collapse_and_log_k_when_sharp_and_spread(collapse):
+    out_dim = 8
+    student = torch.zeros(2 * out_dim, out_dim)
+    same = torch.zeros(2 * out_dim, out_dim) if collapse == "uniform" else 100.0 * torch.eye(out_dim)[[0] * 2 * out_dim]
+    collapsed = DINOLoss(out_dim)(student, same, teacher_temp=0.04)
+    assert collapsed.teacher_information.item() == pytest.approx(0.0, abs=1e-5)
+    spread = 100.0 * torch.eye(out_dim).repeat(2, 1)  # every image its own dimension, one-hot
+    healthy = DINOLoss(out_dim)(student, spread, teacher_temp=0.04)
+    assert healthy.teacher_information.item() == pytest.approx(math.log(out_dim), rel=1e-5)
 
 
 def test_center_is_an_ema_of_teacher_batch_means():

@@ -3,7 +3,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ib_tutorial.knn import extract_features, knn_accuracy, weighted_knn_predict
+from ib_tutorial.knn import POOLS, extract_features, knn_accuracy, weighted_knn_predict
+from ib_tutorial.models import build_vit
 
 
 def vote_by_hand(train_features, train_labels, query, num_classes, k, temperature):
@@ -36,11 +37,27 @@ def test_separable_clusters_are_classified_perfectly(generator):
 
 
 def test_features_are_unit_length_and_restore_training_mode(generator):
-    backbone = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 4), torch.nn.Dropout(0.5)).train()
-    dataset = [(torch.randn(3, 2, 2, generator=generator), i % 3) for i in range(10)]
-    features, labels = extract_features(backbone, dataset, batch_size=4, progress=False)
-    assert features.shape == (10, 4) and labels.tolist() == [i % 3 for i in range(10)]
-    torch.testing.assert_close(features.norm(dim=1), torch.ones(10))
-    again, _ = extract_features(backbone, dataset, batch_size=3, progress=False)  # eval mode: no dropout
+    backbone = build_vit("vit_tiny", img_size=16, patch_size=8, drop_path_rate=0.5).train()
+    dataset = [(torch.randn(3, 16, 16, generator=generator), i % 3) for i in range(10)]
+    features, labels = extract_features(backbone, dataset, batch_size=4, progress=False, pools=POOLS)
+    assert labels.tolist() == [i % 3 for i in range(10)]
+    for pool in POOLS:
+        assert features[pool].shape == (10, 192)
+        torch.testing.assert_close(features[pool].norm(dim=1), torch.ones(10))
+    again, _ = extract_features(backbone, dataset, batch_size=3, progress=False, pools=POOLS)  # eval mode: no drop path
     torch.testing.assert_close(features, again)
     assert backbone.training
+
+
+def test_pools_are_the_cls_token_and_the_mean_of_the_patch_tokens(generator):
+    backbone = build_vit("vit_tiny", img_size=16, patch_size=8).eval()
+    images = torch.randn(5, 3, 16, 16, generator=generator)
+    features, _ = extract_features(backbone, [(image, 0) for image in images], progress=False, pools=("mean", "cls"))
+    with torch.no_grad():
+        tokens = backbone.forward_features(images)  # [5, 1 + 4, 192]
+    assert tokens.shape == (5, 5, 192)
+    torch.testing.assert_close(features["cls"], F.normalize(tokens[:, 0], dim=1))
+    torch.testing.assert_close(features["mean"], F.normalize(tokens[:, 1:].mean(dim=1), dim=1))
+    torch.testing.assert_close(features["cls"], F.normalize(backbone(images), dim=1))  # timm's own CLS pooling
+    with pytest.raises(ValueError, match="Unknown pooling"):
+        extract_features(backbone, [(images[0], 0)], progress=False, pools=("max",))

@@ -27,7 +27,8 @@ DATASET = "synthetic-objects"
 REPO = Path(__file__).resolve().parents[1]
 # Deterministic metrics; throughput is not.
 COMPARED = ("epoch", "step", "loss", "lr", "weight_decay", "teacher_temp", "momentum", "center_norm",
-            "teacher_entropy", "student_entropy", "kl", "top1", "top5")
+            "teacher_entropy", "student_entropy", "kl", "teacher_usage", "teacher_information",
+            "top1", "top5", "top1_mean", "top5_mean")
 TINY = dict(
     train_images=48, batch_size=8, img_size=16, patch_size=8, local_crop_size=8,
     knn_train_images=24, knn_eval_images=12, out_dim=64, hidden_dim=64, bottleneck_dim=16,
@@ -84,7 +85,7 @@ def test_ci_preset_loss_decreases_without_collapse(ci_run):
     assert loss_late < loss_early - 0.3  # nats
     assert kl_late < kl_early  # the student learns to predict the teacher across views
     out_dim = get_preset("ci").train.out_dim
-    assert all(training.collapse_message(r["teacher_entropy"], out_dim) is None for r in records)
+    assert all(training.collapse_message(r["teacher_entropy"], r["teacher_information"], out_dim) is None for r in records)
     assert not collapse_warnings
 
 
@@ -173,9 +174,10 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, monkeypa
 
 def test_collapse_message_names_both_limits():
     log_k = math.log(100)
-    assert "uniform" in training.collapse_message(0.99 * log_k, 100)
-    assert "one-hot" in training.collapse_message(0.01 * log_k, 100)
-    assert training.collapse_message(0.5 * log_k, 100) is None
+    assert "uniform" in training.collapse_message(0.99 * log_k, 0.5 * log_k, 100)
+    assert "one-hot" in training.collapse_message(0.01 * log_k, 0.5 * log_k, 100)
+    assert "nearly the same distribution" in training.collapse_message(0.9 * log_k, 0.01 * log_k, 100)
+    assert training.collapse_message(0.5 * log_k, 0.3 * log_k, 100) is None
 
 
 def test_command_line_overrides_parse_to_settings():

@@ -32,6 +32,13 @@ class DatasetInfo:
     description: str
     split_note: str = ""  # why a split one might expect is not offered
 
+    def held_out_split(self, options: dict | None = None) -> str:
+        """The split a model trained on ``train`` is evaluated on: ``val`` where the dataset
+        offers one, else ``test``; a DTD ``folder`` (no ``labels/``) has ``test`` only."""
+        if "val" in self.splits and (options or {}).get("folder") is None:
+            return "val"
+        return "test"
+
 
 def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callable:
     def load(
@@ -72,7 +79,7 @@ DATASETS: dict[str, DatasetInfo] = {
     ),
     "tiny-imagenet": DatasetInfo(
         tiny_imagenet.load, "object-centric", ("train", "val"),
-        "Tiny ImageNet: 200 classes, 64 px, 100,000 train / 10,000 val",
+        "Tiny ImageNet: 200 classes (as wnids.txt lists; a subset warns), 64 px, 100,000 train / 10,000 val",
         "Its test images have no published labels; use 'val' for evaluation.",
     ),
     "uc-merced": DatasetInfo(
@@ -151,6 +158,12 @@ def get_dataset(
     return info.load(split, root, download, transform, **options)
 
 
+def held_out_split(name: str, options: dict | None = None) -> str:
+    """The natural held-out split of dataset ``name`` with these options (see
+    :meth:`DatasetInfo.held_out_split`): where k-NN accuracy is measured by default."""
+    return _dataset_info(name).held_out_split(options)
+
+
 def _dataset_info(name: str) -> DatasetInfo:
     if name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}. Known datasets: {', '.join(DATASETS)}.")
@@ -180,4 +193,5 @@ __all__ = [
     "SyntheticWorld",
     "check_dataset_options",
     "get_dataset",
+    "held_out_split",
 ]

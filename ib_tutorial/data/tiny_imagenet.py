@@ -6,6 +6,7 @@ and downsampled. The official archive's test split has no labels, so only
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ ARCHIVE = RemoteArchive(
     urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",),
 )
 FOLDER = "tiny-imagenet-200"
+OFFICIAL_CLASSES = 200
 REQUIRED = ("wnids.txt", "words.txt", "train", "val/images", "val/val_annotations.txt")
 LAYOUT = """  <root>/tiny-imagenet-200/
       wnids.txt                      one WordNet id per line: the class order
@@ -76,5 +78,12 @@ def load(
     """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``)."""
     folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "Tiny ImageNet", LAYOUT)
     wnids, names = read_classes(folder)
+    if len(wnids) != OFFICIAL_CLASSES:
+        warnings.warn(
+            f"{folder / 'wnids.txt'} lists {len(wnids)} classes, not the official {OFFICIAL_CLASSES}: "
+            f"this is a {'subset' if len(wnids) < OFFICIAL_CLASSES else 'superset'} of Tiny ImageNet, "
+            "and accuracies on it are not comparable with published ones.",
+            stacklevel=3,
+        )
     samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids)
-    return ImageFiles(samples, names, transform, info={"wnids": wnids, "folder": str(folder)})
+    return ImageFiles(samples, names, transform, info={"wnids": wnids, "folder": str(folder), "num_classes": len(wnids)})

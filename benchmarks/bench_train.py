@@ -23,12 +23,15 @@ Writes ``benchmarks/results/bench_train_<preset>.json``.
 from __future__ import annotations
 
 import argparse
-import time
+import random
 
 import torch
 
 from common import interleaved_medians, machine, write_json
-from ib_tutorial.augment import MultiCropAugmentation, MultiCropDataset
+from PIL import ImageFilter, ImageOps
+from torchvision import transforms
+
+from ib_tutorial.augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, MultiCropAugmentation, MultiCropDataset
 from ib_tutorial.data import get_dataset
 from ib_tutorial.presets import get_preset, resolve_device
 from ib_tutorial.training import DINOTraining, build_schedules, resolve_precision
@@ -59,14 +62,53 @@ def step_images_per_second(settings: dict, view: dict, batch: int, device: torch
             "images_per_s": batch / seconds, "peak_gpu_memory_gib": memory}
 
 
-def augmentation_images_per_second(view, local_crops: int, native_side: int, count: int) -> float:
-    """One worker's throughput: synthetic images of the native side -> multi-crop views."""
+def dino_reference_augmentation(view, local_crops: int):
+    """DINO's own multi-crop recipe (``DataAugmentationDINO`` in its ``main_dino.py``), written
+    out with torchvision and PIL at the same crop sizes, blur radii and colour strength,
+    drawing from the global random state: the speed of the reference pipeline."""
+    scale, strength = view.img_size / REFERENCE_SIZE, view.color_strength
+    low, high = view.blur_radius[0] * scale, view.blur_radius[1] * scale
+
+    def blur(p):
+        def apply(image):
+            if random.random() > p:
+                return image
+            return image.filter(ImageFilter.GaussianBlur(radius=random.uniform(low, high)))
+        return apply
+
+    def solarize(image):
+        return ImageOps.solarize(image) if random.random() < 0.2 * strength else image
+
+    jitter = transforms.Compose([
+        transforms.RandomHorizontalFlip(p=0.5),
+        transforms.RandomApply([transforms.ColorJitter(0.4 * strength, 0.4 * strength, 0.2 * strength, 0.1 * strength)], p=0.8),
+        transforms.RandomGrayscale(p=0.2 * strength),
+    ])
+    normalize = transforms.Compose([transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+    bicubic = transforms.InterpolationMode.BICUBIC
+    crop = transforms.RandomResizedCrop(view.img_size, scale=view.global_crop_scale, interpolation=bicubic)
+    local = transforms.RandomResizedCrop(view.local_crop_size, scale=view.local_crop_scale, interpolation=bicubic)
+    first = transforms.Compose([crop, jitter, blur(1.0), normalize])
+    second = transforms.Compose([crop, jitter, blur(0.1), solarize, normalize])
+    local_view = transforms.Compose([local, jitter, blur(0.5), normalize])
+    return lambda image: [first(image), second(image)] + [local_view(image) for _ in range(local_crops)]
+
+
+def augmentation_images_per_second(view, local_crops: int, native_side: int, count: int, repeats: int = 3) -> dict:
+    """One worker's throughput, images per second, of this package's multi-crop views
+    (seeded per sample) and of DINO's reference pipeline, timed in turn on the same
+    synthetic images of the native side."""
     images = get_dataset("synthetic-objects", "train", img_size=native_side, size=count)
-    views = MultiCropDataset(images, MultiCropAugmentation(view, local_crops), seed=0)
-    start = time.perf_counter()
-    for index in range(count):
-        views[index]
-    return count / (time.perf_counter() - start)
+    pictures = [images[index][0] for index in range(count)]
+    ours = MultiCropDataset(images, MultiCropAugmentation(view, local_crops), seed=0)
+    reference = dino_reference_augmentation(view, local_crops)
+    seconds = interleaved_medians({
+        "ib_tutorial": lambda: [ours.augment(index, picture) for index, picture in enumerate(pictures)],
+        "dino_reference": lambda: [reference(picture) for picture in pictures],
+    }, repeats=repeats)
+    rates = {name: count / value for name, value in seconds.items()}
+    rates["ratio"] = rates["ib_tutorial"] / rates["dino_reference"]
+    return rates
 
 
 def main() -> None:
@@ -91,8 +133,11 @@ def main() -> None:
         view = preset.train.view(name)
         batch = 2 if args.tiny else settings["batch_size"]
         record = step_images_per_second(settings, vars(view), batch, device, repeats)
-        record["augmentation_images_per_s_per_worker"] = augmentation_images_per_second(
-            view, settings["local_crops_number"], native_side, count=16 if args.tiny else 200)
+        augmentation = augmentation_images_per_second(view, settings["local_crops_number"], native_side,
+                                                      count=16 if args.tiny else 200, repeats=1 if args.tiny else 3)
+        record["augmentation_images_per_s_per_worker"] = augmentation["ib_tutorial"]
+        record["dino_reference_augmentation_images_per_s"] = augmentation["dino_reference"]
+        record["augmentation_speed_vs_dino_reference"] = augmentation["ratio"]
         record["train_images"] = train_images
         per_image = 1 / record["images_per_s"]
         if settings["num_workers"] == 0:
@@ -104,7 +149,8 @@ def main() -> None:
         projected = f"{seconds / 3600:.2f} h" if seconds > 3600 else f"{seconds / 60:.1f} min"
         print(f"{name:18s} {view.img_size:3d} px / patch {view.patch_size:2d}, batch {batch}, {record['precision']}: "
               f"{record['images_per_s']:8.1f} images/s; augmentation {record['augmentation_images_per_s_per_worker']:.0f} "
-              f"images/s per worker; epoch of {train_images} images {record['projected_epoch_seconds'] / 60:.1f} min, "
+              f"images/s per worker ({augmentation['ratio']:.2f}x DINO's reference pipeline, "
+              f"{augmentation['dino_reference']:.0f}); epoch of {train_images} images {record['projected_epoch_seconds'] / 60:.1f} min, "
               f"{settings['epochs']} epochs {projected}")
 
     out = args.out or f"benchmarks/results/bench_train_{preset.name}{'_tiny' if args.tiny else ''}.json"

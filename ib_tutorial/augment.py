@@ -161,7 +161,10 @@ class MultiCropDataset(Dataset):
 
     def __getitem__(self, index: int) -> tuple[list[torch.Tensor], int]:
         image, label = self.dataset[index]
+        return self.augment(index, image), label
+
+    def augment(self, index: int, image: Image.Image) -> list[torch.Tensor]:
+        """The views of ``image`` as sample ``index`` of the current epoch."""
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(sample_seed(self.seed, self.epoch, index))
-            views = self.augmentation(image)
-        return views, label
+            return self.augmentation(image)

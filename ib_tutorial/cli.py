@@ -119,7 +119,7 @@ def _show_datasets(args: argparse.Namespace) -> None:
 
 def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
     """The real datasets to look for under ``root``, each with the options that read it; a
-    DTD folder without ``labels/`` (``<root>/dtd/images``) is read with ``folder``."""
+    DTD folder without ``labels/`` (``<root>/dtd/images``) is read with ``folder="dtd"``."""
     from .data import DATASETS
 
     found = []
@@ -127,7 +127,7 @@ def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
         if info.kind == "between" or name.startswith("synthetic"):
             continue
         if name == "dtd" and (root / "dtd" / "images").is_dir():
-            found.append((name, {"folder": str(root / "dtd")}))
+            found.append((name, {"folder": "dtd"}))  # relative: inside the data root
         else:
             found.append((name, {}))
     return found
@@ -156,14 +156,17 @@ def _information_plane(args: argparse.Namespace) -> None:
 
 
 def _profile(args: argparse.Namespace) -> None:
-    from .profiling import profile_run
+    from .profiling import profile_run, raw_patch_eed
 
     try:
         paths = profile_run(args.run_dir, tokens=args.tokens, center=not args.uncentred, images=args.images,
                             root=args.root, download=args.download, progress=not args.no_progress)
+        n_eff, dim = raw_patch_eed(args.run_dir, images=args.images, root=args.root, download=args.download)
     except (FileNotFoundError, ValueError) as error:
         raise SystemExit(f"error: {error}") from None
     print(f"{len(paths)} profiles in {paths[0].parent}" if paths else f"no saved backbones in {args.run_dir}")
+    print(f"raw-patch baseline: the probe images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
+          f"(EED {100 * n_eff / dim:.1f} %): the image content that can enter block 0")
 
 
 def _reproduce(args: argparse.Namespace) -> None:

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
 from .augment import eval_transform
-from .presets import get_preset
+from .presets import get_preset, resolve_device
 from .probe import COMPANIONS, patch_eed, profile_model
 from .results import load_profile_record, profile_record, provenance, save_profile_record
 from .runs import RunDirectory
@@ -75,7 +75,7 @@ def profile_run(
         tokens, center, companions: as for :func:`~ib_tutorial.probe.profile_model`.
         images: probe images (default: the run preset's ``probe.images``).
         root, download: where the run's dataset lives (for real datasets).
-        device: default CUDA when available, else CPU.
+        device: default: the run preset's (:func:`~ib_tutorial.presets.resolve_device`).
     """
     run = RunDirectory(run_dir)
     if not run.exists():
@@ -83,7 +83,7 @@ def profile_run(
     config = run.read_config()
     preset = get_preset(config["preset"])
     images = images or preset.probe.images
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(device) if device is not None else resolve_device(preset)
     folder = profile_folder(run, tokens, center)
     epochs = run.backbone_epochs()
     todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions)]
@@ -141,11 +141,13 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     model = pretrained_dino_vit_small()
     if model is None:
         return None
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(device) if device is not None else resolve_device(preset)
     loader = DataLoader(probe_images(config, images, root, download, img_size=PRETRAINED_SIZE),
                         batch_size=preset.probe.batch_size)
     profile = profile_model(model.to(device), loader, device=device, progress=False)
-    origin = provenance(preset=preset.name, config={"model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE, **config},
+    # The control's own model and input size replace the run's in its provenance.
+    control_config = {**config, "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
+    origin = provenance(preset=preset.name, config=control_config,
                         dataset=config["dataset"], profile=profile, device=str(device))
     save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
                                              provenance=origin))

@@ -213,3 +213,12 @@ def test_dtd_folder_trains_and_evaluates_from_the_command_line(tmp_path):
     assert config["held_out_split"] == "test"
     knn = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"knn"' in line]
     assert [record["n_eval"] for record in knn] == [8, 8]
+
+
+@needs_dtd_sample
+def test_a_relative_dtd_folder_is_read_inside_the_data_root(tmp_path):
+    (tmp_path / "textures").symlink_to(DTD_SAMPLE, target_is_directory=True)
+    relative = get_dataset("dtd", "test", root=tmp_path, folder="textures")
+    assert [p.name for p, _ in relative.samples] == [p.name for p, _ in get_dataset("dtd", "test", folder=DTD_SAMPLE).samples]
+    with pytest.raises(Exception, match="inside the data root"):
+        get_dataset("dtd", "test", root=tmp_path, folder="elsewhere")

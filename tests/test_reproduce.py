@@ -114,3 +114,10 @@ def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeyp
     validate_profile_record(record)
     assert record["epoch"] is None and record["provenance"]["n_images"] == 8
     assert record["profile"]["n_tokens"] == 8 * 197
+    # The provenance hashes the control's own model and input size, not the run's.
+    from ib_tutorial.results import config_hash
+    from ib_tutorial.runs import RunDirectory
+
+    config = RunDirectory(bundle / spec_folder(DATASETS[1])).read_config()
+    expected = {**config, "model": models.PRETRAINED_DINO, "img_size": 224}
+    assert record["provenance"]["config_hash"] == config_hash(expected) != config_hash(config)

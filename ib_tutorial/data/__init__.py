@@ -138,8 +138,8 @@ def get_dataset(
               ``size_policy`` (``"resize"`` the few images that are not 256 x 256
               to 256 x 256, bicubic; or ``"keep"``).
             - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (a folder of
-              ``images/<class>/`` without ``labels/``) with ``train_fraction`` and
-              ``split_seed``.
+              ``images/<class>/`` without ``labels/``, absolute or inside the data
+              root) with ``train_fraction`` and ``split_seed``.
             - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
 
     Raises:

@@ -72,15 +72,21 @@ def load_dtd(
 ):
     """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
     with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
-    stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused)."""
+    stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused).
+    A relative ``folder`` is taken inside the data root (``folder="dtd"`` reads
+    ``<root>/dtd/images``), so a run's configuration names no machine's paths."""
     if folder is not None:
-        images = Path(folder).expanduser() / "images"
+        base = Path(folder).expanduser()
+        base = base if base.is_absolute() else data_root(root) / base
+        images = base / "images"
         if not images.is_dir():
-            raise DatasetNotFoundError(f"DTD: no images/ folder in {folder}. Expected layout:\n{DTD_FOLDER_LAYOUT}")
+            raise DatasetNotFoundError(
+                f"DTD: no images/ folder in {base} (a relative folder is read inside the data root "
+                f"{data_root(root)}). Expected layout:\n{DTD_FOLDER_LAYOUT}")
         if split == "val":
             raise ValueError("A DTD folder without labels/ is split into train and test only; use split='test'.")
         files = class_folders(images)
-        info = {"train_fraction": train_fraction, "split_seed": split_seed, "folder": str(images.parent)}
+        info = {"train_fraction": train_fraction, "split_seed": split_seed, "folder": str(base)}
         return ImageFiles(stratified_split(files, split, train_fraction, split_seed), list(files), transform, info=info)
 
     from torchvision.datasets import DTD

@@ -1,0 +1,124 @@
+"""Training recipes side by side: what each run changed, and what it learned.
+
+A recipe is a training run (a directory written by :func:`ib_tutorial.train`) read as
+one table row: the settings in which it differs from a reference configuration, its
+k-NN accuracy at every evaluation (CLS token and mean-pooled patch tokens), the
+teacher's entropy as a fraction of :math:`\\log K` (1 = uniform collapse, 0 = one-hot)
+and its information about the image, and the wall time and throughput. The DINO
+chapter builds its table of CPU recipes from these rows, read from the committed
+metrics.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .runs import RunDirectory
+
+# Settings that describe the bookkeeping of a run, not its recipe.
+NOT_RECIPE = ("knn_every", "checkpoint_every", "log_every", "num_workers", "threads", "precision",
+              "knn_train_images", "knn_eval_images", "knn_k", "knn_temperature", "eval_split")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One run as a row of the recipe table.
+
+    Attributes:
+        name: the run directory's name.
+        changes: ``{setting: value}`` where the run differs from the reference.
+        epochs: the epochs at which k-NN accuracy was measured (0 = random initialisation).
+        knn_cls, knn_mean: top-1 accuracy (%) at those epochs on the CLS token and on
+            mean-pooled patch tokens.
+        teacher_entropy: mean teacher entropy over the last logged tenth of training,
+            as a fraction of :math:`\\log K`.
+        teacher_information: the same for the teacher's information about the image, in nats.
+        wall_minutes: wall time of the run when its last k-NN evaluation finished.
+        images_per_s: median training throughput.
+    """
+
+    name: str
+    changes: dict
+    epochs: list[int]
+    knn_cls: list[float]
+    knn_mean: list[float]
+    teacher_entropy: float
+    teacher_information: float | None
+    wall_minutes: float | None
+    images_per_s: float
+
+    @property
+    def gain(self) -> float:
+        """Final minus initial k-NN top-1 on the CLS token, in points."""
+        return self.knn_cls[-1] - self.knn_cls[0]
+
+
+def recipe_settings(config: dict) -> dict:
+    """The settings of a run's configuration that make its recipe, flat: ``arch``, every
+    training setting and every view setting (but bookkeeping), and the training images."""
+    settings = {"arch": config["model"]["arch"], **config["view"], **config["train"],
+                "train_images_used": config.get("train_images_used")}
+    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
+
+
+def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
+    """One run as a :class:`Recipe`, its changes taken against ``reference`` (the output of
+    :func:`recipe_settings` for the reference run or preset)."""
+    run = RunDirectory(run_dir)
+    settings = recipe_settings(run.read_config())
+    changes = {key: value for key, value in settings.items() if reference.get(key) != value}
+    knn, steps = run.read_metrics("knn"), run.read_metrics("train")
+    if not knn or not steps:
+        raise ValueError(f"{run.path} has no k-NN evaluation or no training step logged yet")
+    tail = steps[-max(1, len(steps) // 10):]
+    log_k = math.log(settings["out_dim"])
+    information = [r["teacher_information"] for r in tail if "teacher_information" in r]
+    rates = sorted(r["images_per_s"] for r in steps)
+    return Recipe(
+        name=run.path.name,
+        changes=changes,
+        epochs=[r["epoch"] for r in knn],
+        knn_cls=[r["top1"] for r in knn],
+        knn_mean=[r.get("top1_mean", math.nan) for r in knn],
+        teacher_entropy=sum(r["teacher_entropy"] for r in tail) / len(tail) / log_k,
+        teacher_information=sum(information) / len(information) if information else None,
+        wall_minutes=knn[-1]["wall_s"] / 60 if "wall_s" in knn[-1] else None,
+        images_per_s=rates[len(rates) // 2],
+    )
+
+
+def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
+    """Every run directory directly under ``folder``, as recipes, by name."""
+    runs = sorted(p for p in Path(folder).iterdir() if (p / "config.json").exists())
+    return [read_recipe(run, reference) for run in runs]
+
+
+def recipe_markdown(recipes: list[Recipe]) -> str:
+    """A Markdown table of the recipes: changes, k-NN curves, teacher state, time."""
+    lines = ["| run | settings changed | epochs | k-NN top-1 % (CLS) | k-NN top-1 % (mean patch) | "
+             "teacher H / log K | teacher information (nats) | wall time | images/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in recipes:
+        changes = ", ".join(f"{key}={_short(value)}" for key, value in sorted(r.changes.items())) or "(the reference)"
+        info = "-" if r.teacher_information is None else f"{r.teacher_information:.2f}"
+        wall = "-" if r.wall_minutes is None else f"{r.wall_minutes:.0f} min"
+        lines.append(f"| {r.name} | {changes} | {', '.join(map(str, r.epochs))} | "
+                     f"{' -> '.join(f'{v:.1f}' for v in r.knn_cls)} | {' -> '.join(f'{v:.1f}' for v in r.knn_mean)} | "
+                     f"{r.teacher_entropy:.2f} | {info} | {wall} | {r.images_per_s:.0f} |")
+    return "\n".join(lines)
+
+
+def _plain(value):
+    """JSON-comparable form (tuples become lists), so a config read back equals a preset."""
+    return json.loads(json.dumps(value))
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ",".join(_short(v) for v in value)
+    return str(value)

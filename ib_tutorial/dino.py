@@ -117,7 +117,7 @@ class DINOLossOutput:
     0 = one-hot); ``student_entropy``: mean :math:`H(P_s)` over student views;
     ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the pairs the loss uses;
     ``teacher_usage``: :math:`H(\\bar P_t)`, the entropy of the teacher's batch-mean
-    distribution (its exponential is the number of output dimensions in use);
+    distribution (over the global batch under DDP) (its exponential is the number of output dimensions in use);
     ``teacher_information``: :math:`H(\\bar P_t) - \\overline{H(P_t)}`, the mutual information
     between an image of the batch and the teacher's output. Both collapses drive it to 0:
     uniform (every image gets the flat distribution) and one-hot onto one dimension.
@@ -183,7 +183,7 @@ class DINOLoss(nn.Module):
         with torch.no_grad():
             teacher_entropy = torch.stack([entropy(p) for p in teacher_probs]).mean()
             student_entropy = torch.stack([entropy(lp.exp()) for lp in student_log_probs]).mean()
-            teacher_usage = entropy(torch.cat(teacher_probs).mean(dim=0, keepdim=True))
+            teacher_usage = entropy(global_mean(torch.cat(teacher_probs)))
         self.update_center(teacher_output)
         # Each teacher view meets V - 1 student views, so the pair-mean of H(P_t) is its view-mean.
         return DINOLossOutput(loss, teacher_entropy, student_entropy, loss.detach() - teacher_entropy,
@@ -191,13 +191,19 @@ class DINOLoss(nn.Module):
 
     @torch.no_grad()
     def update_center(self, teacher_output: torch.Tensor) -> None:
-        """EMA of the teacher's batch mean; under DDP the sum is all-reduced over processes."""
-        batch_sum = teacher_output.float().sum(dim=0, keepdim=True)
-        count = teacher_output.shape[0]
-        if dist.is_available() and dist.is_initialized():
-            dist.all_reduce(batch_sum)
-            count *= dist.get_world_size()
-        self.center.mul_(self.center_momentum).add_(batch_sum / count, alpha=1 - self.center_momentum)
+        """EMA of the teacher's batch mean, over all processes under DDP."""
+        self.center.mul_(self.center_momentum).add_(global_mean(teacher_output.float()), alpha=1 - self.center_momentum)
+
+
+@torch.no_grad()
+def global_mean(rows: torch.Tensor) -> torch.Tensor:
+    """Mean [1, K] of ``rows`` [N, K] over the global batch: all processes' rows under DDP."""
+    total = rows.sum(dim=0, keepdim=True)
+    count = rows.shape[0]
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(total)
+        count *= dist.get_world_size()
+    return total / count
 
 
 def entropy(probs: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
 from .augment import eval_transform
+from .data import get_dataset
 from .presets import get_preset, resolve_device
 from .probe import COMPANIONS, patch_eed, profile_model
 from .results import load_profile_record, profile_record, provenance, save_profile_record
@@ -36,8 +37,6 @@ def probe_images(config: dict, images: int, root=None, download: bool = False, i
 
     The same run always gets the same images, so every epoch is measured on one set.
     """
-    from .data import get_dataset
-
     dataset = get_dataset(config["dataset"], config["held_out_split"], root=root, download=download,
                           transform=eval_transform(img_size or config["view"]["img_size"]), **config["dataset_options"])
     if images > len(dataset):
@@ -45,6 +44,18 @@ def probe_images(config: dict, images: int, root=None, download: bool = False, i
                          f"{config['dataset']} has {len(dataset)}; lower --images")
     generator = torch.Generator().manual_seed(config["seed"] + PROFILE_SEED_OFFSET)
     return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
+
+
+def default_probe_count(config: dict, preset, root=None, download: bool = False) -> int:
+    """The preset's number of probe images, or the whole held-out split when it is smaller
+    (DTD's 144 test images of the 6-class subset), with a printed note."""
+    split = len(get_dataset(config["dataset"], config["held_out_split"], root=root, download=download,
+                            **config["dataset_options"]))
+    if split < preset.probe.images:
+        print(f"{config['dataset']}: the {config['held_out_split']} split has {split} images, fewer than the "
+              f"{preset.probe.images} of preset {preset.name!r}; profiling all {split}.")
+        return split
+    return preset.probe.images
 
 
 def _is_done(path: Path, n_images: int, companions) -> bool:
@@ -82,7 +93,7 @@ def profile_run(
         raise FileNotFoundError(f"{run.path} is not a training run (no config.json); train one with `ib-tutorial train`.")
     config = run.read_config()
     preset = get_preset(config["preset"])
-    images = images or preset.probe.images
+    images = images or default_probe_count(config, preset, root, download)
     device = torch.device(device) if device is not None else resolve_device(preset)
     folder = profile_folder(run, tokens, center)
     epochs = run.backbone_epochs()
@@ -109,8 +120,8 @@ def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=No
     run = RunDirectory(run_dir)
     config = run.read_config()
     preset = get_preset(config["preset"])
-    loader = DataLoader(probe_images(config, images or preset.probe.images, root, download),
-                        batch_size=preset.probe.batch_size)
+    images = images or default_probe_count(config, preset, root, download)
+    loader = DataLoader(probe_images(config, images, root, download), batch_size=preset.probe.batch_size)
     return patch_eed(loader, config["view"]["patch_size"])
 
 
@@ -134,7 +145,7 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     run = RunDirectory(run_dir)
     config = run.read_config()
     preset = get_preset(config["preset"])
-    images = images or preset.probe.images
+    images = images or default_probe_count(config, preset, root, download)
     path = run.path / "controls" / "pretrained-dino.json"
     if _is_done(path, images, ()):
         return path

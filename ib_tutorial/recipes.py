@@ -10,12 +10,14 @@ metrics.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .presets import Preset
 from .runs import RunDirectory
 
 # Settings that describe the bookkeeping of a run, not its recipe.
@@ -57,11 +59,18 @@ class Recipe:
 
 
 def recipe_settings(config: dict) -> dict:
-    """The settings of a run's configuration that make its recipe, flat: ``arch``, every
-    training setting and every view setting (but bookkeeping), and the training images."""
-    settings = {"arch": config["model"]["arch"], **config["view"], **config["train"],
-                "train_images_used": config.get("train_images_used")}
+    """The settings of a run's configuration that make its recipe, flat: ``arch`` and every
+    training and view setting but bookkeeping."""
+    settings = {"arch": config["model"]["arch"], **config["view"], **config["train"]}
     return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
+
+
+def preset_recipe(preset: Preset, dataset: str) -> dict:
+    """:func:`recipe_settings` of what ``preset`` would run on ``dataset``."""
+    train = dataclasses.asdict(preset.train)
+    del train["views"]
+    return recipe_settings({"model": {"arch": preset.train.arch}, "view": dataclasses.asdict(preset.train.view(dataset)),
+                            "train": train})
 
 
 def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:

@@ -122,7 +122,8 @@ def reproduce(
         rows += [ComparisonRow(**row) for row in summary["datasets"][dataset]["comparison"]]
         write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
     table = (f"Preset `{preset.name}`: final teacher of each run against the paper's reported values "
-             f"(EED% of the 384 dimensions, all tokens, centred).\n\n" + comparison_markdown(rows))
+             f"(EED% of the model's width D: 384 for ViT-S, 192 for ViT-Ti; all tokens, centred).\n\n"
+             + comparison_markdown(rows))
     (out / "comparison.md").write_text(table)
     print(table)
     return out

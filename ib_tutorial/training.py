@@ -146,6 +146,17 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def epoch_indices(size: int, count: int | None, seed: int) -> list[int]:
+    """The images of one training epoch: ``count`` of ``range(size)``, a fixed function of
+    ``seed``. Fewer than ``size``: a subset (:func:`subset_indices`); more: every image as
+    often as fits, then a subset for the rest, so a small dataset (DTD's 720 images) gets
+    as many steps per epoch as a large one. A repeated image gets fresh views each time
+    (views depend on the position in the epoch)."""
+    if count is None or count <= size:
+        return subset_indices(size, count, seed)
+    return list(range(size)) * (count // size) + subset_indices(size, count % size, seed)
+
+
 def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
     """``count`` distinct indices of ``range(size)``, a fixed function of ``seed`` (all when ``count`` is None)."""
     if count is None or count >= size:
@@ -167,7 +178,7 @@ def build_data(config: dict, root, download: bool) -> Data:
     name, options, seed, settings = config["dataset"], config["dataset_options"], config["seed"], config["train"]
     view = ViewSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in config["view"].items()})
     train_images = get_dataset(name, "train", root=root, download=download, **options)
-    train_subset = Subset(train_images, subset_indices(len(train_images), settings["train_images"], seed))
+    train_subset = Subset(train_images, epoch_indices(len(train_images), settings["train_images"], seed))
     augmentation = MultiCropAugmentation(view, settings["local_crops_number"])
 
     plain = eval_transform(view.img_size)

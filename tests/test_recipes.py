@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from ib_tutorial.recipes import read_recipe, read_recipes, recipe_markdown, recipe_settings
+from ib_tutorial.recipes import preset_recipe, read_recipe, read_recipes, recipe_markdown, recipe_settings
 
 
 def write_run(folder, lr, knn, entropy=4.0, out_dim=64):
@@ -38,3 +38,11 @@ def test_a_run_without_evaluations_is_refused_by_name(tmp_path):
     write_run(tmp_path / "empty", lr=1e-3, knn=[])
     with pytest.raises(ValueError, match="empty has no k-NN evaluation"):
         read_recipe(tmp_path / "empty", {})
+
+
+def test_the_laptop_preset_is_the_reference_of_its_own_runs(tmp_path):
+    from ib_tutorial.presets import get_preset
+
+    reference = preset_recipe(get_preset("laptop"), "tiny-imagenet")
+    assert reference["arch"] == "vit_tiny" and reference["img_size"] == 32 and "knn_every" not in reference
+    assert preset_recipe(get_preset("ci"), "tiny-imagenet")["arch"] == "vit_small"

@@ -1,10 +1,13 @@
 """From a training run to profiles, and the whole reproduce bundle, on the ci preset."""
 import json
+from pathlib import Path
 
 import pytest
 
 from ib_tutorial.cli import main
+from ib_tutorial.data import get_dataset
 from ib_tutorial.data.spec import parse_spec, spec_folder
+from ib_tutorial.presets import get_preset
 from ib_tutorial.profiling import load_run_profiles, profile_run
 from ib_tutorial.reproduce import reproduce
 from ib_tutorial.results import validate_profile_record
@@ -121,3 +124,21 @@ def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeyp
     config = RunDirectory(bundle / spec_folder(DATASETS[1])).read_config()
     expected = {**config, "model": models.PRETRAINED_DINO, "img_size": 224}
     assert record["provenance"]["config_hash"] == config_hash(expected) != config_hash(config)
+
+
+DTD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "dtd-sample"
+
+
+@pytest.mark.skipif(not DTD_SAMPLE.is_dir(), reason=f"no DTD sample at {DTD_SAMPLE}")
+def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small(tmp_path, capsys):
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "dtd").symlink_to(DTD_SAMPLE, target_is_directory=True)
+    spec = "dtd:folder=dtd"  # relative to the data root: no machine's path in the run's settings
+    out = reproduce("ci", datasets=[spec], out=tmp_path / "bundle", root=root, progress=False)
+    config = RunDirectory(out / spec_folder(spec)).read_config()
+    assert config["held_out_split"] == "test" and config["dataset_options"] == {"folder": "dtd"}
+    test_images = sum(1 for _ in get_dataset("dtd", "test", root=root, folder="dtd"))
+    assert test_images < get_preset("ci").probe.images
+    assert all(r["profile"]["n_images"] == test_images for r in load_run_profiles(out / spec_folder(spec)))
+    assert f"profiling all {test_images}" in capsys.readouterr().out

@@ -199,3 +199,11 @@ def test_package_exports_train_lazily():
     probe = "import sys, ib_tutorial; print('ib_tutorial.training' in sys.modules)"
     fresh = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == "False"
+
+
+def test_an_epoch_is_a_subset_of_a_large_split_and_repeats_a_small_one():
+    assert training.epoch_indices(10, None, seed=0) == list(range(10))
+    subset = training.epoch_indices(10, 4, seed=0)
+    assert len(set(subset)) == 4 and subset == training.epoch_indices(10, 4, seed=0)
+    repeated = training.epoch_indices(4, 10, seed=0)
+    assert len(repeated) == 10 and repeated[:8] == [0, 1, 2, 3] * 2 and len(set(repeated[8:])) == 2

@@ -34,26 +34,35 @@ def plot_block_profile(
     ax: plt.Axes | None = None,
     title: str = "Effective Encoding Dimension per block",
     reported: ReportedProfile | None = None,
+    full_range: bool = False,
 ) -> plt.Axes:
     """EED% against block index, one line per labelled profile.
 
     Args:
-        profiles: label -> :class:`~ib_tutorial.probe.Profile`.
+        profiles: label -> :class:`~ib_tutorial.probe.Profile`. A label containing
+            "random init" is drawn dashed and grey, so it stays visible under the others.
         caption: what was run (preset, data, model, number of images); drawn under the axes.
         ax: axes to draw on; a new figure when omitted.
         reported: the paper's values for this dataset, drawn as reference boxes.
+        full_range: a 0-100 % axis; by default the axis ends a little above the highest
+            value drawn (profiles and reported boxes), so small differences stay visible.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    highest = 0.0
     if reported is not None:
         draw_reported(ax, reported)
+        highest = max([v[1] for v in (reported.early_eed, reported.minimum_eed, reported.late_eed) if v is not None]
+                      + [reported.flat_above or 0.0])
     for label, profile in profiles.items():
-        ax.plot(range(profile.depth), profile.eed_percent, marker="o", label=label)
+        style = dict(color="0.45", linestyle="--", marker="s", markerfacecolor="none", zorder=3) if "random init" in label else {}
+        ax.plot(range(profile.depth), profile.eed_percent, marker=style.pop("marker", "o"), label=label, **style)
+        highest = max(highest, max(profile.eed_percent))
     depth = max(p.depth for p in profiles.values())
     ax.set_xticks(range(depth))
     ax.set_xlabel("block index l (0 = first transformer block)")
     ax.set_ylabel("EED (% of width D)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 100 if full_range else min(100.0, 1.15 * highest + 1.0))
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
@@ -199,6 +208,38 @@ def plot_information_planes(
     if caption:
         add_caption(ax.figure, caption)
     return list(axes)
+
+
+def plot_knn_curves(
+    curves: Mapping[str, Sequence[Mapping]],
+    caption: str,
+    chance: Mapping[str, float] | None = None,
+) -> plt.Figure:
+    """k-NN top-1 accuracy against epoch, one panel per labelled run: the CLS token (solid)
+    and mean-pooled patch tokens (dashed), the random initialisation (epoch 0) marked by a
+    dotted line, chance by a grey band edge.
+
+    Args:
+        curves: label -> the run's ``"knn"`` records of ``metrics.jsonl``.
+        chance: label -> chance accuracy in percent (100 / number of classes).
+    """
+    fig, axes = plt.subplots(1, len(curves), figsize=(3.4 * len(curves), 3.4), layout="constrained", squeeze=False)
+    for ax, (label, records) in zip(axes[0], curves.items()):
+        epochs = [r["epoch"] for r in records]
+        ax.plot(epochs, [r["top1"] for r in records], marker="o", label="CLS token")
+        if all("top1_mean" in r for r in records):
+            ax.plot(epochs, [r["top1_mean"] for r in records], marker="s", linestyle="--", label="mean patch token")
+        ax.axhline(records[0]["top1"], color="0.4", linestyle=":", lw=1, label="CLS at random init")
+        if chance and label in chance:
+            ax.axhline(chance[label], color="0.7", lw=1, label="chance")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("k-NN top-1 (%)")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize="x-small")
+    fig.suptitle("k-NN accuracy of the teacher over training")
+    add_caption(fig, caption)
+    return fig
 
 
 def add_caption(figure: plt.Figure, caption: str) -> None:

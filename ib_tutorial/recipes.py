@@ -31,6 +31,7 @@ class Recipe:
 
     Attributes:
         name: the run directory's name.
+        dataset: the dataset it trained on (with its options, ``NAME:KEY=VALUE``).
         changes: ``{setting: value}`` where the run differs from the reference.
         epochs: the epochs at which k-NN accuracy was measured (0 = random initialisation).
         knn_cls, knn_mean: top-1 accuracy (%) at those epochs on the CLS token and on
@@ -43,6 +44,7 @@ class Recipe:
     """
 
     name: str
+    dataset: str
     changes: dict
     epochs: list[int]
     knn_cls: list[float]
@@ -77,7 +79,8 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
     """One run as a :class:`Recipe`, its changes taken against ``reference`` (the output of
     :func:`recipe_settings` for the reference run or preset)."""
     run = RunDirectory(run_dir)
-    settings = recipe_settings(run.read_config())
+    config = run.read_config()
+    settings = recipe_settings(config)
     changes = {key: value for key, value in settings.items() if reference.get(key) != value}
     knn, steps = run.read_metrics("knn"), run.read_metrics("train")
     if not knn or not steps:
@@ -88,6 +91,7 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
     rates = sorted(r["images_per_s"] for r in steps)
     return Recipe(
         name=run.path.name,
+        dataset=config["dataset"] + "".join(f":{k}={v}" for k, v in config.get("dataset_options", {}).items()),
         changes=changes,
         epochs=[r["epoch"] for r in knn],
         knn_cls=[r["top1"] for r in knn],
@@ -107,17 +111,22 @@ def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
 
 def recipe_markdown(recipes: list[Recipe]) -> str:
     """A Markdown table of the recipes: changes, k-NN curves, teacher state, time."""
-    lines = ["| run | settings changed | epochs | k-NN top-1 % (CLS) | k-NN top-1 % (mean patch) | "
+    lines = ["| run | data | settings changed | epochs | k-NN top-1 % (CLS) | k-NN top-1 % (mean patch) | "
              "teacher H / log K | teacher information (nats) | wall time | images/s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in recipes:
         changes = ", ".join(f"{key}={_short(value)}" for key, value in sorted(r.changes.items())) or "(the reference)"
         info = "-" if r.teacher_information is None else f"{r.teacher_information:.2f}"
         wall = "-" if r.wall_minutes is None else f"{r.wall_minutes:.0f} min"
-        lines.append(f"| {r.name} | {changes} | {', '.join(map(str, r.epochs))} | "
-                     f"{' -> '.join(f'{v:.1f}' for v in r.knn_cls)} | {' -> '.join(f'{v:.1f}' for v in r.knn_mean)} | "
+        lines.append(f"| {r.name} | {r.dataset} | {changes} | {', '.join(map(str, r.epochs))} | "
+                     f"{_curve(r.knn_cls)} | {_curve(r.knn_mean)} | "
                      f"{r.teacher_entropy:.2f} | {info} | {wall} | {r.images_per_s:.0f} |")
     return "\n".join(lines)
+
+
+def _curve(values: list[float]) -> str:
+    """``20.9 -> 22.3``; ``-`` for a run that did not measure it (NaN)."""
+    return "-" if all(math.isnan(v) for v in values) else " -> ".join(f"{v:.1f}" for v in values)
 
 
 def _plain(value):

@@ -154,3 +154,10 @@ def load_profile_record(path: str | os.PathLike) -> dict:
 def profile_from_record(record: dict) -> Profile:
     """The :class:`~ib_tutorial.probe.Profile` stored in a record."""
     return Profile(**record["profile"])
+
+
+def stored_results(name: str = "") -> Path:
+    """``results/<name>`` of the repository this package was loaded from: the bundles
+    committed with the book, found from the package's location (not the working
+    directory). An installed package has none; check ``.exists()``."""
+    return Path(__file__).resolve().parents[1] / "results" / name

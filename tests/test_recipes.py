@@ -9,7 +9,7 @@ from ib_tutorial.recipes import preset_recipe, read_recipe, read_recipes, recipe
 
 def write_run(folder, lr, knn, entropy=4.0, out_dim=64):
     folder.mkdir(parents=True)
-    config = {"model": {"arch": "vit_tiny", "embed_dim": 192}, "view": {"img_size": 32, "global_crop_scale": [0.4, 1.0]},
+    config = {"dataset": "dtd", "dataset_options": {"folder": "dtd"}, "model": {"arch": "vit_tiny", "embed_dim": 192}, "view": {"img_size": 32, "global_crop_scale": [0.4, 1.0]},
               "train": {"lr": lr, "out_dim": out_dim, "log_every": 5, "threads": 1}, "train_images_used": 100}
     (folder / "config.json").write_text(json.dumps(config))
     records = [{"kind": "knn", "epoch": e, "top1": top1, "top1_mean": top1 + 1, "wall_s": 60.0 * e} for e, top1 in knn]
@@ -23,7 +23,7 @@ def test_a_recipe_lists_only_what_differs_from_the_reference(tmp_path):
     reference = recipe_settings(write_run(tmp_path / "base", lr=1e-3, knn=[(0, 20.0), (2, 25.0)]))
     write_run(tmp_path / "faster", lr=4e-3, knn=[(0, 20.0), (1, 18.0), (2, 30.0)], entropy=2.0)
     base, faster = read_recipes(tmp_path, reference)
-    assert base.changes == {} and faster.changes == {"lr": 4e-3}
+    assert base.changes == {} and faster.changes == {"lr": 4e-3} and faster.dataset == "dtd:folder=dtd"
     assert "log_every" not in reference and "threads" not in reference  # bookkeeping is not a recipe
     assert faster.epochs == [0, 1, 2] and faster.knn_cls == [20.0, 18.0, 30.0] and faster.knn_mean == [21.0, 19.0, 31.0]
     assert faster.gain == pytest.approx(10.0)
@@ -46,3 +46,14 @@ def test_the_laptop_preset_is_the_reference_of_its_own_runs(tmp_path):
     reference = preset_recipe(get_preset("laptop"), "tiny-imagenet")
     assert reference["arch"] == "vit_tiny" and reference["img_size"] == 32 and "knn_every" not in reference
     assert preset_recipe(get_preset("ci"), "tiny-imagenet")["arch"] == "vit_small"
+
+
+def test_the_committed_recipe_runs_read_back_against_the_laptop_tier():
+    from ib_tutorial.presets import get_preset
+    from ib_tutorial.results import stored_results
+
+    folder = stored_results("laptop-recipes")
+    if not folder.exists():
+        pytest.skip(f"no committed recipe runs at {folder}")
+    recipes = read_recipes(folder, preset_recipe(get_preset("laptop"), "tiny-imagenet"))
+    assert recipes and all(r.epochs[0] == 0 and len(r.knn_cls) == len(r.epochs) >= 2 for r in recipes)

@@ -3,6 +3,8 @@ for a whole run.
 
     python benchmarks/bench_train.py                          # the `ci` configuration on this CPU
     python benchmarks/bench_train.py --preset laptop          # the CPU-laptop tier
+    python benchmarks/bench_train.py --preset laptop --compare arch=vit_small,batch_size=32
+                                                              # ... beside the former tier's ViT-S, batch 32
     python benchmarks/bench_train.py --preset paper           # each paper dataset's configuration (one GPU)
     python benchmarks/bench_train.py --preset paper --tiny    # the same code path with 2-image batches (CPU check)
 
@@ -41,7 +43,8 @@ from ib_tutorial.training import DINOTraining, build_schedules, resolve_precisio
 PAPER_DATASETS = {"cifar100": (50_000, 32), "tiny-imagenet": (100_000, 64), "uc-merced": (1_680, 256)}
 
 
-def step_images_per_second(settings: dict, view: dict, batch: int, device: torch.device, repeats: int) -> dict:
+def make_step(settings: dict, view: dict, batch: int, device: torch.device):
+    """One full training step of a fresh DINO state on random views of the configured shapes."""
     precision = resolve_precision(settings["precision"], device)
     state = DINOTraining(settings, view, build_schedules(settings, steps_per_epoch=100), device, precision)
     global_side, local_side = view["img_size"], view["local_crop_size"]
@@ -56,10 +59,27 @@ def step_images_per_second(settings: dict, view: dict, batch: int, device: torch
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    seconds = interleaved_medians({"step": one_step}, repeats=repeats)["step"]
+    return one_step, precision
+
+
+def step_images_per_second(candidates: dict[str, tuple[dict, int]], view: dict, device: torch.device,
+                           repeats: int) -> dict[str, dict]:
+    """Images per second of a step for each ``label -> (settings, batch)``, timed in turn."""
+    steps = {label: make_step(settings, view, batch, device) for label, (settings, batch) in candidates.items()}
+    seconds = interleaved_medians({label: step for label, (step, _) in steps.items()}, repeats=repeats)
     memory = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
-    return {"batch": batch, "precision": precision, "seconds_per_step": seconds,
-            "images_per_s": batch / seconds, "peak_gpu_memory_gib": memory}
+    return {label: {"batch": candidates[label][1], "precision": steps[label][1], "seconds_per_step": seconds[label],
+                    "images_per_s": candidates[label][1] / seconds[label], "peak_gpu_memory_gib": memory}
+            for label in candidates}
+
+
+def parse_overrides(text: str) -> dict:
+    """``"arch=vit_small,batch_size=32"`` -> ``{"arch": "vit_small", "batch_size": 32}``."""
+    overrides = {}
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        overrides[key] = int(value) if value.isdigit() else value
+    return overrides
 
 
 def dino_reference_augmentation(view, local_crops: int):
@@ -117,6 +137,9 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="2-image batches and one timed step (a CPU check of the path)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: PyTorch's)")
+    parser.add_argument("--compare", default=None, metavar="KEY=VALUE,...",
+                        help="also time the preset with these training settings changed, in turn with it "
+                             "(e.g. arch=vit_small,batch_size=32: the former laptop tier's model and batch)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if args.threads:
@@ -132,7 +155,17 @@ def main() -> None:
     for name, (train_images, native_side) in datasets.items():
         view = preset.train.view(name)
         batch = 2 if args.tiny else settings["batch_size"]
-        record = step_images_per_second(settings, vars(view), batch, device, repeats)
+        candidates = {"preset": (settings, batch)}
+        if args.compare:
+            changed = {**settings, **parse_overrides(args.compare)}
+            candidates["compared"] = (changed, 2 if args.tiny else changed["batch_size"])
+        timings = step_images_per_second(candidates, vars(view), device, repeats)
+        record = timings["preset"]
+        if args.compare:
+            record["compared"] = {"settings": args.compare, **timings["compared"],
+                                  "preset_speed_ratio": record["images_per_s"] / timings["compared"]["images_per_s"]}
+            print(f"with {args.compare}: {timings['compared']['images_per_s']:.1f} images/s; the preset is "
+                  f"{record['compared']['preset_speed_ratio']:.2f}x as fast")
         augmentation = augmentation_images_per_second(view, settings["local_crops_number"], native_side,
                                                       count=16 if args.tiny else 200, repeats=1 if args.tiny else 3)
         record["augmentation_images_per_s_per_worker"] = augmentation["ib_tutorial"]

@@ -3,7 +3,10 @@
 #   1. a short real training run through the command line (paper preset, bf16 autocast,
 #      synthetic world: nothing to download), checked for bf16, a finite loss and a
 #      loadable checkpoint;
-#   2. training throughput of each dataset's `paper` configuration, with the projected
+#   2. the `quick` tier on the real Tiny ImageNet and DTD subsets (trained, profiled and
+#      exported as a bundle), when a data root with them is at $IB_TUTORIAL_REAL_DATA
+#      (default ../shared/data/real; skipped with a message otherwise);
+#   3. training throughput of each dataset's `paper` configuration, with the projected
 #      wall time of the full 100-epoch reproduction (benchmarks/bench_train.py --preset paper).
 #
 #     bash benchmarks/gpu_check.sh        # writes under benchmarks/results/, or under $OUT if set
@@ -17,7 +20,7 @@ mkdir -p "$results"
 
 python -c "import torch; assert torch.cuda.is_available(), 'no CUDA GPU visible'; print(torch.cuda.get_device_name(), '| bf16 supported:', torch.cuda.is_bf16_supported())"
 
-timeout 240 python -m ib_tutorial.train --dataset synthetic-objects --preset paper --out "$run_dir" \
+timeout 120 python -m ib_tutorial.train --dataset synthetic-objects --preset paper --out "$run_dir" \
   --epochs 2 --warmup-epochs 1 --train-images 4096 --knn-train-images 2000 --knn-eval-images 1000 \
   --knn-every 1 --checkpoint-every 1 --log-every 4 --no-progress
 cp "$run_dir/metrics.jsonl" "$results/gpu_check_metrics.jsonl"
@@ -35,5 +38,14 @@ print(f"short run ok: {steps[-1]['step']} steps, loss {steps[0]['loss']:.3f} -> 
 PY
 echo "== short run done after $(( $(date +%s) - start )) s"
 
-timeout 300 python benchmarks/bench_train.py --preset paper --repeats 5 --out "$results/bench_train_paper.json"
+real="${IB_TUTORIAL_REAL_DATA:-../shared/data/real}"
+if [ -d "$real/tiny-imagenet-200" ] && [ -d "$real/dtd/images" ]; then
+  timeout 200 python -m ib_tutorial.cli reproduce --preset quick --root "$real" --datasets tiny-imagenet dtd:folder=dtd \
+    --out "$(dirname "$run_dir")/quick-real" --no-progress --export "$results/quick-real"
+  echo "== quick tier on real images done after $(( $(date +%s) - start )) s"
+else
+  echo "no real-image data root at $real (tiny-imagenet-200/ and dtd/images/); skipping the quick-tier runs"
+fi
+
+timeout 150 python benchmarks/bench_train.py --preset paper --repeats 5 --out "$results/bench_train_paper.json"
 echo "== throughput done after $(( $(date +%s) - start )) s"

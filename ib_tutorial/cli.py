@@ -180,7 +180,11 @@ def _reproduce(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {error}") from None
     print(f"results in {out}")
     if args.export is not None:
-        print(f"summary, table, settings, metrics and profiles copied to {export_bundle(out, args.export)}")
+        try:
+            dest = export_bundle(out, args.export, allow_dirty=args.allow_dirty)
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+        print(f"summary, table, settings, metrics and profiles copied to {dest}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -234,7 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--pretrained-control", action="store_true",
                            help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")
     reproduce.add_argument("--export", type=Path, default=None, metavar="DEST",
-                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop)")
+                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real); "
+                           "refused when a profile was measured by uncommitted code")
+    reproduce.add_argument("--allow-dirty", action="store_true",
+                           help="export even profiles measured by code with uncommitted changes")
     for command, func in ((profile, _profile), (reproduce, _reproduce)):
         command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")

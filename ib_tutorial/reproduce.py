@@ -132,13 +132,25 @@ def reproduce(
 SMALL_RUN_FILES = ("config.json", "metrics.jsonl")
 
 
-def export_bundle(out: str | os.PathLike, dest: str | os.PathLike) -> Path:
+def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
     """Copy a reproduction's summary, table, run settings, metrics and profiles (not its
-    checkpoints or weights) from ``out`` to ``dest``, keeping the layout."""
+    checkpoints or weights) from ``out`` to ``dest``, keeping the layout.
+
+    Raises:
+        ValueError: a profile was measured by code with uncommitted changes (its
+            ``code_version`` ends in ``+dirty``), unless ``allow_dirty``: results meant for
+            the repository must name a commit that can make them again.
+    """
     out, dest = Path(out), Path(dest)
     summary = out / "summary.json"
     if not summary.exists():
         raise FileNotFoundError(f"{out} holds no summary.json; run `ib-tutorial reproduce --out {out}` first")
+    dirty = [path for path in sorted(out.glob("*/profiles/**/*.json"))
+             if json.loads(path.read_text())["provenance"]["code_version"].endswith("+dirty")]
+    if dirty and not allow_dirty:
+        raise ValueError(
+            f"{len(dirty)} profiles were measured by uncommitted code, e.g. {dirty[0]}. Commit, delete the runs' "
+            "profiles/ folders and run `ib-tutorial reproduce` again (it only re-profiles), or export with --allow-dirty.")
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("summary.json", "comparison.md"):
         if (out / name).exists():

@@ -82,7 +82,7 @@ def test_profile_command_rejects_more_images_than_the_split_has(bundle):
 def test_export_copies_results_but_no_weights(bundle, tmp_path):
     from ib_tutorial.reproduce import export_bundle
 
-    dest = export_bundle(bundle, tmp_path / "results")
+    dest = export_bundle(bundle, tmp_path / "results", allow_dirty=True)  # this checkout may have local changes
     copied = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
     assert {"summary.json", "comparison.md", "synthetic-objects/config.json",
             "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json",
@@ -142,3 +142,25 @@ def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small
     assert test_images < get_preset("ci").probe.images
     assert all(r["profile"]["n_images"] == test_images for r in load_run_profiles(out / spec_folder(spec)))
     assert f"profiling all {test_images}" in capsys.readouterr().out
+
+
+def test_export_refuses_profiles_of_uncommitted_code(bundle, tmp_path):
+    import shutil
+
+    from ib_tutorial.reproduce import export_bundle
+
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy, ignore=shutil.ignore_patterns("*.pt"))
+    for path in copy.glob("*/profiles/**/*.json"):
+        record = json.loads(path.read_text())
+        record["provenance"]["code_version"] = "0123abc"
+        path.write_text(json.dumps(record))
+    assert export_bundle(copy, tmp_path / "clean").exists()
+    profile = next(copy.glob("*/profiles/0.json"))
+    record = json.loads(profile.read_text())
+    record["provenance"]["code_version"] = "0123abc+dirty"
+    profile.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="uncommitted code.*--allow-dirty"):
+        export_bundle(copy, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    assert export_bundle(copy, tmp_path / "allowed", allow_dirty=True).exists()

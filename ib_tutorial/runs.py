@@ -4,7 +4,8 @@ A run directory holds::
 
     config.json                 every resolved setting of the run
     metrics.jsonl               one JSON record per line: {"kind": "train", ...} every few
-                                steps, {"kind": "knn", ...} after each k-NN evaluation
+                                steps, {"kind": "epoch", ...} (its wall time) after each
+                                epoch, {"kind": "knn", ...} after each k-NN evaluation
     checkpoint.pt               the latest full training state (see ib_tutorial.training)
     backbones/teacher-epoch0000.pt, ...
                                 the teacher backbone's weights at initialisation and at
@@ -56,7 +57,7 @@ class RunDirectory:
             file.write(json.dumps(record) + "\n")
 
     def read_metrics(self, kind: str | None = None) -> list[dict]:
-        """All records, or those of one ``kind`` (``"train"`` or ``"knn"``), in order."""
+        """All records, or those of one ``kind`` (``"train"``, ``"epoch"`` or ``"knn"``), in order."""
         if not self.metrics_path.exists():
             return []
         records = [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]

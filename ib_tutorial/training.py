@@ -55,6 +55,7 @@ from .dino import (
 )
 from .distributed import Processes
 from .knn import POOLS, extract_features, knn_accuracy
+from .metrics import effective_encoding_dimension
 from .models import ARCHITECTURES, build_vit
 from .paths import data_root
 from .presets import Preset, TrainSettings, ViewSettings, get_preset, resolve_device, training_overrides
@@ -562,7 +563,8 @@ def step_record(state: DINOTraining, epoch: int, step: int, loss: float, entropi
 def evaluate_knn(backbone: torch.nn.Module, data: Data, settings: dict, device: torch.device) -> dict:
     """Weighted k-NN accuracy of ``backbone``'s features, held-out images against training
     images: ``top1``/``top5`` on the CLS token (DINO's evaluation), ``top1_mean``/``top5_mean``
-    on mean-pooled patch tokens."""
+    on mean-pooled patch tokens; and ``n_eff``/``n_eff_mean``, the effective dimension
+    (EED's :math:`N_\\mathrm{eff}`) of the held-out features of each kind."""
     workers = settings["num_workers"]
     extract = dict(device=device, num_workers=workers, progress=False, pools=POOLS)
     train_features, train_labels = extract_features(backbone, data.knn_train, **extract)
@@ -573,6 +575,8 @@ def evaluate_knn(backbone: torch.nn.Module, data: Data, settings: dict, device: 
                                 data.num_classes, settings["knn_k"], settings["knn_temperature"])
         suffix = "" if pool == "cls" else f"_{pool}"
         record.update({f"{name}{suffix}": value for name, value in accuracy.items()})
+        # How many directions the held-out features spread over: dimensional collapse shows here first.
+        record[f"n_eff{suffix}"] = effective_encoding_dimension(eval_features[pool].double())
     return {**record, "k": settings["knn_k"], "n_train": len(train_labels), "n_eval": len(eval_labels)}
 
 

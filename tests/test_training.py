@@ -97,6 +97,10 @@ def test_run_directory_holds_config_metrics_and_checkpoints(ci_run):
     assert config["steps_per_epoch"] * settings.epochs == run.read_metrics("train")[-1]["step"]
     knn = run.read_metrics("knn")
     assert [r["epoch"] for r in knn] == [0, *range(settings.knn_every, settings.epochs + 1, settings.knn_every)]
+    assert all(1 <= r["n_eff"] <= 384 and 1 <= r["n_eff_mean"] <= 384 for r in knn)
+    epochs = run.read_metrics("epoch")
+    assert [r["epoch"] for r in epochs] == list(range(1, settings.epochs + 1))
+    assert all(r["epoch_s"] > 0 for r in epochs) and knn[-1]["wall_s"] >= epochs[-1]["wall_s"]
     checkpoint = torch.load(run.checkpoint_path, weights_only=True)
     assert {"student", "teacher", "optimizer", "scaler", "loss", "schedules", "rng", "epoch", "step"} <= set(checkpoint)
     assert checkpoint["epoch"] == settings.epochs

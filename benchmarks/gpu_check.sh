@@ -20,7 +20,7 @@ mkdir -p "$results"
 
 python -c "import torch; assert torch.cuda.is_available(), 'no CUDA GPU visible'; print(torch.cuda.get_device_name(), '| bf16 supported:', torch.cuda.is_bf16_supported())"
 
-timeout 120 python -m ib_tutorial.train --dataset synthetic-objects --preset paper --out "$run_dir" \
+timeout 120 python -m ib_tutorial train --dataset synthetic-objects --preset paper --out "$run_dir" \
   --epochs 2 --warmup-epochs 1 --train-images 4096 --knn-train-images 2000 --knn-eval-images 1000 \
   --knn-every 1 --checkpoint-every 1 --log-every 4 --no-progress
 cp "$run_dir/metrics.jsonl" "$results/gpu_check_metrics.jsonl"

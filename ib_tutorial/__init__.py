@@ -18,8 +18,8 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # `ib_tutorial.train(...)` without importing torch's training stack with the package.
-    # The function lives in `ib_tutorial.training`; `ib_tutorial/train.py` is only the
-    # `python -m ib_tutorial.train` entry point, which nothing imports by name.
+    # The function lives in `ib_tutorial.training`; no submodule is called `train`, so
+    # importing any submodule never hides it.
     if name == "train":
         from .training import train
 

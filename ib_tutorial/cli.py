@@ -59,7 +59,7 @@ def _dataset_spec(text: str) -> str:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of `ib-tutorial train` (also `python -m ib_tutorial.train`)."""
+    """The arguments of `ib-tutorial train` (also `python -m ib_tutorial train`)."""
     parser.add_argument("--dataset", required=True, help="dataset name, e.g. synthetic-objects, cifar100")
     parser.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
     parser.add_argument("--out", default=None, help="run directory (default: <data root>/runs/<dataset>-<preset>)")
@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("presets", help="list the named settings").set_defaults(func=_show_presets)
     train_parser = commands.add_parser(
         "train", help="train ViT-Small with DINO",
-        description="Train ViT-Small with DINO. For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial.train ...",
+        description="Train ViT-Small with DINO. For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...",
     )
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)

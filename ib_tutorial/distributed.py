@@ -1,6 +1,6 @@
 """One training process among those ``torchrun`` started, or the only one.
 
-``torchrun --nproc_per_node=N -m ib_tutorial.train ...`` sets ``WORLD_SIZE``, ``RANK`` and
+``torchrun --nproc_per_node=N -m ib_tutorial train ...`` sets ``WORLD_SIZE``, ``RANK`` and
 ``LOCAL_RANK`` for each process; :meth:`Processes.start` joins the process group they
 describe (NCCL between GPUs, gloo between CPU processes). Without ``torchrun`` there is
 one process and every collective below is the identity, so the same code runs on a

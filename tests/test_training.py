@@ -38,7 +38,7 @@ TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('
 
 def run_command(out: Path, *extra: str, nproc: int = 0) -> list[str]:
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] if nproc else [sys.executable]
-    return [*launcher, "-m", "ib_tutorial.train", "--dataset", DATASET, "--preset", "ci", "--out", str(out),
+    return [*launcher, "-m", "ib_tutorial", "train", "--dataset", DATASET, "--preset", "ci", "--out", str(out),
             "--no-progress", *TINY_ARGS, *extra]
 
 
@@ -200,6 +200,14 @@ def test_unknown_override_names_the_known_ones():
 
 def test_package_exports_train_lazily():
     assert ib_tutorial.train is training.train
+    # Importing every submodule must not hide the function behind a module of its name.
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.walk_packages(ib_tutorial.__path__, "ib_tutorial."):
+        if module.name != "ib_tutorial.__main__":  # running it runs the command line
+            importlib.import_module(module.name)
+    assert callable(ib_tutorial.train) and ib_tutorial.train is training.train
     probe = "import sys, ib_tutorial; print('ib_tutorial.training' in sys.modules)"
     fresh = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == "False"

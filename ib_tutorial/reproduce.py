@@ -152,9 +152,12 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
             f"{len(dirty)} profiles were measured by uncommitted code, e.g. {dirty[0]}. Commit, delete the runs' "
             "profiles/ folders and run `ib-tutorial reproduce` again (it only re-profiles), or export with --allow-dirty.")
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("summary.json", "comparison.md"):
-        if (out / name).exists():
-            shutil.copy2(out / name, dest / name)
+    exported = json.loads(summary.read_text())
+    for entry in exported["datasets"].values():  # the run folder relative to the bundle, not this machine's path
+        entry["run"] = Path(entry["run"]).name
+    write_json_atomic(dest / "summary.json", exported)
+    if (out / "comparison.md").exists():
+        shutil.copy2(out / "comparison.md", dest / "comparison.md")
     for run in sorted(p.parent for p in out.glob("*/config.json")):
         for name in SMALL_RUN_FILES:
             (dest / run.name).mkdir(exist_ok=True)

@@ -88,6 +88,8 @@ def test_export_copies_results_but_no_weights(bundle, tmp_path):
             "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json",
             f"{spec_folder(DATASETS[1])}/config.json"} <= copied
     assert not any(name.endswith(".pt") for name in copied)
+    runs = [entry["run"] for entry in json.loads((dest / "summary.json").read_text())["datasets"].values()]
+    assert runs == [spec_folder(d) for d in DATASETS]  # relative to the bundle: no machine's paths
     assert load_run_profiles(dest / "synthetic-objects") == load_run_profiles(bundle / "synthetic-objects")
 
 

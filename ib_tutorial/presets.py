@@ -11,8 +11,8 @@ Tiers, from smallest to largest:
     small images and few samples; the numbers it produces illustrate the method,
     they do not reproduce the paper.
 ``laptop``
-    CPU, about a quarter of an hour per dataset on two cores, with ViT-Tiny
-    (D = 192) instead of ViT-Small: DINO runs a whole (short) schedule on real images.
+    CPU, about 20 minutes per dataset on one core, with ViT-Tiny (D = 192) instead of
+    ViT-Small: DINO runs a whole (short) schedule on real images.
 ``quick``
     One GPU, minutes per dataset.
 ``paper``
@@ -308,14 +308,15 @@ PRESETS: dict[str, Preset] = {
     ),
     "laptop": Preset(
         name="laptop",
-        description="CPU, ViT-Tiny, about 15 minutes per dataset on two cores",
+        description="CPU, ViT-Tiny, about 20 minutes per dataset on one core",
         seed=0,
         device="cpu",
         probe=ProbeSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
-        # About 15 minutes per dataset on two cores (bench_train.py): ViT-Tiny (D = 192, a
-        # third of ViT-S's time per image) at 32 px / patch 8, 6 epochs of 5,000 images
-        # (DTD's 576 repeated), 468 steps of 64 at a peak learning rate of 5e-4. What the
-        # CPU recipes tried did and did not learn: results/laptop-recipes and the DINO chapter.
+        # About 18 minutes per dataset on one CPU core (bench_train.py: 30 images/s, 3.2x the
+        # former ViT-S tier), so two datasets side by side on two cores: ViT-Tiny (D = 192)
+        # at 32 px / patch 8, 6 epochs of 5,000 images (DTD's 576 repeated), 468 steps of 64
+        # at a peak learning rate of 5e-4. What the CPU recipes tried did and did not learn:
+        # results/laptop-recipes and the DINO chapter.
         train=TrainSettings(
             epochs=6, batch_size=64, lr=2e-3, min_lr=1e-5, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.04, teacher_temp=0.04, warmup_teacher_temp_epochs=0,

@@ -79,9 +79,8 @@ def plot_datasets(
     """One panel per dataset (side by side, shared y axis), each with its labelled profiles
     and, where known, the paper's reported ranges."""
     reported = reported or {}
-    fig, axes = plt.subplots(1, len(profiles), figsize=(4.5 * len(profiles), 4), sharey=True,
-                             layout="constrained", squeeze=False)
-    for ax, (dataset, by_label) in zip(axes[0], profiles.items()):
+    fig, axes = panel_grid(len(profiles), 4.5, 3.6, sharey=not reported)
+    for ax, (dataset, by_label) in zip(axes, profiles.items()):
         plot_block_profile(by_label, caption="", ax=ax, title=dataset, reported=reported.get(dataset))
     fig.suptitle("EED per block, by dataset")
     add_caption(fig, caption)
@@ -223,8 +222,8 @@ def plot_knn_curves(
         curves: label -> the run's ``"knn"`` records of ``metrics.jsonl``.
         chance: label -> chance accuracy in percent (100 / number of classes).
     """
-    fig, axes = plt.subplots(1, len(curves), figsize=(3.4 * len(curves), 3.4), layout="constrained", squeeze=False)
-    for ax, (label, records) in zip(axes[0], curves.items()):
+    fig, axes = panel_grid(len(curves), 4.5, 3.2)
+    for ax, (label, records) in zip(axes, curves.items()):
         epochs = [r["epoch"] for r in records]
         ax.plot(epochs, [r["top1"] for r in records], marker="o", label="CLS token")
         if all("top1_mean" in r for r in records):
@@ -236,10 +235,23 @@ def plot_knn_curves(
         ax.set_ylabel("k-NN top-1 (%)")
         ax.set_title(label)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize="x-small")
+    axes[0].legend(fontsize="x-small")
     fig.suptitle("k-NN accuracy of the teacher over training")
     add_caption(fig, caption)
     return fig
+
+
+def panel_grid(count: int, width: float, height: float, sharey: bool = False) -> tuple[plt.Figure, list[plt.Axes]]:
+    """``count`` panels of ``width`` x ``height`` inches, at most two a row, so a figure of
+    several datasets stays legible at the page's width; unused cells are hidden."""
+    columns = min(count, 2)
+    rows = -(-count // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), sharey=sharey,
+                             layout="constrained", squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return fig, flat[:count]
 
 
 def add_caption(figure: plt.Figure, caption: str) -> None:

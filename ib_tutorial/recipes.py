@@ -110,23 +110,23 @@ def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
 
 
 def recipe_markdown(recipes: list[Recipe]) -> str:
-    """A Markdown table of the recipes: changes, k-NN curves, teacher state, time."""
-    lines = ["| run | data | settings changed | epochs | k-NN top-1 % (CLS) | k-NN top-1 % (mean patch) | "
-             "teacher H / log K | teacher information (nats) | wall time | images/s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """A Markdown table of the recipes: changes, k-NN at every evaluation, teacher state, time.
+    One dataset per table (say which in the text around it)."""
+    lines = ["| run | settings changed | epochs | k-NN top-1 %, CLS | k-NN top-1 %, mean patch | "
+             "teacher H / log K | teacher information (nats) | wall time |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in recipes:
         changes = ", ".join(f"{key}={_short(value)}" for key, value in sorted(r.changes.items())) or "(the reference)"
         info = "-" if r.teacher_information is None else f"{r.teacher_information:.2f}"
         wall = "-" if r.wall_minutes is None else f"{r.wall_minutes:.0f} min"
-        lines.append(f"| {r.name} | {r.dataset} | {changes} | {', '.join(map(str, r.epochs))} | "
-                     f"{_curve(r.knn_cls)} | {_curve(r.knn_mean)} | "
-                     f"{r.teacher_entropy:.2f} | {info} | {wall} | {r.images_per_s:.0f} |")
+        lines.append(f"| {r.name} | {changes} | {' '.join(map(str, r.epochs))} | {_curve(r.knn_cls)} | "
+                     f"{_curve(r.knn_mean)} | {r.teacher_entropy:.2f} | {info} | {wall} |")
     return "\n".join(lines)
 
 
 def _curve(values: list[float]) -> str:
-    """``20.9 -> 22.3``; ``-`` for a run that did not measure it (NaN)."""
-    return "-" if all(math.isnan(v) for v in values) else " -> ".join(f"{v:.1f}" for v in values)
+    """``20.9 22.3``, one value per evaluation; ``-`` for a run that did not measure it (NaN)."""
+    return "-" if all(math.isnan(v) for v in values) else " ".join(f"{v:.1f}" for v in values)
 
 
 def _plain(value):

@@ -31,7 +31,7 @@ def test_a_recipe_lists_only_what_differs_from_the_reference(tmp_path):
     assert faster.wall_minutes == pytest.approx(2.0) and faster.images_per_s == 6.0
     table = recipe_markdown([base, faster]).splitlines()
     assert len(table) == 4 and "(the reference)" in table[2]
-    assert "lr=0.004" in table[3] and "20.0 -> 18.0 -> 30.0" in table[3]
+    assert "lr=0.004" in table[3] and "| 0 1 2 | 20.0 18.0 30.0 | 21.0 19.0 31.0 |" in table[3]
 
 
 def test_a_run_without_evaluations_is_refused_by_name(tmp_path):

@@ -122,15 +122,9 @@ def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
     DTD folder without ``labels/`` (``<root>/dtd/images``) is read with ``folder="dtd"``."""
     from .data import DATASETS
 
-    found = []
-    for name, info in DATASETS.items():
-        if info.kind == "between" or name.startswith("synthetic"):
-            continue
-        if name == "dtd" and (root / "dtd" / "images").is_dir():
-            found.append((name, {"folder": "dtd"}))  # relative: inside the data root
-        else:
-            found.append((name, {}))
-    return found
+    folder_dtd = (root / "dtd" / "images").is_dir()
+    return [(name, {"folder": "dtd"} if name == "dtd" and folder_dtd else {})  # relative: inside the data root
+            for name in DATASETS if not name.startswith("synthetic")]
 
 
 def _information_plane(args: argparse.Namespace) -> None:

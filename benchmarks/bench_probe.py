@@ -14,7 +14,7 @@ import torch
 
 from common import interleaved_medians, machine, write_json
 from ib_tutorial.models import vit_small
-from ib_tutorial.probe import profile_model
+from ib_tutorial.block_profile import profile_model
 
 
 def main() -> None:

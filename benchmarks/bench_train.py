@@ -8,7 +8,7 @@ for a whole run.
     python benchmarks/bench_train.py --preset paper           # each paper dataset's configuration (one GPU)
     python benchmarks/bench_train.py --preset paper --tiny    # the same code path with 2-image batches (CPU check)
 
-A step is everything the training loop does per batch (:class:`ib_tutorial.training.DINOTraining`):
+A step is everything the training loop does per batch (:class:`ib_tutorial.dino_step.DINOTraining`):
 teacher forward on the two global views, student forward on all views, the loss and
 centre update, backward, per-parameter clipping, AdamW and the teacher EMA. Views are
 random tensors of the configured shapes, so the GPU mode needs no dataset; the
@@ -25,6 +25,7 @@ Writes ``benchmarks/results/bench_train_<preset>.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 
 import torch
@@ -34,22 +35,19 @@ from PIL import ImageFilter, ImageOps
 from torchvision import transforms
 
 from ib_tutorial.augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, MultiCropAugmentation, MultiCropDataset
-from ib_tutorial.data import get_dataset
+from ib_tutorial.data import DATASETS, get_dataset
+from ib_tutorial.dino_step import DINOTraining, build_schedules
+from ib_tutorial.paper import PAPER_DATASETS
 from ib_tutorial.presets import get_preset, resolve_device
-from ib_tutorial.training import DINOTraining, build_schedules, resolve_precision
-
-# Train-split sizes of the paper's datasets (UC Merced: the stratified 80 % of 2,100 tiles)
-# and their native image sides, for the projection and the augmentation timing.
-PAPER_DATASETS = {"cifar100": (50_000, 32), "tiny-imagenet": (100_000, 64), "uc-merced": (1_680, 256)}
+from ib_tutorial.run_config import RunConfig
 
 
-def make_step(settings: dict, view: dict, batch: int, device: torch.device):
+def make_step(config: RunConfig, device: torch.device):
     """One full training step of a fresh DINO state on random views of the configured shapes."""
-    precision = resolve_precision(settings["precision"], device)
-    state = DINOTraining(settings, view, build_schedules(settings, steps_per_epoch=100), device, precision)
-    global_side, local_side = view["img_size"], view["local_crop_size"]
+    state = DINOTraining(config, build_schedules(config.train, steps_per_epoch=100), device)
+    batch, global_side, local_side = config.train.batch_size, config.view.img_size, config.view.local_crop_size
     views = [torch.randn(batch, 3, global_side, global_side, device=device) for _ in range(2)]
-    views += [torch.randn(batch, 3, local_side, local_side, device=device) for _ in range(settings["local_crops_number"])]
+    views += [torch.randn(batch, 3, local_side, local_side, device=device) for _ in range(config.train.local_crops_number)]
     step = {"index": 0}
 
     def one_step():
@@ -59,18 +57,17 @@ def make_step(settings: dict, view: dict, batch: int, device: torch.device):
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    return one_step, precision
+    return one_step
 
 
-def step_images_per_second(candidates: dict[str, tuple[dict, int]], view: dict, device: torch.device,
-                           repeats: int) -> dict[str, dict]:
-    """Images per second of a step for each ``label -> (settings, batch)``, timed in turn."""
-    steps = {label: make_step(settings, view, batch, device) for label, (settings, batch) in candidates.items()}
-    seconds = interleaved_medians({label: step for label, (step, _) in steps.items()}, repeats=repeats)
+def step_images_per_second(candidates: dict[str, RunConfig], device: torch.device, repeats: int) -> dict[str, dict]:
+    """Images per second of a step for each ``label -> configuration``, timed in turn."""
+    steps = {label: make_step(config, device) for label, config in candidates.items()}
+    seconds = interleaved_medians(steps, repeats=repeats)
     memory = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
-    return {label: {"batch": candidates[label][1], "precision": steps[label][1], "seconds_per_step": seconds[label],
-                    "images_per_s": candidates[label][1] / seconds[label], "peak_gpu_memory_gib": memory}
-            for label in candidates}
+    return {label: {"batch": config.train.batch_size, "precision": config.precision, "seconds_per_step": seconds[label],
+                    "images_per_s": config.train.batch_size / seconds[label], "peak_gpu_memory_gib": memory}
+            for label, config in candidates.items()}
 
 
 def parse_overrides(text: str) -> dict:
@@ -78,7 +75,10 @@ def parse_overrides(text: str) -> dict:
     overrides = {}
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
-        overrides[key] = int(value) if value.isdigit() else value
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:  # a word, e.g. vit_small
+            overrides[key] = value
     return overrides
 
 
@@ -147,35 +147,34 @@ def main() -> None:
     torch.manual_seed(0)
     preset = get_preset(args.preset)
     device = resolve_device(preset)
-    settings = {k: v for k, v in vars(preset.train).items() if k != "views"}
     repeats = 1 if args.tiny else args.repeats
-    datasets = PAPER_DATASETS if preset.device != "cpu" else {"synthetic-objects": (settings["train_images"], 32)}
+    tiny = {"batch_size": 2} if args.tiny else {}
+    datasets = PAPER_DATASETS if preset.device != "cpu" else ("synthetic-objects",)
 
     results = {}
-    for name, (train_images, native_side) in datasets.items():
-        view = preset.train.view(name)
-        batch = 2 if args.tiny else settings["batch_size"]
-        candidates = {"preset": (settings, batch)}
+    for name in datasets:
+        candidates = {"preset": RunConfig.resolve(name, preset, tiny, device=device)}
         if args.compare:
-            changed = {**settings, **parse_overrides(args.compare)}
-            candidates["compared"] = (changed, 2 if args.tiny else changed["batch_size"])
-        timings = step_images_per_second(candidates, vars(view), device, repeats)
+            candidates["compared"] = RunConfig.resolve(name, preset, {**parse_overrides(args.compare), **tiny}, device=device)
+        settings, view, batch = candidates["preset"].train, candidates["preset"].view, candidates["preset"].train.batch_size
+        train_images = DATASETS[name].train_images if preset.device != "cpu" else settings.train_images
+        timings = step_images_per_second(candidates, device, repeats)
         record = timings["preset"]
         if args.compare:
             record["compared"] = {"settings": args.compare, **timings["compared"],
                                   "preset_speed_ratio": record["images_per_s"] / timings["compared"]["images_per_s"]}
             print(f"with {args.compare}: {timings['compared']['images_per_s']:.1f} images/s; the preset is "
                   f"{record['compared']['preset_speed_ratio']:.2f}x as fast")
-        augmentation = augmentation_images_per_second(view, settings["local_crops_number"], native_side,
+        augmentation = augmentation_images_per_second(view, settings.local_crops_number, DATASETS[name].native_size,
                                                       count=16 if args.tiny else 200, repeats=1 if args.tiny else 3)
         record["augmentation_images_per_s_per_worker"] = augmentation["ib_tutorial"]
         record["dino_reference_augmentation_images_per_s"] = augmentation["dino_reference"]
         record["augmentation_speed_vs_dino_reference"] = augmentation["ratio"]
         record["train_images"] = train_images
         per_image = 1 / record["images_per_s"]
-        if settings["num_workers"] == 0:
+        if settings.num_workers == 0:
             per_image += 1 / record["augmentation_images_per_s_per_worker"]
-        seconds = settings["epochs"] * train_images * per_image
+        seconds = settings.epochs * train_images * per_image
         record["projected_epoch_seconds"] = train_images * per_image
         record["projected_hours"] = seconds / 3600
         results[name] = record
@@ -184,7 +183,7 @@ def main() -> None:
               f"{record['images_per_s']:8.1f} images/s; augmentation {record['augmentation_images_per_s_per_worker']:.0f} "
               f"images/s per worker ({augmentation['ratio']:.2f}x DINO's reference pipeline, "
               f"{augmentation['dino_reference']:.0f}); epoch of {train_images} images {record['projected_epoch_seconds'] / 60:.1f} min, "
-              f"{settings['epochs']} epochs {projected}")
+              f"{settings.epochs} epochs {projected}")
 
     out = args.out or f"benchmarks/results/bench_train_{preset.name}{'_tiny' if args.tiny else ''}.json"
     write_json(out, {"benchmark": "dino_train_throughput", "preset": preset.name, "device": str(device),

@@ -8,14 +8,24 @@ import typing
 import warnings
 from pathlib import Path
 
+from .block_profile import TOKEN_CHOICES
+from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
+from .data.spec import parse_option, parse_spec
+from .files import write_json_atomic
+from .ib import run_information_experiment
+from .paper import EXTRA_DATASETS, PAPER_DATASETS
+from .paths import DATA_ENV_VAR, data_root
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
+from .reproduce import export_bundle, reproduce
+from .run_profiles import profile_run, raw_patch_eed
+from .training import NonFiniteLossError, train
 
 
 def _show_presets(_args: argparse.Namespace) -> None:
     for preset in PRESETS.values():
         print(f"{preset.name:8s} {preset.description}")
-        print(f"{'':8s} probe: {preset.probe}")
-        print(f"{'':8s} data: {preset.data}")
+        print(f"{'':8s} profile: {preset.profile}")
+        print(f"{'':8s} worlds: {preset.worlds}")
         print(f"{'':8s} ib: {preset.ib}")
         t = preset.train
         print(f"{'':8s} train: {t.epochs} epochs, batch {t.batch_size}, K {t.out_dim}, "
@@ -40,8 +50,6 @@ def _value_parser(kind: type):
 
 
 def _dataset_option(text: str) -> tuple[str, object]:
-    from .data.spec import parse_option
-
     try:
         return parse_option(text)
     except ValueError as error:
@@ -49,8 +57,6 @@ def _dataset_option(text: str) -> tuple[str, object]:
 
 
 def _dataset_spec(text: str) -> str:
-    from .data.spec import parse_spec
-
     try:
         parse_spec(text)
     except ValueError as error:
@@ -76,8 +82,6 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from .training import NonFiniteLossError, train
-
     overrides = {name: getattr(args, name) for name in training_overrides() if getattr(args, name) is not None}
     try:
         path = train(
@@ -91,9 +95,6 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _show_datasets(args: argparse.Namespace) -> None:
-    from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
-    from .paths import DATA_ENV_VAR, data_root
-
     for name, info in DATASETS.items():
         print(f"{name:19s} {info.kind:16s} splits: {', '.join(info.splits):16s} {info.description}")
     root = data_root(args.root)
@@ -120,16 +121,12 @@ def _show_datasets(args: argparse.Namespace) -> None:
 def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
     """The real datasets to look for under ``root``, each with the options that read it; a
     DTD folder without ``labels/`` (``<root>/dtd/images``) is read with ``folder="dtd"``."""
-    from .data import DATASETS
-
     folder_dtd = (root / "dtd" / "images").is_dir()
     return [(name, {"folder": "dtd"} if name == "dtd" and folder_dtd else {})  # relative: inside the data root
             for name in DATASETS if not name.startswith("synthetic")]
 
 
 def _information_plane(args: argparse.Namespace) -> None:
-    from .ib import run_information_experiment
-
     preset = get_preset(args.preset)
     print(f"preset {preset.name}: {preset.ib}")
     experiments = run_information_experiment(preset.ib, tuple(args.activation))
@@ -143,15 +140,11 @@ def _information_plane(args: argparse.Namespace) -> None:
             for layer, (width, peak, epoch, final, drop) in enumerate(rows, start=1):
                 print(f"    T{layer}     {width:>3}   {peak:6.2f} ({epoch:>5})      {final:6.2f}  {drop:6.2f}")
     if args.out is not None:
-        from .files import write_json_atomic
-
         write_json_atomic(args.out, {"preset": preset.name, "runs": summaries})
         print(f"\nwrote {args.out}")
 
 
 def _profile(args: argparse.Namespace) -> None:
-    from .profiling import profile_run, raw_patch_eed
-
     try:
         paths = profile_run(args.run_dir, tokens=args.tokens, center=not args.uncentred, images=args.images,
                             root=args.root, download=args.download, progress=not args.no_progress)
@@ -159,14 +152,11 @@ def _profile(args: argparse.Namespace) -> None:
     except (FileNotFoundError, ValueError) as error:
         raise SystemExit(f"error: {error}") from None
     print(f"{len(paths)} profiles in {paths[0].parent}" if paths else f"no saved backbones in {args.run_dir}")
-    print(f"raw-patch baseline: the probe images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
+    print(f"raw-patch baseline: the profile images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
           f"(EED {100 * n_eff / dim:.1f} %): the image content that can enter block 0")
 
 
 def _reproduce(args: argparse.Namespace) -> None:
-    from .reproduce import export_bundle, reproduce
-    from .training import NonFiniteLossError
-
     try:
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
                         progress=not args.no_progress, pretrained_control=args.pretrained_control)
@@ -206,9 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
     infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
     infoplane.set_defaults(func=_information_plane)
 
-    from .probe import TOKEN_CHOICES
-    from .paper import EXTRA_DATASETS, PAPER_DATASETS
-
     profile = commands.add_parser(
         "profile", help="per-block EED of every saved checkpoint of a run",
         description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
@@ -217,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
-    profile.add_argument("--images", type=int, default=None, help="probe images (default: the run preset's)")
+    profile.add_argument("--images", type=int, default=None, help="profile images (default: the run preset's)")
     reproduce = commands.add_parser(
         "reproduce", help="train and profile each dataset, then compare with the paper",
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "

@@ -14,13 +14,15 @@ pre-training: it measures how well the features already separate the classes.
 """
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
+
+from .metrics import effective_encoding_dimension
+from .precision import autocast
 
 # Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
 POOLS = ("cls", "mean")
@@ -45,14 +47,13 @@ def extract_features(
         raise ValueError(f"Unknown pooling {sorted(unknown)}; choose from {', '.join(POOLS)}.")
     device = torch.device(device)
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
     was_training = backbone.training
     backbone.eval()
     features: dict[str, list[torch.Tensor]] = {pool: [] for pool in pools}
     labels = []
     try:
         for images, targets in tqdm(loader, desc="k-NN features", disable=not progress, leave=False):
-            with autocast:
+            with autocast(device):
                 tokens = backbone.forward_features(images.to(device, non_blocking=True))
             prefix = backbone.num_prefix_tokens
             pooled = {"cls": tokens[:, 0], "mean": tokens[:, prefix:].mean(dim=1)}
@@ -112,3 +113,31 @@ def knn_accuracy(
         "top1": 100.0 * correct[:, :1].any(dim=1).float().mean().item(),
         "top5": 100.0 * correct[:, : min(5, num_classes)].any(dim=1).float().mean().item(),
     }
+
+
+def evaluate_knn(
+    backbone: torch.nn.Module,
+    train_set: Dataset,
+    eval_set: Dataset,
+    num_classes: int,
+    k: int = 20,
+    temperature: float = 0.07,
+    device: torch.device | str = "cpu",
+    num_workers: int = 0,
+) -> dict:
+    r"""Weighted k-NN accuracy of ``backbone``'s features, ``eval_set`` against ``train_set``
+    (both of ``(image tensor, label)`` pairs): ``top1``/``top5`` on the CLS token (DINO's
+    evaluation), ``top1_mean``/``top5_mean`` on mean-pooled patch tokens; and
+    ``n_eff``/``n_eff_mean``, the effective dimension (EED's :math:`N_\mathrm{eff}`) of
+    the held-out features of each kind, where dimensional collapse shows first."""
+    extract = dict(device=device, num_workers=num_workers, progress=False, pools=POOLS)
+    train_features, train_labels = extract_features(backbone, train_set, **extract)
+    eval_features, eval_labels = extract_features(backbone, eval_set, **extract)
+    record = {}
+    for pool in POOLS:
+        accuracy = knn_accuracy(train_features[pool], train_labels, eval_features[pool], eval_labels,
+                                num_classes, k, temperature)
+        suffix = "" if pool == "cls" else f"_{pool}"
+        record.update({f"{name}{suffix}": value for name, value in accuracy.items()})
+        record[f"n_eff{suffix}"] = effective_encoding_dimension(eval_features[pool].double())
+    return {**record, "k": k, "n_train": len(train_labels), "n_eval": len(eval_labels)}

@@ -1,15 +1,15 @@
 """The set-up every chapter opens with: preset, seed, device, data root, all printed."""
 from __future__ import annotations
 
-import random
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from .paths import DATA_ENV_VAR, data_root
 from .presets import ENV_VAR, PRESETS, Preset, get_preset, resolve_device
+from .seeding import seed_all
 
 
 @dataclass(frozen=True)
@@ -19,18 +19,11 @@ class ChapterSetup:
     data_root: Path
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and PyTorch (CPU and every GPU)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 def setup_chapter(preset: str | None = None) -> ChapterSetup:
     """Choose the preset (argument, else ``$IB_TUTORIAL_PRESET``, else ``ci``), seed
     everything with its seed, pick the device, and print all of it with how to change it."""
     chosen = get_preset(preset)
-    seed_everything(chosen.seed)
+    seed_all(chosen.seed)
     device = resolve_device(chosen)
     root = data_root()
     others = ", ".join(name for name in PRESETS if name != chosen.name)
@@ -45,8 +38,7 @@ def setup_chapter(preset: str | None = None) -> ChapterSetup:
 def show_source(obj):
     """Display the real source of a package function or class, so the book never
     shows a copy that can drift from the code."""
-    import inspect
+    from IPython.display import Code  # Jupyter's own package: only notebooks call this
 
-    from IPython.display import Code
 
     return Code(inspect.getsource(obj), language="python")

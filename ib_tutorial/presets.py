@@ -26,12 +26,16 @@ import os
 import typing
 from dataclasses import dataclass, field
 
+import torch
+
+from .data import DATASETS
+
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
 
 
 @dataclass(frozen=True)
-class ProbeSettings:
+class ProfileSettings:
     """How block outputs are measured.
 
     Attributes:
@@ -77,25 +81,23 @@ class ViewSettings:
 
 # DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px
 # (6 x 6 patches). The paper states neither patch nor input size. Our default keeps each
-# dataset at its native resolution and chooses the patch so that a global crop is an
-# 8 x 8 grid of patches (CIFAR-100, Tiny ImageNet, EuroSAT, the synthetic worlds) or
-# DINO's own 14 x 14 (UC Merced, resized from 256 px, and DTD), with local crops half (or,
-# at 224 px, DINO's 96 px) the global side. Scales are DINO's.
-PAPER_VIEWS: dict[str, ViewSettings] = {
-    "cifar100": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
-    "tiny-imagenet": ViewSettings(img_size=64, patch_size=8, local_crop_size=32),
-    "uc-merced": ViewSettings(img_size=224, patch_size=16, local_crop_size=96),
-    "dtd": ViewSettings(img_size=224, patch_size=16, local_crop_size=96),
-    "eurosat": ViewSettings(img_size=64, patch_size=8, local_crop_size=32),
-    "synthetic-objects": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
-    "synthetic-textures": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
-    "synthetic-mix": ViewSettings(img_size=32, patch_size=4, local_crop_size=16),
-}
+# dataset at the input size its registry entry gives (its native resolution, or 224 px
+# for UC Merced, resized from 256 px, and DTD) and chooses the patch so that a global
+# crop is an 8 x 8 grid of patches, or DINO's own 14 x 14 at 224 px, with local crops
+# half (or, at 224 px, DINO's 96 px) the global side. Scales are DINO's.
+def paper_view(input_size: int) -> ViewSettings:
+    """The paper tier's geometry for a dataset fed at ``input_size`` pixels."""
+    if input_size == 224:
+        return ViewSettings(img_size=224, patch_size=16, local_crop_size=96)
+    return ViewSettings(img_size=input_size, patch_size=input_size // 8, local_crop_size=input_size // 2)
+
+
+PAPER_VIEWS: dict[str, ViewSettings] = {name: paper_view(info.input_size) for name, info in DATASETS.items()}
 
 # CPU tiers: every dataset at 32 px with patch 8 (4 x 4 patches per global crop, 2 x 2 per
 # local crop), which cuts the tokens per image 4-fold against patch 4.
 REDUCED_VIEWS: dict[str, ViewSettings] = {
-    name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16) for name in PAPER_VIEWS
+    name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16) for name in DATASETS
 }
 
 
@@ -145,7 +147,6 @@ class TrainSettings:
         arch: the backbone, a key of :data:`ib_tutorial.models.ARCHITECTURES`: ``vit_small``
             (the paper's, D = 384) or ``vit_tiny`` (D = 192, a quarter of the compute).
         threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
-        views: per-dataset input geometry (:class:`ViewSettings`), keyed by dataset name.
     """
 
     epochs: int
@@ -182,32 +183,21 @@ class TrainSettings:
     log_every: int = 10
     arch: str = "vit_small"
     threads: int | None = None
-    views: dict[str, ViewSettings] = field(default_factory=lambda: dict(PAPER_VIEWS), hash=False)
-
-    def view(self, dataset: str) -> ViewSettings:
-        """The input geometry for ``dataset``; a clear error for a dataset with none."""
-        try:
-            return self.views[dataset]
-        except KeyError:
-            raise ValueError(
-                f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
-                "Add a ViewSettings entry for it to the preset's `views`."
-            ) from None
 
 
 def training_overrides() -> dict[str, type]:
     """Every setting a training run accepts as an override, with its type: the fields of
-    :class:`TrainSettings` (but ``views``) and :class:`ViewSettings`, and the preset's
+    :class:`TrainSettings` and :class:`ViewSettings`, and the preset's
     ``seed`` and ``device``."""
     names: dict[str, type] = {"seed": int, "device": str}
     for section in (TrainSettings, ViewSettings):
         hints = typing.get_type_hints(section)
-        names.update({f.name: hints[f.name] for f in dataclasses.fields(section) if f.name != "views"})
+        names.update({f.name: hints[f.name] for f in dataclasses.fields(section)})
     return names
 
 
 @dataclass(frozen=True)
-class DataSettings:
+class WorldSettings:
     """The dataset chapter's measurements on the synthetic worlds.
 
     Attributes:
@@ -254,16 +244,28 @@ class IBSettings:
 
 @dataclass(frozen=True)
 class Preset:
-    """One named tier of settings. ``seed`` makes every run in the tier repeatable."""
+    """One named tier of settings. ``seed`` makes every run in the tier repeatable;
+    ``views`` holds the input geometry of each dataset (:class:`ViewSettings`)."""
 
     name: str
     description: str
     seed: int
     device: str  # "cpu", "cuda", or "auto" (CUDA when available)
-    probe: ProbeSettings = field(repr=False)
+    profile: ProfileSettings = field(repr=False)
     train: TrainSettings = field(repr=False)
-    data: DataSettings = field(repr=False)
+    worlds: WorldSettings = field(repr=False)
     ib: IBSettings = field(repr=False)
+    views: dict[str, ViewSettings] = field(default_factory=lambda: dict(PAPER_VIEWS), repr=False, hash=False)
+
+    def view(self, dataset: str) -> ViewSettings:
+        """The input geometry for ``dataset``; a clear error for a dataset with none."""
+        try:
+            return self.views[dataset]
+        except KeyError:
+            raise ValueError(
+                f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
+                "Add a ViewSettings entry for it to the preset's `views`."
+            ) from None
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -272,10 +274,10 @@ class Preset:
 
 # The paper does not state these; each is an option with the default given here.
 PAPER_OPEN_CHOICES = {
-    "probe.images": "number of images whose tokens feed the metric (default 2,000)",
-    "probe.tokens": "which tokens feed the metric: all (CLS + patches, default), cls, patch, mean",
-    "probe.center": "centred covariance (default) or uncentred H^T H / N",
-    "train.views": "input size and patch size per dataset (32 px/patch 4 CIFAR-100, 64/8 Tiny ImageNet, 224/16 UC Merced)",
+    "profile.images": "number of images whose tokens feed the metric (default 2,000)",
+    "profile.tokens": "which tokens feed the metric: all (CLS + patches, default), cls, patch, mean",
+    "profile.center": "centred covariance (default) or uncentred H^T H / N",
+    "views": "input size and patch size per dataset (32 px/patch 4 CIFAR-100, 64/8 Tiny ImageNet, 224/16 UC Merced)",
     "train.batch_size": "global batch size (default 256, so the peak learning rate is DINO's 5e-4)",
     "train.lr": "peak learning rate per 256 images (DINO: 5e-4), with 10 warm-up epochs",
     "train.teacher_temp": "teacher temperature (DINO's 100-epoch recipe: 0.04 throughout)",
@@ -293,7 +295,7 @@ PRESETS: dict[str, Preset] = {
         description="CPU, offline, minutes per chapter; illustrates, does not reproduce",
         seed=0,
         device="cpu",
-        probe=ProbeSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
+        profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
         # A few dozen seconds of CPU: 12 steps. Short runs need a teacher that follows the
         # student within steps (momentum 0.99) and a slightly sharper teacher (0.03, DINO's
         # advice when the loss does not decrease); the peak learning rate is DINO's 5e-4.
@@ -301,9 +303,10 @@ PRESETS: dict[str, Preset] = {
             epochs=3, batch_size=16, lr=8e-3, min_lr=2e-4, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.03, teacher_temp=0.03, out_dim=1024, local_crops_number=2, num_workers=0,
             train_images=64, knn_train_images=256, knn_eval_images=128,
-            knn_every=3, checkpoint_every=1, log_every=1, views=REDUCED_VIEWS,
+            knn_every=3, checkpoint_every=1, log_every=1,
         ),
-        data=DataSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
+        views=REDUCED_VIEWS,
+        worlds=WorldSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
         ib=IBSettings(epochs=2000, learning_rate=3e-3, batch_size=None, logged_epochs=24, bins=30, noise_variance=1e-3, seed=0),
     ),
     "laptop": Preset(
@@ -311,7 +314,7 @@ PRESETS: dict[str, Preset] = {
         description="CPU, ViT-Tiny, about 20 minutes per dataset on one core",
         seed=0,
         device="cpu",
-        probe=ProbeSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
+        profile=ProfileSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
         # About 18 minutes per dataset on one CPU core (bench_train.py: 30 images/s, 3.2x the
         # former ViT-S tier), so two datasets side by side on two cores: ViT-Tiny (D = 192)
         # at 32 px / patch 8, 6 epochs of 5,000 images (DTD's 576 repeated), 468 steps of 64
@@ -322,9 +325,10 @@ PRESETS: dict[str, Preset] = {
             warmup_teacher_temp=0.04, teacher_temp=0.04, warmup_teacher_temp_epochs=0,
             weight_decay_end=0.1, out_dim=4096, local_crops_number=4, drop_path_rate=0.0, freeze_last_layer=0,
             num_workers=0, train_images=5000, knn_train_images=None, knn_eval_images=None,
-            knn_every=2, checkpoint_every=2, log_every=10, arch="vit_tiny", views=REDUCED_VIEWS,
+            knn_every=2, checkpoint_every=2, log_every=10, arch="vit_tiny",
         ),
-        data=DataSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
+        views=REDUCED_VIEWS,
+        worlds=WorldSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
         ib=_IB_LAPTOP,
     ),
     "quick": Preset(
@@ -332,9 +336,9 @@ PRESETS: dict[str, Preset] = {
         description="one GPU, minutes per dataset",
         seed=0,
         device="auto",
-        probe=ProbeSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
+        profile=ProfileSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5),
-        data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
+        worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
         ib=_IB_LAPTOP,
     ),
     "paper": Preset(
@@ -342,14 +346,14 @@ PRESETS: dict[str, Preset] = {
         description="the paper's settings where it states them; one or more GPUs",
         seed=0,
         device="auto",
-        probe=ProbeSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
+        profile=ProfileSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         # Stated by the paper: ViT-S, DINO, 100 epochs. Not stated, and taken from DINO's
         # 100-epoch ViT-S recipe: batch 256 (peak learning rate 5e-4, 10 warm-up epochs),
         # K = 65,536, 8 local crops, teacher temperature 0.04, momentum 0.996 -> 1, weight
         # decay 0.04 -> 0.4, clipping 3.0, last layer frozen for 1 epoch, drop path 0.1;
         # input and patch size per dataset from PAPER_VIEWS.
         train=TrainSettings(epochs=100, batch_size=256),
-        data=DataSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
+        worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
         ib=_IB_LAPTOP,
     ),
 }
@@ -374,8 +378,6 @@ def get_preset(name: str | None = None) -> Preset:
 
 def resolve_device(preset: Preset):
     """The ``torch.device`` a preset asks for; ``auto`` means CUDA when available."""
-    import torch
-
     if preset.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if preset.device == "cuda" and not torch.cuda.is_available():

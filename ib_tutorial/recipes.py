@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .presets import Preset
+from .presets import Preset, TrainSettings, ViewSettings
 from .runs import RunDirectory
 
 # Settings that describe the bookkeeping of a run, not its recipe.
@@ -60,19 +60,16 @@ class Recipe:
         return self.knn_cls[-1] - self.knn_cls[0]
 
 
-def recipe_settings(config: dict) -> dict:
-    """The settings of a run's configuration that make its recipe, flat: ``arch`` and every
-    training and view setting but bookkeeping."""
-    settings = {"arch": config["model"]["arch"], **config["view"], **config["train"]}
+def recipe_settings(train: TrainSettings, view: ViewSettings) -> dict:
+    """The settings that make a run's recipe, flat: every training and view setting but
+    bookkeeping (``arch`` is one of the training settings)."""
+    settings = {**dataclasses.asdict(view), **dataclasses.asdict(train)}
     return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
 
 
 def preset_recipe(preset: Preset, dataset: str) -> dict:
     """:func:`recipe_settings` of what ``preset`` would run on ``dataset``."""
-    train = dataclasses.asdict(preset.train)
-    del train["views"]
-    return recipe_settings({"model": {"arch": preset.train.arch}, "view": dataclasses.asdict(preset.train.view(dataset)),
-                            "train": train})
+    return recipe_settings(preset.train, preset.view(dataset))
 
 
 def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
@@ -80,7 +77,7 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
     :func:`recipe_settings` for the reference run or preset)."""
     run = RunDirectory(run_dir)
     config = run.read_config()
-    settings = recipe_settings(config)
+    settings = recipe_settings(config.train, config.view)
     changes = {key: value for key, value in settings.items() if reference.get(key) != value}
     knn, steps = run.read_metrics("knn"), run.read_metrics("train")
     if not knn or not steps:
@@ -91,7 +88,7 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
     rates = sorted(r["images_per_s"] for r in steps)
     return Recipe(
         name=run.path.name,
-        dataset=config["dataset"] + "".join(f":{k}={v}" for k, v in config.get("dataset_options", {}).items()),
+        dataset=config.dataset + "".join(f":{k}={v}" for k, v in config.dataset_options.items()),
         changes=changes,
         epochs=[r["epoch"] for r in knn],
         knn_cls=[r["top1"] for r in knn],

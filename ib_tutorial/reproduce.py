@@ -34,23 +34,22 @@ from .data.spec import parse_spec, spec_folder
 from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
-from .profiling import load_run_profiles, profile_pretrained, profile_run, raw_patch_eed
+from .run_profiles import load_run_profiles, profile_pretrained, profile_run, raw_patch_eed
 from .files import write_json_atomic
 from .runs import RunDirectory
+from .training import train
 
 
 def run_finished(run: RunDirectory) -> bool:
     """Whether the run saved the teacher of its last epoch."""
     if not run.exists():
         return False
-    epochs = run.read_config()["train"]["epochs"]
+    epochs = run.read_config().train.epochs
     return epochs in run.backbone_epochs()
 
 
 def train_or_resume(spec: str, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
     """Train the dataset ``spec`` names into ``run_dir`` unless it is finished; resume a partial run."""
-    from .training import train
-
     run = RunDirectory(run_dir)
     if run_finished(run):
         print(f"{spec}: training finished earlier in {run_dir}; skipped")
@@ -104,7 +103,7 @@ def reproduce(
         out: the results folder (default ``<data root>/reproduce/<preset>``).
         root, download: where the real datasets live, and whether to fetch them.
         pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
-            probe images (needs its weights, fetched once from the Hugging Face hub; when
+            profile images (needs its weights, fetched once from the Hugging Face hub; when
             they cannot be had, a message says so and the reproduction goes on without).
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import jsonschema
 
+from .block_profile import Profile
 from .files import write_json_atomic
-from .probe import Profile
 
 SCHEMA_ID = "ib-tutorial/profile/1"
 
@@ -152,8 +152,24 @@ def load_profile_record(path: str | os.PathLike) -> dict:
 
 
 def profile_from_record(record: dict) -> Profile:
-    """The :class:`~ib_tutorial.probe.Profile` stored in a record."""
+    """The :class:`~ib_tutorial.block_profile.Profile` stored in a record."""
     return Profile(**record["profile"])
+
+
+# Backbone names by width, for captions (the width is in every profile).
+MODEL_NAMES = {384: "ViT-S", 192: "ViT-Ti"}
+
+
+def profile_caption(record: dict) -> str:
+    """The caption line of a figure drawn from a profile record: preset (flagged when
+    reduced), model and width, images, tokens, centring, and the code that measured it."""
+    p, profile = record["provenance"], record["profile"]
+    reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
+    model = MODEL_NAMES.get(profile["dim"], "ViT")
+    centring = "centred" if profile["center"] else "uncentred"
+    return (f"preset {p['preset']}{reduced}; {p['dataset']}; {record['label']}; {model} (D = {profile['dim']}; "
+            f"EED% of {profile['dim']}), {p['n_images']} held-out images, {p['n_tokens']:,} tokens "
+            f"({profile['tokens']}, {centring}); code {p['code_version'][:10]}, {p['date'][:10]}")
 
 
 def stored_results(name: str = "") -> Path:

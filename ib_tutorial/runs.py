@@ -6,7 +6,7 @@ A run directory holds::
     metrics.jsonl               one JSON record per line: {"kind": "train", ...} every few
                                 steps, {"kind": "epoch", ...} (its wall time) after each
                                 epoch, {"kind": "knn", ...} after each k-NN evaluation
-    checkpoint.pt               the latest full training state (see ib_tutorial.training)
+    checkpoint.pt               the latest full training state (see ib_tutorial.dino_step)
     backbones/teacher-epoch0000.pt, ...
                                 the teacher backbone's weights at initialisation and at
                                 every checkpoint, for measuring how the blocks change
@@ -23,8 +23,9 @@ from pathlib import Path
 
 import torch
 
-from .files import atomic_write
+from .files import atomic_write, write_json_atomic
 from .models import build_vit
+from .run_config import RunConfig
 
 BACKBONE_PATTERN = re.compile(r"teacher-epoch(\d{4,})\.pt")
 
@@ -44,11 +45,13 @@ class RunDirectory:
         return self.config_path.exists()
 
     # --- configuration ---------------------------------------------------------
-    def write_config(self, config: dict) -> None:
-        atomic_write(self.config_path, lambda f: f.write((json.dumps(config, indent=2) + "\n").encode()))
+    def write_config(self, config: RunConfig) -> None:
+        write_json_atomic(self.config_path, config.to_dict())
 
-    def read_config(self) -> dict:
-        return json.loads(self.config_path.read_text())
+    def read_config(self) -> RunConfig:
+        if not self.exists():
+            raise FileNotFoundError(f"{self.path} is not a training run (no config.json); train one with `ib-tutorial train`.")
+        return RunConfig.from_dict(json.loads(self.config_path.read_text()))
 
     # --- metrics ---------------------------------------------------------------
     def append_metrics(self, record: dict) -> None:
@@ -105,8 +108,7 @@ class RunDirectory:
         if chosen not in epochs:
             raise FileNotFoundError(f"No backbone for epoch {chosen} in {self.backbones}; saved epochs: {epochs}")
         config = self.read_config()
-        view = config["view"]
-        model = build_vit(config["model"]["arch"], view["img_size"], view["patch_size"])
+        model = build_vit(config.model["arch"], config.view.img_size, config.view.patch_size)
         state = torch.load(self.backbone_path(chosen), map_location="cpu", weights_only=True)
         model.load_state_dict(state)
         return model.to(device).eval()

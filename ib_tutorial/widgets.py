@@ -12,7 +12,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import ipywidgets as widgets
+from matplotlib.figure import Figure
+
 from .paper import REPORTED
+from .plots import add_caption, draw_reported
+from .results import profile_caption
 
 METRIC_LABELS = {
     "eed_percent": "EED (% of width D)",
@@ -39,10 +43,6 @@ def _index_records(records: Sequence[dict]) -> dict[tuple[str, str], dict[int, d
 
 def render_profile_png(by_epoch: dict[int, dict], epoch: int, metric: str, dataset: str) -> bytes:
     """PNG of one metric per block at ``epoch``, the other epochs drawn faintly for context."""
-    from matplotlib.figure import Figure
-
-    from .plots import add_caption, draw_reported
-
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     for other, record in sorted(by_epoch.items()):
@@ -62,9 +62,7 @@ def render_profile_png(by_epoch: dict[int, dict], epoch: int, metric: str, datas
     ax.set_title(f"{dataset}: {METRIC_LABELS.get(metric, metric)} per block")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    prov = record["provenance"]
-    add_caption(fig, f"preset {prov['preset']}, {prov['n_images']} images, {prov['n_tokens']} tokens "
-                 f"({record['profile']['tokens']}), code {prov['code_version'][:12]}, {prov['date'][:10]}")
+    add_caption(fig, profile_caption(record))
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80)
     return buffer.getvalue()

@@ -4,14 +4,17 @@ import math
 
 import pytest
 
+from ib_tutorial.presets import get_preset
 from ib_tutorial.recipes import preset_recipe, read_recipe, read_recipes, recipe_markdown, recipe_settings
+from ib_tutorial.results import stored_results
+from ib_tutorial.run_config import RunConfig
 
 
 def write_run(folder, lr, knn, entropy=4.0, out_dim=64):
     folder.mkdir(parents=True)
-    config = {"dataset": "dtd", "dataset_options": {"folder": "dtd"}, "model": {"arch": "vit_tiny", "embed_dim": 192}, "view": {"img_size": 32, "global_crop_scale": [0.4, 1.0]},
-              "train": {"lr": lr, "out_dim": out_dim, "log_every": 5, "threads": 1}, "train_images_used": 100}
-    (folder / "config.json").write_text(json.dumps(config))
+    config = RunConfig.resolve("dtd", get_preset("ci"), dict(lr=lr, out_dim=out_dim, log_every=5, threads=1, arch="vit_tiny"),
+                               {"folder": "dtd"})
+    (folder / "config.json").write_text(json.dumps(config.to_dict()))
     records = [{"kind": "knn", "epoch": e, "top1": top1, "top1_mean": top1 + 1, "wall_s": 60.0 * e} for e, top1 in knn]
     records += [{"kind": "train", "epoch": 0, "step": s, "teacher_entropy": entropy, "teacher_information": 0.5,
                  "images_per_s": float(s)} for s in range(1, 11)]
@@ -20,7 +23,8 @@ def write_run(folder, lr, knn, entropy=4.0, out_dim=64):
 
 
 def test_a_recipe_lists_only_what_differs_from_the_reference(tmp_path):
-    reference = recipe_settings(write_run(tmp_path / "base", lr=1e-3, knn=[(0, 20.0), (2, 25.0)]))
+    base_config = write_run(tmp_path / "base", lr=1e-3, knn=[(0, 20.0), (2, 25.0)])
+    reference = recipe_settings(base_config.train, base_config.view)
     write_run(tmp_path / "faster", lr=4e-3, knn=[(0, 20.0), (1, 18.0), (2, 30.0)], entropy=2.0)
     base, faster = read_recipes(tmp_path, reference)
     assert base.changes == {} and faster.changes == {"lr": 4e-3} and faster.dataset == "dtd:folder=dtd"
@@ -41,16 +45,12 @@ def test_a_run_without_evaluations_is_refused_by_name(tmp_path):
 
 
 def test_the_laptop_preset_is_the_reference_of_its_own_runs(tmp_path):
-    from ib_tutorial.presets import get_preset
-
     reference = preset_recipe(get_preset("laptop"), "tiny-imagenet")
     assert reference["arch"] == "vit_tiny" and reference["img_size"] == 32 and "knn_every" not in reference
     assert preset_recipe(get_preset("ci"), "tiny-imagenet")["arch"] == "vit_small"
 
 
 def test_the_committed_recipe_runs_read_back_against_the_laptop_tier():
-    from ib_tutorial.presets import get_preset
-    from ib_tutorial.results import stored_results
 
     folder = stored_results("laptop-recipes")
     if not folder.exists():

@@ -8,7 +8,7 @@ from ib_tutorial.cli import main
 from ib_tutorial.data import get_dataset
 from ib_tutorial.data.spec import parse_spec, spec_folder
 from ib_tutorial.presets import get_preset
-from ib_tutorial.profiling import load_run_profiles, profile_run
+from ib_tutorial.run_profiles import load_run_profiles, profile_run
 from ib_tutorial.reproduce import reproduce
 from ib_tutorial.results import validate_profile_record
 from ib_tutorial.runs import RunDirectory
@@ -96,7 +96,7 @@ def test_export_copies_results_but_no_weights(bundle, tmp_path):
 def test_pretrained_control_is_skipped_cleanly_offline(bundle, monkeypatch, capsys):
     import huggingface_hub.constants
 
-    from ib_tutorial.profiling import profile_pretrained
+    from ib_tutorial.run_profiles import profile_pretrained
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", "/nonexistent-hf-cache")
@@ -111,7 +111,7 @@ def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeyp
     # Stand in for the hub download with a randomly initialised ViT-S/16 of the same shape:
     # this checks the writing path, not the pretrained weights.
     from ib_tutorial import models
-    from ib_tutorial.profiling import profile_pretrained
+    from ib_tutorial.run_profiles import profile_pretrained
 
     monkeypatch.setattr(models, "pretrained_dino_vit_small", lambda: models.vit_small(224, 16))
     path = profile_pretrained(bundle / spec_folder(DATASETS[1]), images=8)
@@ -141,7 +141,7 @@ def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small
     config = RunDirectory(out / spec_folder(spec)).read_config()
     assert config["held_out_split"] == "test" and config["dataset_options"] == {"folder": "dtd"}
     test_images = sum(1 for _ in get_dataset("dtd", "test", root=root, folder="dtd"))
-    assert test_images < get_preset("ci").probe.images
+    assert test_images < get_preset("ci").profile.images
     assert all(r["profile"]["n_images"] == test_images for r in load_run_profiles(out / spec_folder(spec)))
     assert f"profiling all {test_images}" in capsys.readouterr().out
 

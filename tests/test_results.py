@@ -9,7 +9,7 @@ import pytest
 
 from ib_tutorial import plots
 from ib_tutorial.paper import REPORTED
-from ib_tutorial.probe import Profile
+from ib_tutorial.block_profile import Profile
 from ib_tutorial.results import (
     config_hash,
     load_profile_record,

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -21,7 +20,9 @@ import ib_tutorial
 from ib_tutorial import dino, training
 from ib_tutorial.cli import build_parser
 from ib_tutorial.presets import get_preset
+from ib_tutorial.run_config import RunConfig
 from ib_tutorial.runs import RunDirectory
+from ib_tutorial.seeding import epoch_indices
 
 DATASET = "synthetic-objects"
 REPO = Path(__file__).resolve().parents[1]
@@ -93,8 +94,9 @@ def test_run_directory_holds_config_metrics_and_checkpoints(ci_run):
     run, _ = ci_run
     settings = get_preset("ci").train
     config = run.read_config()
-    assert config["train"]["lr"] == settings.lr and config["view"] == json.loads(json.dumps(vars(settings.view(DATASET))))
-    assert config["steps_per_epoch"] * settings.epochs == run.read_metrics("train")[-1]["step"]
+    assert isinstance(config, RunConfig) and config == RunConfig.from_dict(json.loads(run.config_path.read_text()))
+    assert config.train.lr == settings.lr and config.view == get_preset("ci").view(DATASET)
+    assert config.steps_per_epoch * settings.epochs == run.read_metrics("train")[-1]["step"]
     knn = run.read_metrics("knn")
     assert [r["epoch"] for r in knn] == [0, *range(settings.knn_every, settings.epochs + 1, settings.knn_every)]
     assert all(1 <= r["n_eff"] <= 384 and 1 <= r["n_eff_mean"] <= 384 for r in knn)
@@ -118,6 +120,21 @@ def test_existing_runs_are_not_overwritten_or_resumed_with_other_settings(ci_run
         training.train(DATASET, "ci", out=run.path, resume=True, progress=False, lr=1e-3)
 
 
+# Runs the command line in a process that kills itself (SIGKILL) right after writing the
+# checkpoint of epoch KILL_EPOCH: an interruption at a chosen point, whatever the speed.
+KILL_AFTER_CHECKPOINT = """
+import os, signal, sys
+from ib_tutorial import cli, runs
+save = runs.RunDirectory.save_checkpoint
+def save_then_die(self, state):
+    save(self, state)
+    if state["epoch"] == int(os.environ["KILL_EPOCH"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+runs.RunDirectory.save_checkpoint = save_then_die
+cli.main(sys.argv[1:])
+"""
+
+
 def test_resumed_run_equals_uninterrupted_run(tmp_path):
     """Kill a real training process after its first checkpoint, resume it, compare with a run never stopped."""
     settings = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1"]
@@ -125,14 +142,10 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
     subprocess.run(run_command(whole, *settings), env=child_env(), check=True, capture_output=True)
 
     broken = tmp_path / "broken"
-    process = subprocess.Popen(run_command(broken, *settings), env=child_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = broken / "checkpoint.pt"
-    while not checkpoint.exists() and process.poll() is None:
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL, "the run finished before it could be interrupted"
-    assert torch.load(checkpoint, weights_only=True)["epoch"] == 1
+    command = [sys.executable, "-c", KILL_AFTER_CHECKPOINT, *run_command(broken, *settings)[3:]]
+    process = subprocess.run(command, env={**child_env(), "KILL_EPOCH": "1"}, capture_output=True)
+    assert process.returncode == -signal.SIGKILL, process.stderr[-2000:]
+    assert torch.load(broken / "checkpoint.pt", weights_only=True)["epoch"] == 1
 
     subprocess.run(run_command(broken, *settings, "--resume"), env=child_env(), check=True, capture_output=True)
     same_metrics(RunDirectory(whole).read_metrics(), RunDirectory(broken).read_metrics(), rel=1e-5)
@@ -147,7 +160,7 @@ def test_two_gloo_processes_follow_the_single_process_trajectory(tmp_path):
     subprocess.run(run_command(single, *settings), env=child_env(), check=True, capture_output=True)
     result = subprocess.run(run_command(double, *settings, nproc=2), env=child_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert RunDirectory(double).read_config()["world_size"] == 2
+    assert RunDirectory(double).read_config().world_size == 2
     one, two = RunDirectory(single).read_metrics(), RunDirectory(double).read_metrics()
     assert len(one) == len(two) > 4
     same_metrics(one, two, rel=1e-4)
@@ -198,7 +211,7 @@ def test_unknown_override_names_the_known_ones():
         training.train(DATASET, "ci", learning_rate=1.0)
 
 
-def test_package_exports_train_lazily():
+def test_every_submodule_imports_and_the_public_functions_still_work():
     assert ib_tutorial.train is training.train
     # Importing every submodule must not hide the function behind a module of its name.
     import importlib
@@ -208,14 +221,19 @@ def test_package_exports_train_lazily():
         if module.name != "ib_tutorial.__main__":  # running it runs the command line
             importlib.import_module(module.name)
     assert callable(ib_tutorial.train) and ib_tutorial.train is training.train
+    features = torch.randn(64, 8, dtype=torch.float64)
+    assert 1 < ib_tutorial.effective_encoding_dimension(features) <= 8
+    assert ib_tutorial.get_preset("ci").name == "ci"
+    with pytest.raises(ValueError, match="Unknown training setting"):
+        ib_tutorial.train(DATASET, "ci", not_a_setting=1)
     probe = "import sys, ib_tutorial; print('ib_tutorial.training' in sys.modules)"
     fresh = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == "False"
 
 
 def test_an_epoch_is_a_subset_of_a_large_split_and_repeats_a_small_one():
-    assert training.epoch_indices(10, None, seed=0) == list(range(10))
-    subset = training.epoch_indices(10, 4, seed=0)
-    assert len(set(subset)) == 4 and subset == training.epoch_indices(10, 4, seed=0)
-    repeated = training.epoch_indices(4, 10, seed=0)
+    assert epoch_indices(10, None, seed=0) == list(range(10))
+    subset = epoch_indices(10, 4, seed=0)
+    assert len(set(subset)) == 4 and subset == epoch_indices(10, 4, seed=0)
+    repeated = epoch_indices(4, 10, seed=0)
     assert len(repeated) == 10 and repeated[:8] == [0, 1, 2, 3] * 2 and len(set(repeated[8:])) == 2

@@ -30,6 +30,9 @@ class DatasetInfo:
     kind: str  # "object-centric", "texture-centric", or "between" for the knob
     splits: tuple[str, ...]
     description: str
+    input_size: int  # the side, in pixels, the paper tier feeds the ViT (see presets.PAPER_VIEWS)
+    native_size: int | None = None  # the side of the stored images; None when it varies
+    train_images: int | None = None  # images in the train split; None when options set it
     split_note: str = ""  # why a split one might expect is not offered
 
     def held_out_split(self, options: dict | None = None) -> str:
@@ -75,38 +78,46 @@ DATASETS: dict[str, DatasetInfo] = {
     "cifar100": DatasetInfo(
         load_cifar100, "object-centric", ("train", "test"),
         "CIFAR-100: 100 classes, 32 px, 50,000 train / 10,000 test (torchvision)",
-        "CIFAR-100 publishes train and test only.",
+        input_size=32, native_size=32, train_images=50_000,
+        split_note="CIFAR-100 publishes train and test only.",
     ),
     "tiny-imagenet": DatasetInfo(
         tiny_imagenet.load, "object-centric", ("train", "val"),
         "Tiny ImageNet: 200 classes (as wnids.txt lists; a subset warns), 64 px, 100,000 train / 10,000 val",
-        "Its test images have no published labels; use 'val' for evaluation.",
+        input_size=64, native_size=64, train_images=100_000,
+        split_note="Its test images have no published labels; use 'val' for evaluation.",
     ),
     "uc-merced": DatasetInfo(
         uc_merced.load, "texture-centric", ("train", "test"),
         "UC Merced Land Use: 21 classes x 100 aerial tiles, 256 px; stratified 80/20 split",
-        "It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
+        input_size=224, native_size=256, train_images=1_680,
+        split_note="It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
     ),
     "dtd": DatasetInfo(
         load_dtd, "texture-centric", ("train", "val", "test"),
         "Describable Textures: 47 classes x 120, 300-640 px; official partitions 1-10 (torchvision)",
+        input_size=224, train_images=1_880,
     ),
     "eurosat": DatasetInfo(
         load_eurosat, "texture-centric", ("train", "test"),
         "EuroSAT RGB: 10 land-cover classes, 27,000 tiles of 64 px; stratified 80/20 split (torchvision)",
-        "It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
+        input_size=64, native_size=64, train_images=21_600,
+        split_note="It publishes no split; train/test are a stratified split (train_fraction, split_seed).",
     ),
     "synthetic-objects": DatasetInfo(
         _synthetic_loader("synthetic-objects", 0.0), "object-centric", SPLITS,
         "class = a shape at random position, scale and colour over clutter (generated, nothing to download)",
+        input_size=32, native_size=32,
     ),
     "synthetic-textures": DatasetInfo(
         _synthetic_loader("synthetic-textures", 1.0), "texture-centric", SPLITS,
         "class = a stationary texture statistic over the whole image (generated, nothing to download)",
+        input_size=32, native_size=32,
     ),
     "synthetic-mix": DatasetInfo(
         _synthetic_loader("synthetic-mix", None), "between", SPLITS,
         "(1 - texture_weight) x object image + texture_weight x texture image of the same class (default 0.5)",
+        input_size=32, native_size=32,
     ),
 }
 

@@ -7,7 +7,6 @@ block, before the final LayerNorm.
 """
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -21,6 +20,7 @@ from .metrics import (
     participation_ratio_from_spectrum,
     twonn_dimension,
 )
+from .precision import autocast
 
 TOKEN_CHOICES = ("all", "cls", "patch", "mean")
 COMPANIONS = ("rankme", "participation_ratio", "twonn")
@@ -103,12 +103,6 @@ def _batches(images_or_loader) -> Iterable[torch.Tensor]:
         yield batch[0] if isinstance(batch, (tuple, list)) else batch
 
 
-def _autocast(device: torch.device):
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()  # CPU keeps fp32: bf16 on CPU is slower and less exact
-
-
 @torch.no_grad()
 def profile_model(
     model: torch.nn.Module,
@@ -136,7 +130,8 @@ def profile_model(
         progress: show a progress bar over batches.
 
     The model is put in eval mode for the pass and restored afterwards. On CUDA the
-    forward runs under bf16 autocast; the accumulators are float64 everywhere.
+    forward runs under autocast (:func:`~ib_tutorial.precision.autocast`); the accumulators
+    are float64 everywhere.
     """
     if tokens not in TOKEN_CHOICES:
         raise ValueError(f"tokens must be one of {TOKEN_CHOICES}, got {tokens!r}")
@@ -166,7 +161,7 @@ def profile_model(
     model.eval()
     n_images = 0
     try:
-        with _autocast(device):
+        with autocast(device):
             for images in tqdm(_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
                 model.forward_features(images.to(device, non_blocking=True))
                 n_images += images.shape[0]

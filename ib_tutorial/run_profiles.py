@@ -17,12 +17,14 @@ from tqdm.auto import tqdm
 
 from .augment import eval_transform
 from .data import get_dataset
+from .models import PRETRAINED_DINO, pretrained_dino_vit_small
 from .presets import get_preset, resolve_device
-from .probe import COMPANIONS, patch_eed, profile_model
+from .block_profile import COMPANIONS, patch_eed, profile_model
 from .results import load_profile_record, profile_record, provenance, save_profile_record
+from .run_config import RunConfig
 from .runs import RunDirectory
 
-PROFILE_SEED_OFFSET = 1000  # the probe images differ from the k-NN subsets drawn from the same seed
+PROFILE_SEED_OFFSET = 1000  # the profile images differ from the k-NN subsets drawn from the same seed
 
 
 def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
@@ -31,31 +33,31 @@ def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
     return run.path / "profiles" / variant.strip("-") if variant else run.path / "profiles"
 
 
-def probe_images(config: dict, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
+def profile_images(config: RunConfig, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
     """The run's held-out split at its input size (or ``img_size``), reduced to a seeded
     subset of ``images``.
 
     The same run always gets the same images, so every epoch is measured on one set.
     """
-    dataset = get_dataset(config["dataset"], config["held_out_split"], root=root, download=download,
-                          transform=eval_transform(img_size or config["view"]["img_size"]), **config["dataset_options"])
+    dataset = get_dataset(config.dataset, config.held_out_split, root=root, download=download,
+                          transform=eval_transform(img_size or config.view.img_size), **config.dataset_options)
     if images > len(dataset):
-        raise ValueError(f"asked for {images} probe images but the {config['held_out_split']} split of "
-                         f"{config['dataset']} has {len(dataset)}; lower --images")
-    generator = torch.Generator().manual_seed(config["seed"] + PROFILE_SEED_OFFSET)
+        raise ValueError(f"asked for {images} profile images but the {config.held_out_split} split of "
+                         f"{config.dataset} has {len(dataset)}; lower --images")
+    generator = torch.Generator().manual_seed(config.seed + PROFILE_SEED_OFFSET)
     return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
 
 
-def default_probe_count(config: dict, preset, root=None, download: bool = False) -> int:
-    """The preset's number of probe images, or the whole held-out split when it is smaller
+def default_profile_count(config: RunConfig, preset, root=None, download: bool = False) -> int:
+    """The preset's number of profile images, or the whole held-out split when it is smaller
     (DTD's 144 test images of the 6-class subset), with a printed note."""
-    split = len(get_dataset(config["dataset"], config["held_out_split"], root=root, download=download,
-                            **config["dataset_options"]))
-    if split < preset.probe.images:
-        print(f"{config['dataset']}: the {config['held_out_split']} split has {split} images, fewer than the "
-              f"{preset.probe.images} of preset {preset.name!r}; profiling all {split}.")
+    split = len(get_dataset(config.dataset, config.held_out_split, root=root, download=download,
+                            **config.dataset_options))
+    if split < preset.profile.images:
+        print(f"{config.dataset}: the {config.held_out_split} split has {split} images, fewer than the "
+              f"{preset.profile.images} of preset {preset.name!r}; profiling all {split}.")
         return split
-    return preset.probe.images
+    return preset.profile.images
 
 
 def _is_done(path: Path, n_images: int, companions) -> bool:
@@ -83,30 +85,28 @@ def profile_run(
 
     Args:
         run_dir: a directory written by :func:`ib_tutorial.train`.
-        tokens, center, companions: as for :func:`~ib_tutorial.probe.profile_model`.
-        images: probe images (default: the run preset's ``probe.images``).
+        tokens, center, companions: as for :func:`~ib_tutorial.block_profile.profile_model`.
+        images: profile images (default: the run preset's ``profile.images``).
         root, download: where the run's dataset lives (for real datasets).
         device: default: the run preset's (:func:`~ib_tutorial.presets.resolve_device`).
     """
     run = RunDirectory(run_dir)
-    if not run.exists():
-        raise FileNotFoundError(f"{run.path} is not a training run (no config.json); train one with `ib-tutorial train`.")
     config = run.read_config()
-    preset = get_preset(config["preset"])
-    images = images or default_probe_count(config, preset, root, download)
+    preset = get_preset(config.preset)
+    images = images or default_profile_count(config, preset, root, download)
     device = torch.device(device) if device is not None else resolve_device(preset)
     folder = profile_folder(run, tokens, center)
     epochs = run.backbone_epochs()
     todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions)]
     if todo:
-        loader = DataLoader(probe_images(config, images, root, download), batch_size=preset.probe.batch_size)
+        loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
     for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress):
         model = run.load_backbone(epoch, device)
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
-                                twonn_samples=preset.probe.twonn_samples, seed=config["seed"], progress=False)
-        origin = provenance(preset=preset.name, config=config, dataset=config["dataset"], profile=profile,
+                                twonn_samples=preset.profile.twonn_samples, seed=config.seed, progress=False)
+        origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset, profile=profile,
                             device=str(device))
-        record = profile_record(profile, label=f"{config['dataset']} teacher, epoch {epoch}", epoch=epoch,
+        record = profile_record(profile, label=f"{config.dataset} teacher, epoch {epoch}", epoch=epoch,
                                 provenance=origin)
         save_profile_record(folder / f"{epoch}.json", record)
     return [folder / f"{e}.json" for e in epochs]
@@ -114,15 +114,15 @@ def profile_run(
 
 def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
                   ) -> tuple[float, int]:
-    r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's probe images, and their
-    dimension :math:`3p^2` (see :func:`~ib_tutorial.probe.patch_eed`): the image content that
+    r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's profile images, and their
+    dimension :math:`3p^2` (see :func:`~ib_tutorial.block_profile.patch_eed`): the image content that
     can enter block 0, the data's own part of every profile."""
     run = RunDirectory(run_dir)
     config = run.read_config()
-    preset = get_preset(config["preset"])
-    images = images or default_probe_count(config, preset, root, download)
-    loader = DataLoader(probe_images(config, images, root, download), batch_size=preset.probe.batch_size)
-    return patch_eed(loader, config["view"]["patch_size"])
+    preset = get_preset(config.preset)
+    images = images or default_profile_count(config, preset, root, download)
+    loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
+    return patch_eed(loader, config.view.patch_size)
 
 
 def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True) -> list[dict]:
@@ -137,15 +137,13 @@ PRETRAINED_SIZE = 224  # the input size timm's DINO ViT-S/16 was trained at
 
 def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False,
                        device: str | torch.device | None = None) -> Path | None:
-    """Profile timm's pretrained DINO ViT-S/16 on the run's probe images (resized to 224 px)
+    """Profile timm's pretrained DINO ViT-S/16 on the run's profile images (resized to 224 px)
     and write ``controls/pretrained-dino.json``; ``None``, with a printed reason, when its
     weights cannot be fetched."""
-    from .models import PRETRAINED_DINO, pretrained_dino_vit_small
-
     run = RunDirectory(run_dir)
     config = run.read_config()
-    preset = get_preset(config["preset"])
-    images = images or default_probe_count(config, preset, root, download)
+    preset = get_preset(config.preset)
+    images = images or default_profile_count(config, preset, root, download)
     path = run.path / "controls" / "pretrained-dino.json"
     if _is_done(path, images, ()):
         return path
@@ -153,13 +151,13 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     if model is None:
         return None
     device = torch.device(device) if device is not None else resolve_device(preset)
-    loader = DataLoader(probe_images(config, images, root, download, img_size=PRETRAINED_SIZE),
-                        batch_size=preset.probe.batch_size)
+    loader = DataLoader(profile_images(config, images, root, download, img_size=PRETRAINED_SIZE),
+                        batch_size=preset.profile.batch_size)
     profile = profile_model(model.to(device), loader, device=device, progress=False)
     # The control's own model and input size replace the run's in its provenance.
-    control_config = {**config, "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
+    control_config = {**config.to_dict(), "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
     origin = provenance(preset=preset.name, config=control_config,
-                        dataset=config["dataset"], profile=profile, device=str(device))
+                        dataset=config.dataset, profile=profile, device=str(device))
     save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
                                              provenance=origin))
     return path

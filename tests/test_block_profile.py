@@ -1,10 +1,10 @@
-"""The one-pass probe against running the blocks by hand."""
+"""The one-pass block profiler against running the blocks by hand."""
 import pytest
 import torch
 
 from ib_tutorial.metrics import CovarianceAccumulator, effective_encoding_dimension
 from ib_tutorial.models import vit_small
-from ib_tutorial.probe import profile_model, select_tokens
+from ib_tutorial.block_profile import profile_model, select_tokens
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_pretrained_control_reports_clearly_when_offline(monkeypatch, capsys):
 
 
 def test_patch_eed_of_noise_fills_the_patch_and_of_flat_colour_is_one():
-    from ib_tutorial.probe import patch_eed
+    from ib_tutorial.block_profile import patch_eed
 
     generator = torch.Generator().manual_seed(0)
     noise = torch.randn(64, 3, 16, 16, generator=generator)

@@ -1,0 +1,229 @@
+r"""Information in bits: exact quantities of discrete distributions, and two estimators of
+:math:`I(X;T)` and :math:`I(T;Y)` for the activations :math:`T` of a layer.
+
+* :func:`entropy_bits` and :func:`mutual_information_bits`, for worked examples and as
+  the core of the binning estimator;
+* the binning estimator of Shwartz-Ziv & Tishby (:func:`binned_information`);
+* the pairwise-distance (kernel) bound of Kolchinsky & Tracey for a noisy channel
+  :math:`T + \mathcal{N}(0, \sigma^2 I)`, as used by Saxe et al. (:func:`kde_information`).
+
+:math:`X` is uniform over the distinct training inputs, so for a deterministic network
+:math:`I(X;T) = H(T)`.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+Tensor = torch.Tensor
+
+ESTIMATORS = ("binning", "kde")
+
+
+# --- exact information of discrete distributions -------------------------------------
+
+def entropy_bits(counts: Tensor) -> float:
+    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` (bits) of a histogram.
+
+    ``counts`` may hold counts or probabilities, in any shape; it is normalised to sum
+    to one, and empty cells contribute nothing (:math:`0 \log 0 = 0`).
+    """
+    p = _normalised(counts).flatten()
+    return float(torch.special.entr(p).sum()) / math.log(2)
+
+
+def mutual_information_bits(joint: Tensor) -> float:
+    r"""Mutual information (bits) of a joint table ``joint`` [A, B] of counts or probabilities.
+
+    .. math::
+
+        I(A;B) = \sum_{a,b} p(a,b) \log_2 \frac{p(a,b)}{p(a)\,p(b)} = H(A) + H(B) - H(A,B).
+    """
+    if joint.ndim != 2:
+        raise ValueError(f"joint must be a 2-D [A, B] table, got shape {tuple(joint.shape)}")
+    p = _normalised(joint)
+    return entropy_bits(p.sum(1)) + entropy_bits(p.sum(0)) - entropy_bits(p)
+
+
+def ib_lagrangian(i_xt: float, i_ty: float, beta: float) -> float:
+    r"""The Information Bottleneck objective :math:`\mathcal{L} = I(X;T) - \beta\, I(T;Y)`,
+    which an encoder :math:`p(t \mid x)` minimises (Tishby, Pereira & Bialek 1999)."""
+    return i_xt - beta * i_ty
+
+
+def independence_bias_bits(occupied: int, classes: int, samples: int) -> float:
+    r"""First-order bias of the plug-in (histogram) :math:`I(T;Y)` when :math:`T` and :math:`Y`
+    are independent: :math:`(K_T - 1)(K_Y - 1) / (2 N \ln 2)` bits (Miller 1955).
+
+    ``occupied`` is the number :math:`K_T` of occupied bins of :math:`T`, ``classes`` the
+    number :math:`K_Y` of labels and ``samples`` :math:`N`. Valid while :math:`K_T \ll N`;
+    once almost every sample has a bin to itself the plug-in estimate tends to
+    :math:`H(Y)` instead, whatever the dependence.
+    """
+    return (occupied - 1) * (classes - 1) / (2 * samples * math.log(2))
+
+
+def _normalised(counts: Tensor) -> Tensor:
+    c = counts.to(torch.float64)
+    if (c < 0).any():
+        raise ValueError("counts and probabilities must be non-negative")
+    total = c.sum()
+    if total <= 0:
+        raise ValueError("the histogram is empty")
+    return c / total
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run a loop of small tensor operations on one thread. On an idle two-core machine a
+    second thread saves at most about a quarter of the time (``benchmarks/bench_ib.py``);
+    on one whose cores are busy with other work, every operation waits for the
+    descheduled thread, and we measured them ten to forty times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# --- estimators for the activations of a layer ---------------------------------------
+
+@dataclass(frozen=True)
+class InformationEstimate:
+    """One point of the information plane, in bits."""
+
+    i_xt: float
+    i_ty: float
+
+
+def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, float] | None = None) -> Tensor:
+    r"""Discretise a layer: the index [N] of the cell that holds each row of ``activations`` [N, d].
+
+    Each unit is cut into ``bins`` equal bins over ``value_range`` (the same edges for
+    every unit of the layer; values outside are put in the edge bins); a cell is a tuple
+    of per-unit bins, and cells are numbered :math:`0 \dots K-1` in sorted order. Without
+    ``value_range`` the bins span the smallest and largest value in ``activations``.
+    """
+    if activations.ndim != 2:
+        raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
+    if bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins}")
+    a = activations.detach().to(torch.float64)
+    low, high = (float(a.min()), float(a.max())) if value_range is None else map(float, value_range)
+    if not high > low:  # a constant layer: every row lands in one cell
+        return torch.zeros(a.shape[0], dtype=torch.long)
+    per_unit = ((a - low) / (high - low) * bins).floor().clamp_(0, bins - 1).long()
+    return torch.unique(per_unit, dim=0, return_inverse=True)[1]
+
+
+def binned_information(
+    activations: Tensor,
+    labels: Tensor,
+    bins: int = 30,
+    value_range: tuple[float, float] | None = None,
+) -> InformationEstimate:
+    r"""The binning estimate of Shwartz-Ziv & Tishby for one layer.
+
+    ``activations`` [N, d] are the layer's outputs for N distinct inputs (X uniform over
+    them) and ``labels`` [N] their classes. With :math:`\hat T` the cell of each row
+    (:func:`bin_codes`), the network being deterministic,
+
+    .. math::
+
+        I(X;\hat T) = H(\hat T), \qquad I(\hat T;Y) = \sum_{t,y} p(t,y) \log_2 \frac{p(t,y)}{p(t)p(y)},
+
+    from the joint histogram of cells and labels. Both are properties of the *binned*
+    layer: they depend on ``bins`` and ``value_range``, and tend to :math:`\log_2 N` and
+    :math:`H(Y)` as the bins shrink, for any injective layer.
+    """
+    codes = bin_codes(activations, bins, value_range)
+    joint = _joint_counts(codes, _check_labels(labels, codes.shape[0]))
+    return InformationEstimate(i_xt=entropy_bits(joint.sum(1)), i_ty=mutual_information_bits(joint))
+
+
+def discrete_information(codes: Tensor, labels: Tensor) -> InformationEstimate:
+    r""":math:`I(X;T) = H(T)` and :math:`I(T;Y)` of an already discrete layer ``codes`` [N]
+    (any integer labelling of its values), with X uniform over the N inputs."""
+    codes = torch.unique(codes.flatten(), return_inverse=True)[1]
+    joint = _joint_counts(codes, _check_labels(labels, codes.shape[0]))
+    return InformationEstimate(i_xt=entropy_bits(joint.sum(1)), i_ty=mutual_information_bits(joint))
+
+
+def kde_information(
+    activations: Tensor,
+    labels: Tensor,
+    noise_variance: float = 1e-3,
+    bound: str = "upper",
+    chunk: int = 128,
+) -> InformationEstimate:
+    r"""Pairwise-distance (kernel) estimate for a layer made noisy: :math:`T = h(X) + Z`,
+    :math:`Z \sim \mathcal{N}(0, \sigma^2 I_d)`, X uniform over the N rows of ``activations`` [N, d].
+
+    :math:`T` is then a mixture of N Gaussians centred on the rows :math:`h_i`. Kolchinsky &
+    Tracey bound its entropy with pairwise distances between the components; since
+    :math:`H(T \mid X)` is the entropy of the noise, the bound on the information is
+
+    .. math::
+
+        I(X;T) \le -\frac{1}{N} \sum_i \log_2 \frac{1}{N} \sum_j
+        \exp\!\Big(-\frac{\lVert h_i - h_j \rVert^2}{c\,\sigma^2}\Big),
+
+    with :math:`c = 2` (Kullback-Leibler distance: the upper bound, ``bound="upper"``) or
+    :math:`c = 8` (Bhattacharyya distance: a lower bound, ``bound="lower"``). As Saxe et al.
+    do, :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies the same estimate to
+    :math:`H(T)` and to each class's mixture; that difference is an estimate, not a bound.
+    It never exceeds :math:`\log_2 N` and does not depend on bins, but it does depend on
+    :math:`\sigma^2`: the noise sets the scale below which two inputs count as the same.
+
+    Distances are computed in float32, ``chunk`` rows at a time, so memory is
+    ``chunk * N`` floats, on one thread (small operations gain nothing from more).
+    """
+    if activations.ndim != 2:
+        raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
+    if noise_variance <= 0:
+        raise ValueError(f"noise_variance must be positive, got {noise_variance}")
+    scale = {"upper": 2.0, "lower": 8.0}.get(bound)
+    if scale is None:
+        raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
+    h = activations.detach().to(torch.float32)
+    n = h.shape[0]
+    labels = _check_labels(labels, n)
+    onehot = F.one_hot(labels).to(torch.float32)  # [N, C]
+    squared = (h * h).sum(1)
+    class_sums = torch.empty(n, onehot.shape[1], dtype=torch.float64)
+    with one_thread():
+        for start in range(0, n, chunk):
+            rows = slice(start, start + chunk)
+            distance = (squared[rows, None] + squared[None, :] - 2 * h[rows] @ h.T).clamp_(min=0)
+            # Exponents below -80 would only give denormal floats (ten times slower on x86);
+            # cut there, their whole contribution to a row sum (at least 1) stays below 1e-30.
+            kernel = distance.mul_(-1.0 / (scale * noise_variance)).clamp_(min=-80.0).exp_()  # [chunk, N]
+            class_sums[rows] = (kernel @ onehot).to(torch.float64)
+    class_sizes = onehot.sum(0).to(torch.float64)
+    # Every row sum includes the row's own kernel value 1, so no logarithm sees 0.
+    log_mixture = torch.log(class_sums.sum(1) / n)
+    log_class_mixture = torch.log(class_sums.gather(1, labels[:, None])[:, 0] / class_sizes[labels])
+    i_xt = float(-log_mixture.mean()) / math.log(2)
+    i_ty = float((log_class_mixture - log_mixture).mean()) / math.log(2)
+    return InformationEstimate(i_xt=i_xt, i_ty=i_ty)
+
+
+def _check_labels(labels: Tensor, n: int) -> Tensor:
+    labels = labels.flatten().long()
+    if labels.shape[0] != n:
+        raise ValueError(f"need one label per row: got {labels.shape[0]} labels for {n} rows")
+    if (labels < 0).any():
+        raise ValueError("labels must be non-negative class indices 0..C-1")
+    return labels
+
+
+def _joint_counts(codes: Tensor, labels: Tensor) -> Tensor:
+    """The [K, C] histogram of (cell, label) pairs."""
+    joint = torch.zeros(int(codes.max()) + 1, int(labels.max()) + 1, dtype=torch.float64)
+    joint.index_put_((codes, labels), torch.ones(codes.shape[0], dtype=torch.float64), accumulate=True)
+    return joint

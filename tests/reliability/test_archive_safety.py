@@ -136,28 +136,30 @@ def test_the_same_members_without_the_hostile_one_extract(tmp_path):
         assert sorted(p.name for p in root.iterdir()) == ["top"]
 
 
-def hostile_uc_merced(server: Path, victim: Path) -> tuple[Path, str]:
-    archive = uc_merced_zip(server / "UCMerced_LandUse.zip")
+# Each publishes a hostile archive whose published digest matches it: the MD5 check
+# cannot save us here. Returns the member that must be named.
+def hostile_uc_merced(monkeypatch, server: Path, victim: Path) -> str:
     entries, named = hostile_entries("dotdot", victim)
-    return write_zip_entries(archive, entries, mode="a"), named
+    archive = write_zip_entries(uc_merced_zip(server / "UCMerced_LandUse.zip"), entries, mode="a")
+    monkeypatch.setattr(uc_merced, "ARCHIVE", served(archive))
+    return named
 
 
-def hostile_dtd(server: Path, victim: Path) -> tuple[Path, str]:
-    base, _ = dtd_tar(server / "base" / "dtd-r1.0.1.tar.gz")
+def hostile_dtd(monkeypatch, server: Path, victim: Path) -> str:
     entries, named = hostile_entries("symlink out, then a file through it", victim)
-    return write_tar_entries(server / "dtd-r1.0.1.tar.gz", entries, base=base), named
+    base, _ = dtd_tar(server / "base" / "dtd-r1.0.1.tar.gz")
+    archive = write_tar_entries(server / "dtd-r1.0.1.tar.gz", entries, base=base)
+    monkeypatch.setattr(torchvision.datasets.DTD, "_URL", archive.as_uri())
+    monkeypatch.setattr(torchvision.datasets.DTD, "_MD5", md5_of(archive))
+    return named
 
 
-@pytest.mark.parametrize("name, build, lands", [
+@pytest.mark.parametrize("name, publish, lands", [
     ("uc-merced", hostile_uc_merced, "UCMerced_LandUse.zip"),
     ("dtd", hostile_dtd, "dtd/dtd-r1.0.1.tar.gz"),
 ])
-def test_a_hostile_download_is_refused_and_leaves_only_the_archive(tmp_path, victim, monkeypatch, name, build, lands):
-    archive, named = build(tmp_path / "server", victim)
-    # The published digest matches the hostile file: the MD5 check cannot save us here.
-    monkeypatch.setattr(uc_merced, "ARCHIVE", served(archive))
-    monkeypatch.setattr(torchvision.datasets.DTD, "_URL", archive.resolve().as_uri())
-    monkeypatch.setattr(torchvision.datasets.DTD, "_MD5", md5_of(archive))
+def test_a_hostile_download_is_refused_and_leaves_only_the_archive(tmp_path, victim, monkeypatch, name, publish, lands):
+    named = publish(monkeypatch, tmp_path / "server", victim)
     root = tmp_path / "data"
     with pytest.raises(ArchiveError, match=re.escape(f"member {named!r}")):
         get_dataset(name, "train", root=root, download=True)

@@ -1,8 +1,10 @@
-"""Tiny archives in the real on-disk layouts of the published datasets, for the tests."""
+"""Tiny archives in the real on-disk layouts of the published datasets, for the tests,
+and a snapshot of a folder to show that a refused operation changed nothing on disk."""
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import pickle
 import struct
 import tarfile
@@ -43,6 +45,19 @@ def write_tar(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | 
             info.linkname = target
             archive.addfile(info)
     return path
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder``: relative path -> MD5 of a file, "dir", the target of
+    a link (not followed), or "special" (a FIFO or device is never opened)."""
+    def describe(path: Path) -> str:
+        if path.is_symlink():
+            return f"link to {os.readlink(path)}"
+        if path.is_dir():
+            return "dir"
+        return hashlib.md5(path.read_bytes()).hexdigest() if path.is_file() else "special"
+
+    return {str(path.relative_to(folder)): describe(path) for path in sorted(folder.rglob("*"))}
 
 
 def served(path: Path) -> RemoteArchive:

@@ -1,5 +1,4 @@
 """Bad input gets a clear error, and nothing on disk is lost."""
-import hashlib
 import re
 import zipfile
 from pathlib import Path
@@ -11,6 +10,7 @@ from archive_builders import (
     cifar100_tar,
     image_bytes,
     served,
+    snapshot,
     tiny_imagenet_zip,
     uc_merced_zip,
     write_tar,
@@ -26,14 +26,6 @@ from ib_tutorial.data import (
     uc_merced,
 )
 from ib_tutorial.data.archives import COMPLETE_MARKER, RemoteArchive, extract, md5_of
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every file and folder under ``folder``: relative path -> MD5 (or "dir")."""
-    return {
-        str(path.relative_to(folder)): "dir" if path.is_dir() else hashlib.md5(path.read_bytes()).hexdigest()
-        for path in sorted(folder.rglob("*"))
-    }
 
 
 @pytest.fixture

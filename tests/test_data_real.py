@@ -147,7 +147,7 @@ def test_dtd_official_partition_follows_the_labels_files(tmp_path, monkeypatch):
     for split in ("train", "val", "test"):
         dataset = get_dataset("dtd", split, root=root, download=True)
         assert dataset.classes == DTD_CLASSES
-        listed = [f"{DTD_CLASSES[label]}/{path.name}" for path, label in zip(dataset._image_files, dataset._labels)]
+        listed = [f"{DTD_CLASSES[label]}/{path.name}" for path, label in dataset.samples]
         assert listed == splits[split]
         assert dataset[0][0].mode == "RGB"
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from . import tiny_imagenet, uc_merced
 from .archives import ArchiveError, ChecksumError, DatasetNotFoundError
+from .folders import CorruptImageError
 from .synthetic import SPLITS, SyntheticWorld
 from .torchvision_sets import load_cifar100, load_dtd, load_eurosat
 
@@ -152,6 +153,11 @@ def get_dataset(
               ``images/<class>/`` without ``labels/``, absolute or inside the data
               root) with ``train_fraction`` and ``split_seed``.
             - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
+            - every dataset read from image files (``tiny-imagenet``, ``uc-merced``,
+              ``dtd``, ``eurosat``): ``skip_corrupt`` (``False``). When true, every
+              image of the split is decoded once up front and the unreadable ones
+              are left out, with a warning naming them and the count; the dataset's
+              ``corrupt_files`` lists them. The split itself is unchanged.
 
     Raises:
         ValueError: for an unknown name, split or option, naming the known ones.
@@ -159,6 +165,8 @@ def get_dataset(
             shows the expected layout under ``root``.
         ChecksumError: a file's MD5 differs; the message names the file and both digests.
         ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
+        CorruptImageError: (when an item is read, not here) an image file that
+            cannot be decoded; the message names the file and ``skip_corrupt``.
     """
     info = _dataset_info(name)
     if split not in info.splits:
@@ -199,6 +207,7 @@ __all__ = [
     "DATASETS",
     "ArchiveError",
     "ChecksumError",
+    "CorruptImageError",
     "DatasetInfo",
     "DatasetNotFoundError",
     "SyntheticWorld",

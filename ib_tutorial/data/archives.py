@@ -2,7 +2,8 @@
 
 The rules, so that nothing on disk is lost and nothing half-done is trusted:
 
-- A download goes to ``<file>.part`` and is renamed only when complete.
+- A download goes to ``<file>.part`` and is renamed only when complete: every byte
+  the server announced arrived. A download cut short is removed and the next URL tried.
 - An archive is used only if its MD5 matches; a mismatch names the file and both
   digests, and leaves the file where it is (never deleted behind the user's back).
 - Extraction checks every member first: absolute paths, ``..`` components and links
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -88,13 +90,19 @@ def fetch(archive: RemoteArchive, destination: Path) -> None:
             with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as file:
                 length = response.headers.get("Content-Length")
                 total = int(length) if length else None
+                received = 0
                 with tqdm(total=total, unit="B", unit_scale=True, desc=archive.filename) as bar:
                     while chunk := response.read(CHUNK):
                         file.write(chunk)
+                        received += len(chunk)
                         bar.update(len(chunk))
+            # urllib ends a response whose connection closed early as if it were complete.
+            if total is not None and received != total:
+                raise OSError(f"the download stopped after {received:,} of {total:,} bytes")
             os.replace(partial, destination)
             return
-        except (urllib.error.URLError, OSError) as error:
+        # HTTPException: e.g. IncompleteRead, when a chunked response is cut short.
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             failures.append(f"{url}: {error}")
     partial.unlink(missing_ok=True)  # our own incomplete download, never a user's file
     raise ArchiveError(

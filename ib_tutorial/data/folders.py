@@ -4,10 +4,19 @@ Every real dataset of the book ends as an :class:`ImageFiles`: a list of
 ``(path, label)`` pairs read as RGB PIL images. Datasets that publish no split
 (UC Merced, EuroSAT, a DTD folder without its ``labels/``) are split here, class by
 class, reproducibly from a recorded seed.
+
+Unreadable files (truncated, zero bytes, not an image at all). Reading one always
+raises :class:`CorruptImageError` naming the file and the fixes; a DataLoader worker
+passes it to the main process like any exception. With ``skip_corrupt=True`` every
+file of the split is decoded once when the dataset is made, and those that fail are
+left out, listed in ``corrupt_files`` and announced in one warning. The check decodes
+the pixels: PIL's ``verify()`` reads headers only and passes a JPEG cut in half. It
+runs after the split, so skipping a file moves no other file between train and test.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +25,39 @@ from PIL import Image
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp"}
 STRATIFIED_SPLITS = ("train", "test")
+# What PIL raises for a file it cannot decode; a corrupt header may claim an enormous
+# size, which PIL refuses with DecompressionBombError (not an OSError).
+UNREADABLE = (OSError, Image.DecompressionBombError)
+CORRUPT_SHOWN = 5  # paths the skip warning names before "..."
+
+
+class CorruptImageError(OSError):
+    """An image file PIL cannot decode: truncated, empty, or not an image."""
+
+
+def read_rgb(path: Path) -> Image.Image:
+    """The image at ``path`` as RGB, or :class:`CorruptImageError` naming the file and the fixes."""
+    try:
+        with Image.open(path) as file:
+            return file.convert("RGB")
+    except UNREADABLE as error:
+        raise CorruptImageError(
+            f"Cannot read image {path} ({type(error).__name__}: {error}). Delete or replace that file "
+            "(for a downloaded dataset: remove its folder and call again with download=True), "
+            "or pass skip_corrupt=True to get_dataset to leave unreadable files out."
+        ) from error
+
+
+def unreadable_files(paths: Sequence[Path]) -> list[Path]:
+    """The files among ``paths`` that PIL cannot decode completely."""
+    bad = []
+    for path in paths:
+        try:
+            with Image.open(path) as file:
+                file.load()
+        except UNREADABLE:
+            bad.append(path)
+    return bad
 
 
 class ImageFiles(torch.utils.data.Dataset):
@@ -23,10 +65,12 @@ class ImageFiles(torch.utils.data.Dataset):
 
     Grayscale, palette and CMYK files are converted to RGB, so every item has three
     channels. ``fix_image`` (optional) is applied before ``transform``, e.g. a
-    dataset's policy for images of an unexpected size.
+    dataset's policy for images of an unexpected size. ``skip_corrupt`` leaves out the
+    files that cannot be decoded (see the module docstring), with a warning.
 
     Attributes:
         samples: list of ``(path, label)``.
+        corrupt_files: the files left out by ``skip_corrupt`` (empty without it).
         classes: class names, indexed by label.
         targets: the label of every item.
         info: how the list was made (e.g. the split seed and fraction, a size policy).
@@ -39,7 +83,20 @@ class ImageFiles(torch.utils.data.Dataset):
         transform: Callable | None = None,
         fix_image: Callable[[Image.Image], Image.Image] | None = None,
         info: dict | None = None,
+        skip_corrupt: bool = False,
     ) -> None:
+        self.corrupt_files = unreadable_files([path for path, _ in samples]) if skip_corrupt else []
+        if self.corrupt_files:
+            skipped = set(self.corrupt_files)
+            samples = [(path, label) for path, label in samples if path not in skipped]
+            shown = ", ".join(str(path) for path in self.corrupt_files[:CORRUPT_SHOWN])
+            more = ", ..." if len(self.corrupt_files) > CORRUPT_SHOWN else ""
+            warnings.warn(
+                f"skip_corrupt=True: left out {len(self.corrupt_files)} unreadable image file(s), "
+                f"keeping {len(samples)}: {shown}{more} (all in the dataset's corrupt_files). "
+                "Delete or re-download them to use the whole dataset.",
+                stacklevel=4,  # ImageFiles <- dataset loader <- get_dataset <- its caller
+            )
         self.samples = samples
         self.classes = classes
         self.transform = transform
@@ -55,11 +112,7 @@ class ImageFiles(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int):
         path, label = self.samples[index]
-        try:
-            with Image.open(path) as file:
-                image = file.convert("RGB")
-        except OSError as error:
-            raise OSError(f"Cannot read image {path}: {error}. Delete the dataset folder and download it again.") from error
+        image = read_rgb(path)
         if self.fix_image is not None:
             image = self.fix_image(image)
         return (image if self.transform is None else self.transform(image)), label

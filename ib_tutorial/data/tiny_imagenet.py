@@ -73,9 +73,15 @@ def val_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
 
 
 def load(
-    split: str, root=None, download: bool = False, transform: Callable | None = None
+    split: str,
+    root=None,
+    download: bool = False,
+    transform: Callable | None = None,
+    *,
+    skip_corrupt: bool = False,
 ) -> ImageFiles:
-    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``)."""
+    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``);
+    ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`)."""
     folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "Tiny ImageNet", LAYOUT)
     wnids, names = read_classes(folder)
     if len(wnids) != OFFICIAL_CLASSES:
@@ -86,4 +92,5 @@ def load(
             stacklevel=3,
         )
     samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids)
-    return ImageFiles(samples, names, transform, info={"wnids": wnids, "folder": str(folder), "num_classes": len(wnids)})
+    info = {"wnids": wnids, "folder": str(folder), "num_classes": len(wnids)}
+    return ImageFiles(samples, names, transform, info=info, skip_corrupt=skip_corrupt)

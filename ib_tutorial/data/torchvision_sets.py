@@ -2,8 +2,11 @@
 
 Downloads use the URLs and MD5 digests torchvision publishes for these datasets,
 through :mod:`ib_tutorial.data.archives` (so a bad file gets the same clear error,
-and extraction the same path checks, as every other dataset); reading is
-torchvision's, which checks CIFAR-100's extracted files against its own MD5s too.
+and extraction the same path checks, as every other dataset). CIFAR-100 is read by
+torchvision, which checks its extracted files against its own MD5s too; DTD and
+EuroSAT take torchvision's file lists and are read as
+:class:`~ib_tutorial.data.folders.ImageFiles`, so an unreadable image gets the same
+error, and ``skip_corrupt`` the same meaning, as in every folder-based dataset.
 
 - CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000
   test. Highly object-centric: one small object fills each image.
@@ -69,12 +72,14 @@ def load_dtd(
     folder: str | Path | None = None,
     train_fraction: float = 0.8,
     split_seed: int = 0,
-):
+    skip_corrupt: bool = False,
+) -> ImageFiles:
     """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
     with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
     stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused).
     A relative ``folder`` is taken inside the data root (``folder="dtd"`` reads
-    ``<root>/dtd/images``), so a run's configuration names no machine's paths."""
+    ``<root>/dtd/images``), so a run's configuration names no machine's paths.
+    ``skip_corrupt`` leaves unreadable image files out of either."""
     if folder is not None:
         base = Path(folder).expanduser()
         base = base if base.is_absolute() else data_root(root) / base
@@ -87,15 +92,20 @@ def load_dtd(
             raise ValueError("A DTD folder without labels/ is split into train and test only; use split='test'.")
         files = class_folders(images)
         info = {"train_fraction": train_fraction, "split_seed": split_seed, "folder": str(base)}
-        return ImageFiles(stratified_split(files, split, train_fraction, split_seed), list(files), transform, info=info)
+        samples = stratified_split(files, split, train_fraction, split_seed)
+        return ImageFiles(samples, list(files), transform, info=info, skip_corrupt=skip_corrupt)
 
     from torchvision.datasets import DTD
 
     if not 1 <= partition <= 10:
         raise ValueError(f"DTD partition must be 1 to 10, got {partition}.")
     archive = RemoteArchive(Path(DTD._URL).name, DTD._MD5, (DTD._URL,))
-    prepare(archive, data_root(root) / "dtd", "dtd", ("images", "labels"), download, "DTD", DTD_LAYOUT)
-    return DTD(str(data_root(root)), split=split, partition=partition, transform=transform)
+    folder = prepare(archive, data_root(root) / "dtd", "dtd", ("images", "labels"), download, "DTD", DTD_LAYOUT)
+    # torchvision's DTD reads labels/<split><partition>.txt into these two lists.
+    listing = DTD(str(data_root(root)), split=split, partition=partition)
+    samples = list(zip(listing._image_files, listing._labels))
+    info = {"partition": partition, "folder": str(folder)}
+    return ImageFiles(samples, listing.classes, transform, info=info, skip_corrupt=skip_corrupt)
 
 
 def load_eurosat(
@@ -106,9 +116,11 @@ def load_eurosat(
     *,
     train_fraction: float = 0.8,
     split_seed: int = 0,
+    skip_corrupt: bool = False,
 ) -> ImageFiles:
     """EuroSAT RGB ``train`` or ``test``: torchvision's ``EuroSAT`` file list, split
-    stratified by ``train_fraction`` and ``split_seed``."""
+    stratified by ``train_fraction`` and ``split_seed``; ``skip_corrupt`` leaves
+    unreadable image files out."""
     from torchvision.datasets import EuroSAT
 
     root = data_root(root)
@@ -118,4 +130,5 @@ def load_eurosat(
     for path, label in listing.samples:
         files[listing.classes[label]].append(Path(path))
     info = {"train_fraction": train_fraction, "split_seed": split_seed}
-    return ImageFiles(stratified_split(files, split, train_fraction, split_seed), listing.classes, transform, info=info)
+    samples = stratified_split(files, split, train_fraction, split_seed)
+    return ImageFiles(samples, listing.classes, transform, info=info, skip_corrupt=skip_corrupt)

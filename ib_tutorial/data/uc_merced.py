@@ -53,8 +53,10 @@ def load(
     train_fraction: float = 0.8,
     split_seed: int = 0,
     size_policy: str = "resize",
+    skip_corrupt: bool = False,
 ) -> ImageFiles:
-    """UC Merced ``train`` or ``test`` (stratified, see :func:`~ib_tutorial.data.folders.stratified_split`)."""
+    """UC Merced ``train`` or ``test`` (stratified, see :func:`~ib_tutorial.data.folders.stratified_split`);
+    ``skip_corrupt`` leaves unreadable image files out of it."""
     if size_policy not in SIZE_POLICIES:
         raise ValueError(f"Unknown size_policy {size_policy!r}; use one of {', '.join(SIZE_POLICIES)}.")
     folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "UC Merced Land Use", LAYOUT)
@@ -63,4 +65,5 @@ def load(
         raise DatasetNotFoundError(f"UC Merced: no class folders in {folder / 'Images'}. Expected layout:\n{LAYOUT}")
     samples = stratified_split(files, split, train_fraction, split_seed)
     info = {"train_fraction": train_fraction, "split_seed": split_seed, "size_policy": size_policy, "folder": str(folder)}
-    return ImageFiles(samples, list(files), transform, resize_to_side if size_policy == "resize" else None, info)
+    fix_image = resize_to_side if size_policy == "resize" else None
+    return ImageFiles(samples, list(files), transform, fix_image, info, skip_corrupt=skip_corrupt)

@@ -12,7 +12,7 @@ from .block_profile import TOKEN_CHOICES
 from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
 from .data.spec import parse_option, parse_spec
 from .files import write_json_atomic
-from .ib import run_information_experiment
+from .ib import saved_information_experiment
 from .paper import EXTRA_DATASETS, PAPER_DATASETS
 from .paths import DATA_ENV_VAR, data_root
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
@@ -129,17 +129,11 @@ def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
 def _information_plane(args: argparse.Namespace) -> None:
     preset = get_preset(args.preset)
     print(f"preset {preset.name}: {preset.ib}")
-    experiments = run_information_experiment(preset.ib, tuple(args.activation))
-    summaries = {name: experiment.summary() for name, experiment in experiments.items()}
-    for name, summary in summaries.items():
-        print(f"\n{name}: train accuracy {summary['train_accuracy'][-1]:.3f}, test accuracy {summary['test_accuracy'][-1]:.3f}")
-        for estimator in summary["estimators"].values():
-            print(f"  {estimator['description']}")
-            print("    layer  width  peak I(X;T) (epoch)  final  compression  [bits]")
-            rows = zip(summary["layer_widths"], estimator["peak_bits"], estimator["peak_epoch"], estimator["final_bits"], estimator["compression_bits"])
-            for layer, (width, peak, epoch, final, drop) in enumerate(rows, start=1):
-                print(f"    T{layer}     {width:>3}   {peak:6.2f} ({epoch:>5})      {final:6.2f}  {drop:6.2f}")
+    experiments = saved_information_experiment(preset.ib, tuple(args.activation))
+    for experiment in experiments.values():
+        print("\n" + experiment.compression_report())
     if args.out is not None:
+        summaries = {name: experiment.summary() for name, experiment in experiments.items()}
         write_json_atomic(args.out, {"preset": preset.name, "runs": summaries})
         print(f"\nwrote {args.out}")
 

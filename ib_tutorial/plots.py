@@ -8,7 +8,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .block_profile import Profile
+from .bundles import Bundle
 from .paper import ReportedProfile
+from .results import profile_from_record
 
 
 def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
@@ -83,6 +85,26 @@ def plot_datasets(
     fig.suptitle("EED per block, by dataset")
     add_caption(fig, caption)
     return fig
+
+
+def epoch_label(record: dict) -> str:
+    """``epoch N``, with ``(random init)`` for epoch 0: the legend entry of a stored profile."""
+    return f"epoch {record['epoch']}" + (" (random init)" if record["epoch"] == 0 else "")
+
+
+def plot_bundle(bundle: Bundle) -> tuple[plt.Figure, plt.Figure]:
+    """The two figures of a results bundle (:func:`~ib_tutorial.bundles.load_bundle`): each
+    dataset's profile at the random initialisation and at the last epoch, and every saved
+    epoch as a heatmap; both captioned with what made the bundle."""
+    profiles = {spec: {epoch_label(r): profile_from_record(r) for r in (run.profiles[0], run.profiles[-1])}
+                for spec, run in bundle.runs.items()}
+    curves = plot_datasets(profiles, bundle.caption())
+    heatmaps, axes = panel_grid(len(bundle.runs), 4.5, 3.8)
+    for ax, (spec, run) in zip(axes, bundle.runs.items()):
+        plot_eed_heatmap([r["epoch"] for r in run.profiles], [r["profile"]["eed_percent"] for r in run.profiles],
+                         caption="", ax=ax, title=spec)
+    add_caption(heatmaps, bundle.caption())
+    return curves, heatmaps
 
 
 def plot_texture_knob(

@@ -167,7 +167,8 @@ def profile_caption(record: dict) -> str:
     reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
     model = MODEL_NAMES.get(profile["dim"], "ViT")
     centring = "centred" if profile["center"] else "uncentred"
-    return (f"preset {p['preset']}{reduced}; {p['dataset']}; {record['label']}; {model} (D = {profile['dim']}; "
+    what = record["label"] if record["label"].startswith(p["dataset"]) else f"{p['dataset']}: {record['label']}"
+    return (f"preset {p['preset']}{reduced}; {what}; {model} (D = {profile['dim']}; "
             f"EED% of {profile['dim']}), {p['n_images']} held-out images, {p['n_tokens']:,} tokens "
             f"({profile['tokens']}, {centring}); code {p['code_version'][:10]}, {p['date'][:10]}")
 

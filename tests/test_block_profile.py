@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from ib_tutorial.metrics import CovarianceAccumulator, effective_encoding_dimension
-from ib_tutorial.models import vit_small
+from ib_tutorial.models import embed_tokens, vit_small
 from ib_tutorial.block_profile import profile_model, select_tokens
 
 
@@ -21,10 +21,7 @@ def images():
 def block_outputs_by_hand(model, images):
     """Run patch embedding, position embedding and each block explicitly."""
     with torch.no_grad():
-        x = model.patch_embed(images)
-        x = model._pos_embed(x)
-        x = model.patch_drop(x)
-        x = model.norm_pre(x)
+        x = embed_tokens(model, images)
         outputs = []
         for block in model.blocks:
             x = block(x)
@@ -32,8 +29,16 @@ def block_outputs_by_hand(model, images):
     return outputs
 
 
+def test_embedded_tokens_through_the_blocks_are_the_forward_pass(model, images):
+    """The one use of timm's internals (models.embed_tokens) against its public forward."""
+    with torch.no_grad():
+        by_hand = model.norm(block_outputs_by_hand(model, images)[-1])
+        assert torch.allclose(by_hand, model.forward_features(images), atol=1e-6)
+    assert by_hand.shape == (12, 1 + (32 // 8) ** 2, 384)
+
+
 @pytest.mark.parametrize("tokens", ["all", "cls", "patch", "mean"])
-def test_probe_matches_blocks_run_by_hand(model, images, tokens):
+def test_profile_matches_blocks_run_by_hand(model, images, tokens):
     profile = profile_model(model, images, tokens=tokens, progress=False)
     for index, output in enumerate(block_outputs_by_hand(model, images)):
         expected = effective_encoding_dimension(select_tokens(output, tokens))

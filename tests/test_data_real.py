@@ -26,6 +26,7 @@ from archive_builders import (
 )
 from ib_tutorial.data import get_dataset, torchvision_sets, tiny_imagenet, uc_merced
 from ib_tutorial.data.archives import COMPLETE_MARKER, md5_of
+from ib_tutorial.runs import RunDirectory
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 TINY_SAMPLE = SHARED / "tiny-imagenet-200-sample"
@@ -209,8 +210,7 @@ def test_dtd_folder_trains_and_evaluates_from_the_command_line(tmp_path):
           "--no-progress", "--epochs", "1", "--train-images", "16", "--batch-size", "8", "--img-size", "16",
           "--patch-size", "8", "--local-crop-size", "8", "--knn-train-images", "16", "--knn-eval-images", "8",
           "--out-dim", "32", "--hidden-dim", "32", "--bottleneck-dim", "8"])
-    config = json.loads((out / "config.json").read_text())
-    assert config["held_out_split"] == "test"
+    assert RunDirectory(out).read_config().held_out_split == "test"
     knn = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"knn"' in line]
     assert [record["n_eval"] for record in knn] == [8, 8]
 

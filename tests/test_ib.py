@@ -20,6 +20,7 @@ from ib_tutorial.ib import (
     kde_information,
     layer_eed,
     logged_epochs,
+    saved_information_experiment,
     mutual_information_bits,
     sphere_score,
     toy_task,
@@ -290,3 +291,23 @@ def test_training_is_repeatable():
     settings = dataclasses.replace(get_preset("ci").ib, epochs=20, logged_epochs=3)
     first, second = (train_information_network("tanh", settings, progress=False) for _ in range(2))
     assert all(torch.equal(a, b) for a, b in zip(first.layers, second.layers))
+
+
+def test_a_saved_experiment_is_loaded_back_whole_and_only_for_the_same_settings(tmp_path, capsys):
+    settings = dataclasses.replace(get_preset("ci").ib, epochs=20, logged_epochs=3)
+    first = saved_information_experiment(settings, ("tanh",), folder=tmp_path, progress=False)
+    assert len(list(tmp_path.glob("*.pt"))) == 1 and "loaded" not in capsys.readouterr().out
+    again = saved_information_experiment(settings, ("tanh",), folder=tmp_path, progress=False)
+    assert "loaded" in capsys.readouterr().out
+    a, b = first["tanh"], again["tanh"]
+    assert all(torch.equal(x, y) for x, y in zip(a.trajectory.layers, b.trajectory.layers))
+    assert torch.equal(a.planes["kde"].i_xt, b.planes["kde"].i_xt) and a.summary() == b.summary()
+    assert a.compression_report() == b.compression_report() and "T6" in a.compression_report()
+    saved_information_experiment(dataclasses.replace(settings, bins=10), ("tanh",), folder=tmp_path, progress=False)
+    assert len(list(tmp_path.glob("*.pt"))) == 2  # another setting, another result
+
+
+def test_every_logged_epoch_is_recorded_once_from_the_first_to_the_last():
+    settings = dataclasses.replace(get_preset("ci").ib, epochs=7, logged_epochs=3)
+    run = train_information_network("tanh", settings, progress=False)
+    assert run.epochs[0] == 0 and run.epochs[-1] == 7 and len(run.train_accuracy) == len(run.epochs)

@@ -31,8 +31,8 @@ def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
         run = RunDirectory(bundle / spec_folder(dataset))
         epochs = run.backbone_epochs()
         config = run.read_config()
-        assert epochs[0] == 0 and epochs[-1] == config["train"]["epochs"]
-        assert config["dataset"] == name and config["dataset_options"] == options
+        assert epochs[0] == 0 and epochs[-1] == config.train.epochs
+        assert config.dataset == name and config.dataset_options == options
         records = load_run_profiles(bundle / spec_folder(dataset))
         assert [r["epoch"] for r in records] == epochs
         for record in records:
@@ -45,7 +45,7 @@ def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
         assert entry["random_init_eed_percent"] == records[0]["profile"]["eed_percent"]
         assert entry["final_eed_percent"] == records[-1]["profile"]["eed_percent"]
         assert entry["knn_accuracy"] is not None and entry["knn_accuracy_first"]["epoch"] == 0
-        patch = config["view"]["patch_size"]
+        patch = config.view.patch_size
         assert entry["raw_patch_dim"] == 3 * patch**2 and 1 <= entry["raw_patch_n_eff"] <= entry["raw_patch_dim"]
         assert all(row["verdict"] == "not reported" for row in entry["comparison"])
     table = (bundle / "comparison.md").read_text()
@@ -139,7 +139,7 @@ def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small
     spec = "dtd:folder=dtd"  # relative to the data root: no machine's path in the run's settings
     out = reproduce("ci", datasets=[spec], out=tmp_path / "bundle", root=root, progress=False)
     config = RunDirectory(out / spec_folder(spec)).read_config()
-    assert config["held_out_split"] == "test" and config["dataset_options"] == {"folder": "dtd"}
+    assert config.held_out_split == "test" and config.dataset_options == {"folder": "dtd"}
     test_images = sum(1 for _ in get_dataset("dtd", "test", root=root, folder="dtd"))
     assert test_images < get_preset("ci").profile.images
     assert all(r["profile"]["n_images"] == test_images for r in load_run_profiles(out / spec_folder(spec)))

@@ -1,38 +1,23 @@
-"""Profile files: schema, provenance, atomic writes."""
+"""Profile files: schema, provenance, captions, atomic writes."""
 import json
-
-import matplotlib
-
-matplotlib.use("Agg")
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from ib_tutorial import plots
-from ib_tutorial.paper import REPORTED
-from ib_tutorial.block_profile import Profile
+from ib_tutorial import results
 from ib_tutorial.results import (
+    code_version,
     config_hash,
     load_profile_record,
+    profile_caption,
     profile_from_record,
-    profile_record,
-    provenance,
     save_profile_record,
     validate_profile_record,
 )
 
-
-def make_profile(depth=12, dim=384):
-    n_eff = [100.0 + 10 * abs(5 - block) for block in range(depth)]
-    return Profile(n_eff=n_eff, eed_percent=[100 * n / dim for n in n_eff], dim=dim, tokens="all",
-                   center=True, n_images=64, n_tokens=64 * 65,
-                   companions={"participation_ratio": [n / 2 for n in n_eff]})
-
-
-def make_record(epoch=3):
-    profile = make_profile()
-    prov = provenance(preset="ci", config={"lr": 1e-3, "epochs": 2}, dataset="synthetic-objects",
-                      profile=profile, device="cpu")
-    return profile_record(profile, label="teacher", epoch=epoch, provenance=prov)
+from profile_records import make_profile, make_record
 
 
 def test_record_round_trips(tmp_path):
@@ -49,7 +34,28 @@ def test_provenance_names_its_sources():
     assert prov["preset"] == "ci" and prov["dataset"] == "synthetic-objects"
     assert prov["n_tokens"] == 64 * 65
     assert {"torch", "timm", "python", "ib-tutorial"} <= set(prov["packages"])
-    assert prov["code_version"]
+    assert prov["code_version"] == code_version()
+
+
+def test_code_version_is_the_checkout_commit_and_says_when_it_is_dirty():
+    """The commit the package was loaded from, ``+dirty`` exactly when tracked files differ
+    from it; the package version outside a git checkout."""
+    version = code_version()
+    git = ["git", "-C", str(Path(results.__file__).parent)]
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        assert version.startswith("ib-tutorial ")
+        return
+    changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", version)
+    assert version == head.stdout.strip() + ("+dirty" if changed else "")
+
+
+def test_the_caption_of_a_record_names_its_source():
+    caption = profile_caption(make_record())
+    assert caption.startswith("preset ci (reduced") and "synthetic-objects" in caption and "ViT-S (D = 384" in caption
+    assert "64 held-out images" in caption and "4,160 tokens (all, centred)" in caption
 
 
 def test_config_hash_ignores_key_order_but_not_values():
@@ -79,52 +85,3 @@ def test_a_broken_file_is_named_and_left_alone(tmp_path):
     with pytest.raises(ValueError, match="0.json"):
         load_profile_record(path)
     assert path.read_text() == '{"schema": '
-
-
-def test_plots_build_from_stored_records(tmp_path):
-    records = [make_record(epoch) for epoch in (0, 1, 2)]
-    profiles = {f"epoch {r['epoch']}": profile_from_record(r) for r in records}
-    ax = plots.plot_block_profile(profiles, "caption", reported=REPORTED["tiny-imagenet"])
-    assert ax.get_xlabel().startswith("block index") and ax.get_ylabel().startswith("EED")
-    assert len(ax.get_lines()) >= 3
-    heat = plots.plot_eed_heatmap([0, 1, 2], [r["profile"]["eed_percent"] for r in records], "caption")
-    assert heat.images[0].get_array().shape == (12, 3)
-    fig = plots.plot_datasets({"cifar100": profiles, "uc-merced": profiles}, "caption", reported=REPORTED)
-    assert len(fig.axes) == 2
-    comp = plots.plot_companions(profiles["epoch 0"], "caption")
-    assert len(comp.get_lines()) == 2
-
-
-def test_knob_plot_orders_points_by_texture_weight():
-    ax = plots.plot_texture_knob([1.0, 0.0, 0.5], {"trained": [30.0, 10.0, 20.0], "random init": [5.0, 4.0, 6.0]},
-                                 blocks=(2, 3, 4), caption="caption")
-    trained = ax.get_lines()[0]
-    assert list(trained.get_xdata()) == [0.0, 0.5, 1.0] and list(trained.get_ydata()) == [10.0, 20.0, 30.0]
-    assert "L2-L4" in ax.get_ylabel() and ax.get_xlabel().startswith("texture_weight")
-
-
-def test_explorer_builds_from_stored_records_and_follows_the_controls():
-    from ib_tutorial.widgets import profile_explorer
-
-    records = [make_record(epoch) for epoch in (0, 5, 10)]
-    other = make_record(10)
-    other["provenance"]["dataset"] = "synthetic-textures"
-    explorer = profile_explorer(records + [other])
-    controls, slider, stack = explorer.children
-    dataset, tokens, metric = controls.children
-    assert dataset.value == "synthetic-objects"
-    assert len(stack.children) == 3 and list(slider.options) == [0, 5, 10]
-    assert stack.selected_index == 2
-    first_png = bytes(stack.children[0].value)
-    assert first_png.startswith(b"\x89PNG")
-    metric.value = "participation_ratio"
-    assert bytes(stack.children[0].value) != first_png
-    dataset.value = "synthetic-textures"
-    assert len(stack.children) == 1
-
-
-def test_explorer_needs_records():
-    from ib_tutorial.widgets import profile_explorer
-
-    with pytest.raises(ValueError, match="ib-tutorial profile"):
-        profile_explorer([])

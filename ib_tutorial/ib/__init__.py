@@ -25,7 +25,14 @@ from .estimators import (
     kde_information,
     mutual_information_bits,
 )
-from .experiment import InformationExperiment, InformationPlane, information_plane, layer_eed, run_information_experiment
+from .experiment import (
+    InformationExperiment,
+    InformationPlane,
+    information_plane,
+    layer_eed,
+    run_information_experiment,
+    saved_information_experiment,
+)
 from .model import (
     ACTIVATIONS,
     INPUT_BITS,
@@ -46,6 +53,6 @@ __all__ = [
     "InformationNetwork", "InformationPlane", "ToyTask", "Trajectory", "bin_codes", "binned_information",
     "discrete_information", "entropy_bits", "ib_lagrangian", "icosahedron_vertices", "independence_bias_bits",
     "information_plane", "kde_information", "layer_eed", "logged_epochs", "mutual_information_bits",
-    "plot_information_planes", "plot_layer_eed", "run_information_experiment", "sphere_score", "toy_task",
+    "plot_information_planes", "plot_layer_eed", "run_information_experiment", "saved_information_experiment", "sphere_score", "toy_task",
     "train_information_network",
 ]

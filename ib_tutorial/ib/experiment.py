@@ -1,14 +1,20 @@
 """The trajectory of every layer in the information plane, the EED of every layer, and
-the whole experiment (both activations, both estimators) as one call."""
+the whole experiment (both activations, both estimators) as one call, saved and loaded
+again while its settings and code are unchanged."""
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
+from ..files import atomic_write
 from ..metrics import effective_encoding_dimension
+from ..paths import data_root
 from ..presets import IBSettings
 from .estimators import ESTIMATORS, InformationEstimate, binned_information, kde_information
 from .model import LAYER_WIDTHS, Trajectory, toy_task, train_information_network
@@ -142,6 +148,39 @@ class InformationExperiment:
             "eed": [[None if math.isnan(v) else v for v in row] for row in self.eed.tolist()],
         }
 
+    def state(self) -> dict:
+        """Everything, activations included, as tensors and plain data (``torch.save``
+        writes it and ``torch.load(weights_only=True)`` reads it back)."""
+        run = self.trajectory
+        return {
+            "activation": run.activation, "settings": asdict(run.settings), "epochs": run.epochs,
+            "layers": run.layers, "labels": run.labels, "train_accuracy": run.train_accuracy,
+            "test_accuracy": run.test_accuracy, "train_loss": run.train_loss, "eed": self.eed,
+            "planes": {name: {"estimator": p.estimator, "i_xt": p.i_xt, "i_ty": p.i_ty} for name, p in self.planes.items()},
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "InformationExperiment":
+        run = Trajectory(state["activation"], IBSettings(**state["settings"]), state["epochs"], state["layers"],
+                         state["labels"], state["train_accuracy"], state["test_accuracy"], state["train_loss"])
+        planes = {name: InformationPlane(run.activation, p["estimator"], run.epochs, p["i_xt"], p["i_ty"])
+                  for name, p in state["planes"].items()}
+        return cls(run, planes, state["eed"])
+
+    def compression_report(self) -> str:
+        """Train and test accuracy, then per estimator and layer the peak of I(X;T), its
+        epoch, its final value and the compression (peak minus final), in bits."""
+        summary = self.summary()
+        lines = [f"{summary['activation']}: train accuracy {summary['train_accuracy'][-1]:.3f}, "
+                 f"test accuracy {summary['test_accuracy'][-1]:.3f}"]
+        for estimator in summary["estimators"].values():
+            lines += [f"  {estimator['description']}", "    layer  width  peak I(X;T) (epoch)  final  compression  [bits]"]
+            rows = zip(summary["layer_widths"], estimator["peak_bits"], estimator["peak_epoch"], estimator["final_bits"],
+                       estimator["compression_bits"])
+            lines += [f"    T{layer}     {width:>3}   {peak:6.2f} ({epoch:>5})      {final:6.2f}  {drop:6.2f}"
+                      for layer, (width, peak, epoch, final, drop) in enumerate(rows, start=1)]
+        return "\n".join(lines)
+
 
 def run_information_experiment(
     settings: IBSettings,
@@ -157,3 +196,33 @@ def run_information_experiment(
         planes = {name: information_plane(trajectory, name, progress=progress) for name in ESTIMATORS}
         experiments[activation] = InformationExperiment(trajectory, planes, layer_eed(trajectory))
     return experiments
+
+
+def saved_information_experiment(
+    settings: IBSettings,
+    activations: tuple[str, ...] = ("tanh", "relu"),
+    folder: str | Path | None = None,
+    progress: bool = True,
+) -> dict[str, InformationExperiment]:
+    """:func:`run_information_experiment`, saved under ``folder`` (default
+    ``<data root>/infoplane``) and loaded from there when the same settings were run by
+    the same code of this subpackage before; a changed setting or estimator is run afresh."""
+    folder = Path(folder) if folder is not None else data_root() / "infoplane"
+    path = folder / f"{experiment_key(settings, activations)}.pt"
+    if path.exists():
+        print(f"loaded {path.name} from {path.parent.name}/ in the data folder: the same settings and code ran "
+              "before (delete the file to run again)")
+        states = torch.load(path, weights_only=True)
+        return {name: InformationExperiment.from_state(state) for name, state in states.items()}
+    experiments = run_information_experiment(settings, activations, progress)
+    atomic_write(path, lambda f: torch.save({name: e.state() for name, e in experiments.items()}, f))
+    return experiments
+
+
+def experiment_key(settings: IBSettings, activations: tuple[str, ...]) -> str:
+    """A digest of the settings, the activations and the source of this subpackage: what
+    decides the result."""
+    digest = hashlib.sha256(json.dumps([asdict(settings), list(activations)], sort_keys=True).encode())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]

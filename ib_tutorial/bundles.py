@@ -1,0 +1,118 @@
+"""Results bundles: what ``ib-tutorial reproduce`` writes, and ``--export`` commits under
+``results/``, read back whole.
+
+A bundle is a folder with ``summary.json`` and one run folder per dataset (its
+``config.json``, ``metrics.jsonl`` and ``profiles/``). :func:`load_bundle` finds a
+committed bundle by name from the package's location, so a notebook reads the same files
+whatever its working directory; :func:`bundle_markdown` and
+:func:`ib_tutorial.plots.plot_bundle` turn one into the table and figures of the book.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paper import MIDDLE
+from .results import profile_caption, stored_results
+from .run_config import RunConfig
+from .run_profiles import load_run_profiles
+from .runs import RunDirectory
+
+
+@dataclass(frozen=True)
+class BundleRun:
+    """One dataset of a bundle.
+
+    Attributes:
+        spec: the dataset as ``reproduce`` named it (``NAME[:KEY=VALUE,...]``).
+        config: the run's configuration.
+        summary: its entry in ``summary.json`` (raw-patch baseline, comparison, ...).
+        profiles: its profile records by epoch; the first is the random initialisation.
+        knn: its k-NN records (``metrics.jsonl``), epoch 0 first.
+        train: its training records, for throughput and the teacher's state.
+    """
+
+    spec: str
+    config: RunConfig
+    summary: dict
+    profiles: list[dict]
+    knn: list[dict]
+    train: list[dict]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A results folder: its name, preset and runs by dataset spec."""
+
+    name: str
+    path: Path
+    preset: str
+    runs: dict[str, BundleRun]
+
+    def caption(self) -> str:
+        """What made the bundle, from the newest profile of its first run (see
+        :func:`~ib_tutorial.results.profile_caption`), with every run's held-out images."""
+        newest = next(iter(self.runs.values())).profiles[-1]
+        images = ", ".join(f"{spec} {run.profiles[-1]['provenance']['n_images']}" for spec, run in self.runs.items())
+        return f"bundle {self.name}: {profile_caption(newest)}; held-out images per dataset: {images}"
+
+
+def load_bundle(where: str | os.PathLike) -> Bundle:
+    """The bundle in folder ``where``, or the committed one of that name under ``results/``
+    (e.g. ``"laptop-real"``).
+
+    Raises:
+        FileNotFoundError: naming the folder and how a bundle is made.
+    """
+    path = Path(where)
+    if not (path / "summary.json").exists():
+        path = stored_results(str(where))
+    if not (path / "summary.json").exists():
+        raise FileNotFoundError(
+            f"No results bundle at {where} (nor {path}): make one with `ib-tutorial reproduce --export DEST`, "
+            "or clone the repository, whose results/ folder holds the committed bundles.")
+    summary = json.loads((path / "summary.json").read_text())
+    runs = {}
+    for spec, entry in summary["datasets"].items():
+        run = RunDirectory(path / entry["run"])
+        runs[spec] = BundleRun(spec, run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
+                               run.read_metrics("train"))
+    return Bundle(path.name, path, summary["preset"], runs)
+
+
+def stored_bundles() -> list[str]:
+    """The names of the bundles committed under ``results/`` (none for an installed package)."""
+    return sorted(p.parent.name for p in stored_results().glob("*/summary.json"))
+
+
+def middle_eed(record: dict) -> float:
+    """Mean EED% of the middle blocks (:data:`~ib_tutorial.paper.MIDDLE`), where the paper
+    finds its minimum."""
+    eed = record["profile"]["eed_percent"]
+    return sum(eed[block] for block in MIDDLE) / len(MIDDLE)
+
+
+def bundle_markdown(bundle: Bundle) -> str:
+    """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from
+    the random initialisation to the end (best in brackets), the raw-patch baseline, the
+    middle and last blocks' EED% from the random initialisation to the end, wall time and
+    median throughput."""
+    blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
+    lines = [f"| `{bundle.name}` | k-NN top-1 %, CLS: init -> end (best) | k-NN top-1 %, mean patch: init -> end (best) "
+             f"| raw patches N_eff | middle EED% ({blocks}): init -> end | last block EED%: init -> end | wall time | images/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for spec, run in bundle.runs.items():
+        cls, mean = [r["top1"] for r in run.knn], [r.get("top1_mean") for r in run.knn]
+        mean_text = "-" if None in mean else f"{mean[0]:.1f} -> {mean[-1]:.1f} ({max(mean):.1f})"
+        first, last = run.profiles[0], run.profiles[-1]
+        rates = sorted(r["images_per_s"] for r in run.train)
+        wall = f"{run.knn[-1]['wall_s'] / 60:.0f} min" if "wall_s" in run.knn[-1] else "-"
+        lines.append(
+            f"| {spec} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
+            f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']} | "
+            f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} | "
+            f"{first['profile']['eed_percent'][-1]:.1f} -> {last['profile']['eed_percent'][-1]:.1f} | "
+            f"{wall} | {rates[len(rates) // 2]:.0f} |")
+    return "\n".join(lines)

@@ -7,6 +7,7 @@ block, before the final LayerNorm.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -147,6 +148,24 @@ def profile_model(
     accumulators = [CovarianceAccumulator(dim, center=center) for _ in blocks]
     reservoirs = [_TokenReservoir(twonn_samples, seed + i) for i in range(len(blocks))] if "twonn" in companions else []
 
+    was_training = model.training
+    model.eval()
+    n_images = 0
+    try:
+        with _recording(blocks, accumulators, reservoirs, tokens, prefix), autocast(device):
+            for images in tqdm(_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
+                model.forward_features(images.to(device, non_blocking=True))
+                n_images += images.shape[0]
+    finally:
+        model.train(was_training)
+    return _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images)
+
+
+@contextlib.contextmanager
+def _recording(blocks, accumulators, reservoirs, tokens: str, prefix: int):
+    """Forward hooks, while open, that hand each block's selected tokens to its accumulator
+    (and, for TwoNN, to its reservoir)."""
+
     def make_hook(index: int):
         def hook(_module, _inputs, output):
             rows = select_tokens(output, tokens, prefix)
@@ -157,19 +176,11 @@ def profile_model(
         return hook
 
     handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(blocks)]
-    was_training = model.training
-    model.eval()
-    n_images = 0
     try:
-        with autocast(device):
-            for images in tqdm(_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
-                model.forward_features(images.to(device, non_blocking=True))
-                n_images += images.shape[0]
+        yield
     finally:
         for handle in handles:
             handle.remove()
-        model.train(was_training)
-    return _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images)
 
 
 def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images) -> Profile:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import types
 import typing
 import warnings
@@ -11,13 +12,15 @@ from pathlib import Path
 from .block_profile import TOKEN_CHOICES
 from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
 from .data.spec import parse_option, parse_spec
-from .files import write_json_atomic
+from .files import DiskFullError, write_json_atomic
 from .ib import saved_information_experiment
 from .paper import EXTRA_DATASETS, PAPER_DATASETS
 from .paths import DATA_ENV_VAR, data_root
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
 from .reproduce import export_bundle, reproduce
 from .run_profiles import profile_run, raw_patch_eed
+from .runs import CheckpointError, RunLockedError
+from .stopping import TrainingStopped
 from .training import NonFiniteLossError, train
 
 
@@ -88,10 +91,24 @@ def _train(args: argparse.Namespace) -> None:
             args.dataset, args.preset, out=args.out, resume=args.resume, root=args.root, download=args.download,
             dataset_options=dict(args.dataset_option), progress=not args.no_progress, **overrides,
         )
-    except (NonFiniteLossError, FileExistsError, ValueError) as error:
+    except TrainingStopped as stopped:
+        _stop(stopped)
+    except RUN_ERRORS as error:
         raise SystemExit(f"error: {error}") from None
     if os.environ.get("RANK", "0") == "0":
         print(f"run written to {path}")
+
+
+# Errors of a run that its message explains in full: shown without a traceback.
+RUN_ERRORS = (NonFiniteLossError, FileExistsError, FileNotFoundError, ValueError, CheckpointError, RunLockedError,
+              DiskFullError)
+
+
+def _stop(stopped: TrainingStopped, also: str = "") -> None:
+    """Print how to resume a run stopped by a signal, and exit with the shell's code for that signal."""
+    if os.environ.get("RANK", "0") == "0":
+        print(f"{stopped}{also}", file=sys.stderr)
+    raise SystemExit(128 + stopped.signal_number)
 
 
 def _show_datasets(args: argparse.Namespace) -> None:
@@ -143,7 +160,7 @@ def _profile(args: argparse.Namespace) -> None:
         paths = profile_run(args.run_dir, tokens=args.tokens, center=not args.uncentred, images=args.images,
                             root=args.root, download=args.download, progress=not args.no_progress)
         n_eff, dim = raw_patch_eed(args.run_dir, images=args.images, root=args.root, download=args.download)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, DiskFullError) as error:
         raise SystemExit(f"error: {error}") from None
     print(f"{len(paths)} profiles in {paths[0].parent}" if paths else f"no saved backbones in {args.run_dir}")
     print(f"raw-patch baseline: the profile images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
@@ -154,13 +171,15 @@ def _reproduce(args: argparse.Namespace) -> None:
     try:
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
                         progress=not args.no_progress, pretrained_control=args.pretrained_control)
-    except (NonFiniteLossError, FileNotFoundError, ValueError) as error:
+    except TrainingStopped as stopped:
+        _stop(stopped, "\nor run this `ib-tutorial reproduce` command again: it resumes the run, then profiles.")
+    except RUN_ERRORS as error:
         raise SystemExit(f"error: {error}") from None
     print(f"results in {out}")
     if args.export is not None:
         try:
             dest = export_bundle(out, args.export, allow_dirty=args.allow_dirty)
-        except ValueError as error:
+        except (ValueError, DiskFullError) as error:
             raise SystemExit(f"error: {error}") from None
         print(f"summary, table, settings, metrics and profiles copied to {dest}")
 

@@ -1,14 +1,25 @@
-"""Writing files so that an interruption never leaves half of one under the final name."""
+"""Writing files so that an interruption, or a full disk, never leaves half of one under
+its final name: every file is written whole beside its destination and then renamed."""
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 
+class DiskFullError(OSError):
+    """No space was left to write a file; the file it was to replace is unchanged."""
+
+
 def atomic_write(path: Path, write) -> None:
-    """Call ``write(file_object)`` on a temporary file beside ``path``, then rename it to ``path``."""
+    """Call ``write(file_object)`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    Raises:
+        DiskFullError: the disk filled up; ``path`` keeps its previous content (if any).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -18,9 +29,41 @@ def atomic_write(path: Path, write) -> None:
             os.fsync(file.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes files private; use the usual mode
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
-        raise
+        raise _disk_full(error, path) from error
+
+
+def atomic_folder(path: Path, fill) -> None:
+    """Call ``fill(folder)`` on a new temporary folder beside ``path``, then put it in place of
+    ``path`` (whose previous content is removed only once the new one is complete).
+
+    Raises:
+        DiskFullError: the disk filled up; ``path`` keeps its previous content (if any).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        fill(temporary)
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            path.rename(old)
+            temporary.rename(path)
+            shutil.rmtree(old)
+        else:
+            temporary.rename(path)
+    except BaseException as error:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise _disk_full(error, path) from error
+
+
+def _disk_full(error: BaseException, path: Path) -> BaseException:
+    """A :class:`DiskFullError` naming ``path`` in place of a bare ENOSPC; other errors as they are."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC and not isinstance(error, DiskFullError):
+        return DiskFullError(errno.ENOSPC, f"No space left on the device to write {path}; it is unchanged. "
+                                           "Free some space (or choose a folder on another disk) and run the command again.")
+    return error
 
 
 def _umask() -> int:

@@ -35,7 +35,7 @@ from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
 from .run_profiles import load_run_profiles, profile_pretrained, profile_run, raw_patch_eed
-from .files import write_json_atomic
+from .files import atomic_folder, write_json_atomic
 from .runs import RunDirectory
 from .training import train
 
@@ -133,7 +133,8 @@ SMALL_RUN_FILES = ("config.json", "metrics.jsonl")
 
 def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
     """Copy a reproduction's summary, table, run settings, metrics and profiles (not its
-    checkpoints or weights) from ``out`` to ``dest``, keeping the layout.
+    checkpoints or weights) from ``out`` to ``dest``, keeping the layout. An existing
+    ``dest`` is replaced whole once the copy is complete, so a failed export leaves it as it was.
 
     Raises:
         ValueError: a profile was measured by code with uncommitted changes (its
@@ -150,16 +151,19 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
         raise ValueError(
             f"{len(dirty)} profiles were measured by uncommitted code, e.g. {dirty[0]}. Commit, delete the runs' "
             "profiles/ folders and run `ib-tutorial reproduce` again (it only re-profiles), or export with --allow-dirty.")
-    dest.mkdir(parents=True, exist_ok=True)
     exported = json.loads(summary.read_text())
     for entry in exported["datasets"].values():  # the run folder relative to the bundle, not this machine's path
         entry["run"] = Path(entry["run"]).name
-    write_json_atomic(dest / "summary.json", exported)
-    if (out / "comparison.md").exists():
-        shutil.copy2(out / "comparison.md", dest / "comparison.md")
-    for run in sorted(p.parent for p in out.glob("*/config.json")):
-        for name in SMALL_RUN_FILES:
-            (dest / run.name).mkdir(exist_ok=True)
-            shutil.copy2(run / name, dest / run.name / name)
-        shutil.copytree(run / "profiles", dest / run.name / "profiles", dirs_exist_ok=True)
+
+    def fill(folder: Path) -> None:
+        write_json_atomic(folder / "summary.json", exported)
+        if (out / "comparison.md").exists():
+            shutil.copy2(out / "comparison.md", folder / "comparison.md")
+        for run in sorted(p.parent for p in out.glob("*/config.json")):
+            (folder / run.name).mkdir()
+            for name in SMALL_RUN_FILES:
+                shutil.copy2(run / name, folder / run.name / name)
+            shutil.copytree(run / "profiles", folder / run.name / "profiles")
+
+    atomic_folder(dest, fill)  # a bundle is replaced whole, or not at all
     return dest

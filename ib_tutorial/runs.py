@@ -7,27 +7,45 @@ A run directory holds::
                                 steps, {"kind": "epoch", ...} (its wall time) after each
                                 epoch, {"kind": "knn", ...} after each k-NN evaluation
     checkpoint.pt               the latest full training state (see ib_tutorial.dino_step)
+    checkpoint-previous.pt      the one before it, in case the latest cannot be read
+    run.lock                    held by the process training into the folder
     backbones/teacher-epoch0000.pt, ...
                                 the teacher backbone's weights at initialisation and at
                                 every checkpoint, for measuring how the blocks change
 
 Every file is written whole to a temporary name and then renamed, so an interruption
-never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line.
+never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line, and a
+last line cut short by a kill is ignored. One process at a time trains into a folder: it
+holds an OS lock on ``run.lock``, which the OS releases when the process ends, however it
+ends.
 """
 from __future__ import annotations
 
+import contextlib
+import datetime
+import errno
+import fcntl
 import json
 import os
 import re
+import socket
 from pathlib import Path
 
 import torch
 
-from .files import atomic_write, write_json_atomic
+from .files import DiskFullError, atomic_write, write_json_atomic
 from .models import build_vit
 from .run_config import RunConfig
 
 BACKBONE_PATTERN = re.compile(r"teacher-epoch(\d{4,})\.pt")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be read: truncated, corrupted, or not a checkpoint of this package."""
+
+
+class RunLockedError(RuntimeError):
+    """Another process is training into the same run directory."""
 
 
 class RunDirectory:
@@ -38,6 +56,8 @@ class RunDirectory:
         self.config_path = self.path / "config.json"
         self.metrics_path = self.path / "metrics.jsonl"
         self.checkpoint_path = self.path / "checkpoint.pt"
+        self.previous_checkpoint_path = self.path / "checkpoint-previous.pt"
+        self.lock_path = self.path / "run.lock"
         self.backbones = self.path / "backbones"
 
     def exists(self) -> bool:
@@ -60,10 +80,12 @@ class RunDirectory:
             file.write(json.dumps(record) + "\n")
 
     def read_metrics(self, kind: str | None = None) -> list[dict]:
-        """All records, or those of one ``kind`` (``"train"``, ``"epoch"`` or ``"knn"``), in order."""
+        """All records, or those of one ``kind`` (``"train"``, ``"epoch"`` or ``"knn"``), in order.
+        A last line without its newline was cut short by a kill, and is left out."""
         if not self.metrics_path.exists():
             return []
-        records = [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
+        lines = self.metrics_path.read_text().split("\n")[:-1]  # the part after the last newline is unfinished
+        records = [json.loads(line) for line in lines if line.strip()]
         return [r for r in records if kind is None or r["kind"] == kind]
 
     def truncate_metrics(self, last_step: int) -> None:
@@ -74,13 +96,84 @@ class RunDirectory:
 
     # --- checkpoints -----------------------------------------------------------
     def save_checkpoint(self, state: dict) -> None:
-        atomic_write(self.checkpoint_path, lambda f: torch.save(state, f))
+        """Write ``state`` as the latest checkpoint; the latest so far becomes the previous one."""
+        staged = self.path / ".checkpoint-next.pt"
+        try:
+            atomic_write(staged, lambda f: torch.save(state, f))  # complete before anything is renamed
+        except DiskFullError as error:
+            raise DiskFullError(errno.ENOSPC, f"No space left on the device to write the checkpoint "
+                                              f"{self.checkpoint_path}; the checkpoints on disk are unchanged. Free "
+                                              "some space and continue with --resume.") from error
+        if self.checkpoint_path.exists():
+            os.replace(self.checkpoint_path, self.previous_checkpoint_path)
+        os.replace(staged, self.checkpoint_path)
 
     def load_checkpoint(self, map_location: str | torch.device = "cpu") -> dict | None:
-        """The latest checkpoint, or ``None`` when the run has none yet."""
-        if not self.checkpoint_path.exists():
-            return None
-        return torch.load(self.checkpoint_path, map_location=map_location, weights_only=True)
+        """The latest checkpoint (the previous one when a kill came between their renames), or
+        ``None`` when the run has none yet. Loaded with ``weights_only=True``: tensors and
+        plain data only, never code.
+
+        Raises:
+            CheckpointError: the checkpoint cannot be read; the message names it, and the
+                previous checkpoint when that one can be read, with what to do.
+        """
+        path = self.checkpoint_path
+        if not path.exists():
+            path = self.previous_checkpoint_path
+            if not path.exists():
+                return None
+            print(f"{self.checkpoint_path.name} is missing; resuming from {path}")
+        try:
+            return torch.load(path, map_location=map_location, weights_only=True)
+        except Exception as error:  # truncated zip, bad pickle, a refused object: all unreadable
+            raise CheckpointError(self._unreadable_message(path, error)) from None
+
+    def _unreadable_message(self, path: Path, error: Exception) -> str:
+        reason = f"{path} cannot be read ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        previous = self.previous_checkpoint_path
+        if path != previous and previous.exists():
+            try:
+                epoch = torch.load(previous, map_location="cpu", weights_only=True)["epoch"]
+            except Exception:
+                return f"{reason}, and neither can the previous one, {previous}. Start a new run with another --out."
+            return (f"{reason}. The previous checkpoint, {previous} (epoch {epoch}), can be: move the broken one "
+                    f"aside (`mv {path} {path}.broken`) and run the same command with --resume again; training "
+                    f"continues from epoch {epoch}.")
+        return f"{reason}, and no earlier checkpoint is left. Start a new run with another --out."
+
+    # --- one process at a time --------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold the run's lock while training into it.
+
+        Raises:
+            RunLockedError: another process holds it (the message says which).
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                file.seek(0)
+                raise RunLockedError(
+                    f"{self.path} is in use by another training process ({file.read().strip() or 'unknown'}); "
+                    "wait for it to finish, or train into another --out.") from None
+            file.seek(0)
+            file.truncate()
+            since = datetime.datetime.now().isoformat(timespec="seconds")
+            file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n")
+            file.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(file, fcntl.LOCK_UN)
+
+    def remove_unfinished_files(self) -> None:
+        """Delete the files a killed write left beside the final ones: temporary files, and a
+        staged checkpoint that was never renamed into place."""
+        leftovers = [*self.path.glob(".*.tmp"), *self.backbones.glob(".*.tmp"), self.path / ".checkpoint-next.pt"]
+        for leftover in leftovers:
+            leftover.unlink(missing_ok=True)
 
     def save_backbone(self, state_dict: dict, epoch: int) -> None:
         atomic_write(self.backbone_path(epoch), lambda f: torch.save(state_dict, f))

@@ -23,9 +23,11 @@ uninterrupted one would.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import signal
 import time
 import warnings
 from dataclasses import dataclass
@@ -45,6 +47,7 @@ from .presets import Preset, get_preset, resolve_device
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory
 from .seeding import epoch_indices, rng_state, seed_all, set_rng_state, subset_indices
+from .stopping import StopRequests, TrainingStopped, resume_command
 
 # Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
 # or teacher information (what the output says about the image) below this fraction of
@@ -89,12 +92,28 @@ def build_data(config: RunConfig, root, download: bool) -> TrainingData:
     )
 
 
+class ResumableSampler(DistributedSampler):
+    """A :class:`~torch.utils.data.DistributedSampler` that can leave out the first ``skip``
+    images of this process's share of an epoch: the batches a run stopped mid-epoch had done."""
+
+    skip = 0
+
+    def __iter__(self):
+        return iter(list(super().__iter__())[self.skip:])
+
+    def __len__(self) -> int:
+        return super().__len__() - self.skip
+
+
 def build_loader(data: TrainingData, config: RunConfig, processes: Processes, device: torch.device) -> DataLoader:
-    sampler = DistributedSampler(
+    sampler = ResumableSampler(
         data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True, seed=config.seed
     )
+    # The loader's own generator: starting an epoch then draws nothing from the global one, so
+    # a run resumed mid-epoch finds the global generator (stochastic depth) where it was saved.
     loader = DataLoader(data.train_views, batch_size=config.batch_per_process, sampler=sampler,
-                        num_workers=config.train.num_workers, pin_memory=device.type == "cuda", drop_last=True)
+                        num_workers=config.train.num_workers, pin_memory=device.type == "cuda", drop_last=True,
+                        generator=torch.Generator().manual_seed(config.seed + processes.rank))
     if len(loader) == 0:
         raise ValueError(
             f"The global batch ({config.train.batch_size}) is larger than the "
@@ -129,9 +148,17 @@ def train(
             :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``
             (e.g. ``epochs=3, lr=1e-3, patch_size=4``).
 
+    A second process training into the same ``out`` is refused (:class:`~ib_tutorial.runs.RunLockedError`).
+    SIGTERM or Ctrl-C stops the run after the step under way, with a checkpoint there
+    (:mod:`ib_tutorial.stopping`).
+
     Raises:
         NonFiniteLossError: when the loss becomes NaN or infinite; the checkpoint on disk is
             the last good one.
+        TrainingStopped: on SIGTERM or SIGINT, after the checkpoint; its message is the
+            command that resumes the run.
+        CheckpointError: ``resume`` found a checkpoint it cannot read (the message names the
+            previous one).
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     preset = preset.replace(device=overrides.get("device", preset.device))
@@ -143,7 +170,9 @@ def train(
         device = choose_device(preset, processes)
         config = RunConfig.resolve(dataset, preset, overrides, dataset_options, processes.world_size, device)
         run = RunDirectory(out if out is not None else default_run_dir(dataset, preset.name))
-        return _train(config, run, resume, root, download, progress, processes, device)
+        resume_hint = resume_command(config, preset, run.path, root)
+        with run.lock() if processes.is_main else contextlib.nullcontext(), StopRequests() as stop:
+            return _train(config, run, resume, root, download, progress, processes, device, stop, resume_hint)
     finally:
         processes.stop()
 
@@ -158,7 +187,7 @@ def choose_device(preset: Preset, processes: Processes) -> torch.device:
 
 
 def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: bool, progress: bool,
-           processes: Processes, device: torch.device) -> Path:
+           processes: Processes, device: torch.device, stop: StopRequests, resume_hint: str) -> Path:
     if run.exists() and not resume:
         raise FileExistsError(f"{run.path} already holds a run; pass --resume to continue it or --out to start a new one.")
     seed_all(config.seed)  # the same data and initial weights in every process
@@ -171,9 +200,10 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:
-        if run.exists():  # drop what the interrupted run logged after its last checkpoint
-            run.truncate_metrics(start.step if start.epoch else -1)
-            tqdm.write(f"resuming {run.path} at epoch {start.epoch} (step {start.step})")
+        if run.exists():  # drop what the interrupted run logged after its last checkpoint, and its unfinished files
+            run.truncate_metrics(start.step if start.step else -1)
+            run.remove_unfinished_files()
+            tqdm.write(f"resuming {run.path} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
     if processes.distributed:
         state.distribute()
@@ -181,9 +211,11 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
 
     step = start.step
     for epoch in range(start.epoch, config.train.epochs):
+        first = start.batch if epoch == start.epoch else 0  # batches a mid-epoch checkpoint had done
         loader.sampler.set_epoch(epoch)
+        loader.sampler.skip = first * config.batch_per_process
         data.train_views.set_epoch(epoch)
-        for views, _ in loader:
+        for batch, (views, _) in enumerate(loader, start=first):
             result = state.forward(views, epoch)
             loss = processes.mean(result.loss.detach()).item()
             if not math.isfinite(loss):  # stop before this step changes any weight
@@ -191,6 +223,10 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             state.update(result.loss, epoch, step)
             step += 1
             recorder.step_done(result, loss, epoch, step)
+            if stop.requested(processes):
+                recorder.save(epoch, step, batch + 1)
+                raise TrainingStopped(_stopped_message(stop.received, recorder.last_saved, resume_hint),
+                                      stop.received or signal.SIGTERM)
         recorder.epoch_done(epoch + 1, step)
     recorder.close()
     return run.path
@@ -198,11 +234,13 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
 
 @dataclass(frozen=True)
 class Position:
-    """Where a run stands: epochs and steps done, and its wall time so far (over resumptions)."""
+    """Where a run stands: in epoch ``epoch`` after its first ``batch`` batches (0 at an
+    epoch's start), ``step`` steps done in all, and its wall time so far (over resumptions)."""
 
     epoch: int = 0
     step: int = 0
     wall_s: float = 0.0
+    batch: int = 0
 
 
 def _restore(run: RunDirectory, state: DINOTraining, processes: Processes, device: torch.device) -> Position:
@@ -213,7 +251,7 @@ def _restore(run: RunDirectory, state: DINOTraining, processes: Processes, devic
     state.load_state_dict(checkpoint)
     rng = checkpoint["rng"]
     set_rng_state(rng[processes.rank] if len(rng) == processes.world_size else rng[0])
-    return Position(checkpoint["epoch"], checkpoint["step"], checkpoint.get("wall_s", 0.0))
+    return Position(checkpoint["epoch"], checkpoint["step"], checkpoint.get("wall_s", 0.0), checkpoint.get("batch", 0))
 
 
 class RunRecorder:
@@ -226,13 +264,13 @@ class RunRecorder:
         self.run, self.config, self.settings, self.state = run, config, config.train, state
         self.data, self.processes, self.device = data, processes, device
         self.wall_before, self.started = start.wall_s, time.perf_counter()
-        self.last_saved = f"{run.checkpoint_path} (epoch {start.epoch}, step {start.step})" if start.epoch else None
+        self.last_saved = f"{run.checkpoint_path} (epoch {start.epoch}, step {start.step})" if start.step else None
         self.warned_epoch, self.rate_since = -1, (time.perf_counter(), start.step)
         self.epoch_started = time.perf_counter()
         self.total_steps = config.train.epochs * config.steps_per_epoch
         self.bar = tqdm(total=self.total_steps, initial=start.step, desc=f"DINO {config.dataset}", unit="step",
                         disable=not (progress and processes.is_main), dynamic_ncols=True)
-        if start.epoch == 0:
+        if start.step == 0:
             if processes.is_main:
                 run.save_backbone(state.teacher.backbone.state_dict(), 0)
             self.evaluate(0, 0)  # the random initialisation: the baseline the k-NN curve starts from
@@ -284,12 +322,15 @@ class RunRecorder:
                            f"{record['top1_mean']:.1f}% on mean-pooled patch tokens ({record['wall_s'] / 60:.1f} min)")
         self.processes.barrier()
 
-    def save(self, epoch: int, step: int) -> None:
+    def save(self, epoch: int, step: int, batch: int = 0) -> None:
+        """A checkpoint in epoch ``epoch`` after ``batch`` of its batches (0: at its start,
+        where the teacher backbone of the epoch is saved too)."""
         rng = self.processes.gather(rng_state())  # every process's generators, so each resumes its own
         if self.processes.is_main:
-            self.run.save_backbone(self.state.teacher.backbone.state_dict(), epoch)
+            if batch == 0:
+                self.run.save_backbone(self.state.teacher.backbone.state_dict(), epoch)
             self.run.save_checkpoint({**self.state.state_dict(), "rng": rng, "epoch": epoch, "step": step,
-                                      "wall_s": self.wall_s()})
+                                      "batch": batch, "wall_s": self.wall_s()})
         self.last_saved = f"{self.run.checkpoint_path} (epoch {epoch}, step {step})"
 
     def close(self) -> None:
@@ -328,6 +369,11 @@ def collapse_message(teacher_entropy: float, teacher_information: float, out_dim
     else:
         return None
     return f"teacher {kind}"
+
+
+def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> str:
+    name = signal.Signals(number).name if number else "a stop request"
+    return f"{name} received: training stopped after writing {last_saved}. Resume it with\n  {resume_hint}"
 
 
 def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:

@@ -110,10 +110,10 @@ def test_pretrained_control_is_skipped_cleanly_offline(bundle, monkeypatch, caps
 def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeypatch):
     # Stand in for the hub download with a randomly initialised ViT-S/16 of the same shape:
     # this checks the writing path, not the pretrained weights.
-    from ib_tutorial import models
+    from ib_tutorial import models, run_profiles
     from ib_tutorial.run_profiles import profile_pretrained
 
-    monkeypatch.setattr(models, "pretrained_dino_vit_small", lambda: models.vit_small(224, 16))
+    monkeypatch.setattr(run_profiles, "pretrained_dino_vit_small", lambda: models.vit_small(224, 16))
     path = profile_pretrained(bundle / spec_folder(DATASETS[1]), images=8)
     record = json.loads(path.read_text())
     validate_profile_record(record)

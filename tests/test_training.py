@@ -5,13 +5,11 @@ crops, a few dozen images) so that each stays within seconds of CPU time.
 """
 import json
 import math
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,36 +22,7 @@ from ib_tutorial.run_config import RunConfig
 from ib_tutorial.runs import RunDirectory
 from ib_tutorial.seeding import epoch_indices
 
-DATASET = "synthetic-objects"
-REPO = Path(__file__).resolve().parents[1]
-# Deterministic metrics; throughput is not.
-COMPARED = ("epoch", "step", "loss", "lr", "weight_decay", "teacher_temp", "momentum", "center_norm",
-            "teacher_entropy", "student_entropy", "kl", "teacher_usage", "teacher_information",
-            "top1", "top5", "top1_mean", "top5_mean")
-TINY = dict(
-    train_images=48, batch_size=8, img_size=16, patch_size=8, local_crop_size=8,
-    knn_train_images=24, knn_eval_images=12, out_dim=64, hidden_dim=64, bottleneck_dim=16,
-)
-TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('_', '-')}", str(value))]
-
-
-def run_command(out: Path, *extra: str, nproc: int = 0) -> list[str]:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] if nproc else [sys.executable]
-    return [*launcher, "-m", "ib_tutorial", "train", "--dataset", DATASET, "--preset", "ci", "--out", str(out),
-            "--no-progress", *TINY_ARGS, *extra]
-
-
-def child_env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-
-
-def same_metrics(first: list[dict], second: list[dict], rel: float) -> None:
-    assert [r["kind"] for r in first] == [r["kind"] for r in second]
-    for a, b in zip(first, second):
-        for key in COMPARED:
-            if key in a:
-                assert b[key] == pytest.approx(a[key], rel=rel, abs=rel), (key, a, b)
-
+from training_runs import DATASET, TINY, child_env, run_command, same_metrics
 
 @pytest.fixture
 def tmp_path(tmp_path):
@@ -120,21 +89,6 @@ def test_existing_runs_are_not_overwritten_or_resumed_with_other_settings(ci_run
         training.train(DATASET, "ci", out=run.path, resume=True, progress=False, lr=1e-3)
 
 
-# Runs the command line in a process that kills itself (SIGKILL) right after writing the
-# checkpoint of epoch KILL_EPOCH: an interruption at a chosen point, whatever the speed.
-KILL_AFTER_CHECKPOINT = """
-import os, signal, sys
-from ib_tutorial import cli, runs
-save = runs.RunDirectory.save_checkpoint
-def save_then_die(self, state):
-    save(self, state)
-    if state["epoch"] == int(os.environ["KILL_EPOCH"]):
-        os.kill(os.getpid(), signal.SIGKILL)
-runs.RunDirectory.save_checkpoint = save_then_die
-cli.main(sys.argv[1:])
-"""
-
-
 def test_resumed_run_equals_uninterrupted_run(tmp_path):
     """Kill a real training process after its first checkpoint, resume it, compare with a run never stopped."""
     settings = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1"]
@@ -142,8 +96,9 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
     subprocess.run(run_command(whole, *settings), env=child_env(), check=True, capture_output=True)
 
     broken = tmp_path / "broken"
-    command = [sys.executable, "-c", KILL_AFTER_CHECKPOINT, *run_command(broken, *settings)[3:]]
-    process = subprocess.run(command, env={**child_env(), "KILL_EPOCH": "1"}, capture_output=True)
+    steps_per_epoch = TINY["train_images"] // TINY["batch_size"]  # killed one step after the first checkpoint
+    process = subprocess.run(run_command(broken, *settings, fault=True),
+                             env=child_env(FAULT=f"step:{steps_per_epoch + 1}"), capture_output=True)
     assert process.returncode == -signal.SIGKILL, process.stderr[-2000:]
     assert torch.load(broken / "checkpoint.pt", weights_only=True)["epoch"] == 1
 

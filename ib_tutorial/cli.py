@@ -175,6 +175,7 @@ def _reproduce(args: argparse.Namespace) -> None:
         _stop(stopped, "\nor run this `ib-tutorial reproduce` command again: it resumes the run, then profiles.")
     except RUN_ERRORS as error:
         raise SystemExit(f"error: {error}") from None
+    print((out / "comparison.md").read_text())
     print(f"results in {out}")
     if args.export is not None:
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from .paths import DATA_ENV_VAR, data_root
+from .paths import DATA_ENV_VAR, data_root, display_path
 from .presets import ENV_VAR, PRESETS, Preset, get_preset, resolve_device
 from .seeding import seed_all
 
@@ -31,7 +31,7 @@ def setup_chapter(preset: str | None = None) -> ChapterSetup:
     print(f"         change with `export {ENV_VAR}=<name>` before starting Jupyter; others: {others}")
     print(f"seed   : {chosen.seed}")
     print(f"device : {device}")
-    print(f"data   : {root} (set {DATA_ENV_VAR} to move it)")
+    print(f"data   : {display_path(root)} (set {DATA_ENV_VAR} to move it)")
     return ChapterSetup(chosen, device, root)
 
 

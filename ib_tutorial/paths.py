@@ -12,3 +12,10 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
     if root is not None:
         return Path(root).expanduser()
     return Path(os.environ.get(DATA_ENV_VAR, "~/.cache/ib_tutorial")).expanduser()
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` as a page shows it: under the home folder as ``~/...``, so a built page does
+    not carry the builder's home."""
+    path, home = Path(path), Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)

@@ -35,7 +35,7 @@ from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
 from .run_profiles import load_run_profiles, profile_pretrained, profile_run, raw_patch_eed
-from .files import atomic_folder, write_json_atomic
+from .files import atomic_folder, atomic_write, write_json_atomic
 from .runs import RunDirectory
 from .training import train
 
@@ -123,8 +123,7 @@ def reproduce(
     table = (f"Preset `{preset.name}`: final teacher of each run against the paper's reported values "
              f"(EED% of the model's width D: 384 for ViT-S, 192 for ViT-Ti; all tokens, centred).\n\n"
              + comparison_markdown(rows))
-    (out / "comparison.md").write_text(table)
-    print(table)
+    atomic_write(out / "comparison.md", lambda f: f.write(table.encode()))
     return out
 
 

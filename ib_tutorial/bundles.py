@@ -17,7 +17,7 @@ from pathlib import Path
 from .paper import MIDDLE
 from .results import profile_caption, stored_results
 from .run_config import RunConfig
-from .run_profiles import load_run_profiles
+from .run_profiles import VARIANTS, load_run_profiles, variant_label
 from .runs import RunDirectory
 
 
@@ -32,6 +32,9 @@ class BundleRun:
         profiles: its profile records by epoch; the first is the random initialisation.
         knn: its k-NN records (``metrics.jsonl``), epoch 0 first.
         train: its training records, for throughput and the teacher's state.
+        pruning: its pruning records (:func:`~ib_tutorial.pruning.prune_run`), if any.
+        variants: the profile records of each other measurement
+            (:data:`~ib_tutorial.run_profiles.VARIANTS`) that the run holds, by its label.
     """
 
     spec: str
@@ -40,6 +43,8 @@ class BundleRun:
     profiles: list[dict]
     knn: list[dict]
     train: list[dict]
+    pruning: list[dict]
+    variants: dict[str, list[dict]]
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,10 @@ def load_bundle(where: str | os.PathLike) -> Bundle:
     runs = {}
     for spec, entry in summary["datasets"].items():
         run = RunDirectory(path / entry["run"])
+        pruning = [json.loads(p.read_text()) for p in sorted((run.path / "pruning").glob("*.json"))]
+        variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
         runs[spec] = BundleRun(spec, run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
-                               run.read_metrics("train"))
+                               run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs})
     return Bundle(path.name, path, summary["preset"], runs)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import types
@@ -17,6 +18,8 @@ from .ib import saved_information_experiment
 from .paper import EXTRA_DATASETS, PAPER_DATASETS
 from .paths import DATA_ENV_VAR, data_root
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
+from .pruning import POOLS as PRUNING_POOLS
+from .pruning import prune_run
 from .reproduce import export_bundle, reproduce
 from .run_profiles import profile_run, raw_patch_eed
 from .runs import CheckpointError, RunLockedError
@@ -167,6 +170,19 @@ def _profile(args: argparse.Namespace) -> None:
           f"(EED {100 * n_eff / dim:.1f} %): the image content that can enter block 0")
 
 
+def _prune(args: argparse.Namespace) -> None:
+    try:
+        path = prune_run(args.run_dir, epoch=args.epoch, pool=args.pool, root=args.root, download=args.download)
+    except (FileNotFoundError, ValueError, DiskFullError) as error:
+        raise SystemExit(f"error: {error}") from None
+    record = json.loads(path.read_text())
+    print(f"{path}: per block, the fewest principal directions that keep {record['keep_fraction']:.0%} of the "
+          f"k-NN accuracy ({record['pool']} pooling), beside N_eff")
+    for block in record["blocks"]:
+        print(f"  L{block['block']:<2d} k = {block['sufficient_k']:4d}  N_eff = {block['n_eff']:6.1f}  "
+              f"unpruned top-1 {block['unpruned']:5.1f} %")
+
+
 def _reproduce(args: argparse.Namespace) -> None:
     try:
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
@@ -219,6 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
     profile.add_argument("--images", type=int, default=None, help="profile images (default: the run preset's)")
+    prune = commands.add_parser(
+        "prune", help="k-NN accuracy of each block pruned to its top k principal directions",
+        description="For one saved teacher of RUN_DIR (default the last), fit each block's principal directions "
+        "on the run's k-NN training images, and measure the k-NN accuracy of the pooled features pruned to k "
+        "directions for every k from 1 to D; write pruning/<pool>-<epoch>.json.",
+    )
+    prune.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
+    prune.add_argument("--epoch", type=int, default=None, help="the saved teacher to prune (default: the last)")
+    prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean",
+                       help="image feature: mean of the patch tokens (default) or the CLS token")
     reproduce = commands.add_parser(
         "reproduce", help="train and profile each dataset, then compare with the paper",
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
@@ -237,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "refused when a profile was measured by uncommitted code")
     reproduce.add_argument("--allow-dirty", action="store_true",
                            help="export even profiles measured by code with uncommitted changes")
-    for command, func in ((profile, _profile), (reproduce, _reproduce)):
+    for command, func in ((profile, _profile), (prune, _prune), (reproduce, _reproduce)):
         command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")

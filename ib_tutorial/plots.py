@@ -107,6 +107,56 @@ def plot_bundle(bundle: Bundle) -> tuple[plt.Figure, plt.Figure]:
     return curves, heatmaps
 
 
+def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11)) -> plt.Figure:
+    """Spectral pruning (:mod:`ib_tutorial.pruning`), one row per labelled record: k-NN
+    accuracy against the number of principal directions kept for a few blocks, each
+    block's N_eff marked on its curve; and per block, the fewest directions that keep 95 %
+    of the unpruned accuracy beside N_eff."""
+    fig, axes = plt.subplots(len(records), 2, figsize=(9.5, 3.4 * len(records)), layout="constrained", squeeze=False)
+    for (curves, sufficient), (label, record) in zip(axes, records.items()):
+        by_block = {b["block"]: b for b in record["blocks"]}
+        for index, block in enumerate(blocks):
+            entry = by_block[block]
+            line, = curves.plot(entry["ks"], entry["accuracy"], label=f"L{block}", color=f"C{index}")
+            curves.axvline(entry["n_eff"], color=line.get_color(), linestyle=":", lw=1)
+        curves.set_xscale("log")
+        curves.set(xlabel="principal directions kept, k (log scale; dotted: N_eff)", ylabel="k-NN top-1 (%)",
+                   title=f"{label}: accuracy of pruned features")
+        curves.legend(fontsize="x-small")
+        order = sorted(by_block)
+        sufficient.plot(order, [by_block[b]["sufficient_k"] for b in order], marker="o",
+                        label=f"fewest k keeping {record['keep_fraction']:.0%} of the accuracy")
+        sufficient.plot(order, [by_block[b]["n_eff"] for b in order], marker="s", linestyle="--", label="N_eff of the tokens")
+        sufficient.set(xlabel="block index l", ylabel="directions", title=f"{label}: directions needed", yscale="log")
+        sufficient.set_xticks(order)
+        sufficient.legend(fontsize="x-small")
+        for ax in (curves, sufficient):
+            ax.grid(alpha=0.3, which="both")
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_measurements(profiles: Mapping[str, Sequence[dict]], caption: str, ax: plt.Axes | None = None,
+                      title: str = "") -> plt.Axes:
+    """The same teachers measured several ways (label -> profile records by epoch): each
+    measurement's EED% per block at the random initialisation (dashed) and at the last
+    epoch (solid), in one colour per measurement."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    for index, (label, records) in enumerate(profiles.items()):
+        first, last = records[0], records[-1]
+        ax.plot(last["profile"]["eed_percent"], marker="o", color=f"C{index}", label=f"{label}, epoch {last['epoch']}")
+        ax.plot(first["profile"]["eed_percent"], linestyle="--", color=f"C{index}", alpha=0.7)
+    ax.plot([], [], linestyle="--", color="0.4", label="dashed: random init")
+    ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)", title=title)
+    ax.set_xticks(range(len(last["profile"]["eed_percent"])))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
 def plot_texture_knob(
     texture_weights: Sequence[float],
     eed_by_label: Mapping[str, Sequence[float]],

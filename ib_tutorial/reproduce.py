@@ -1,4 +1,4 @@
-"""Train and profile each dataset, then compare with the paper: one resumable command.
+"""Train, profile and prune each dataset, then compare with the paper: one resumable command.
 
     ib-tutorial reproduce --preset NAME [--datasets ...] [--out DIR]
 
@@ -8,7 +8,9 @@ the texture knob in one bundle.
 
 Layout of ``DIR``::
 
-    <dataset>/              a training run (see ib_tutorial.runs) with profiles/<epoch>.json;
+    <dataset>/              a training run (see ib_tutorial.runs) with profiles/<epoch>.json,
+                            the other measurements in profiles/<variant>/<epoch>.json, and
+                            pruning/mean-<last epoch>.json (see ib_tutorial.pruning);
                             ``synthetic-mix:texture_weight=0.5`` runs in synthetic-mix_texture_weight=0.5/
     comparison.md           the table against the paper's reported values
     summary.json            per dataset: random-init and final profiles, k-NN accuracy,
@@ -19,7 +21,8 @@ Layout of ``DIR``::
 weights, a few hundred kilobytes, for committing under ``results/``.
 
 Finished work is never redone: a run that reached its last epoch is not trained again, a
-run that stopped part-way resumes from its checkpoint, and existing profiles are kept.
+run that stopped part-way resumes from its checkpoint, and existing profiles and pruning
+curves are kept.
 """
 from __future__ import annotations
 
@@ -34,8 +37,9 @@ from .data.spec import parse_spec, spec_folder
 from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
-from .run_profiles import load_run_profiles, profile_pretrained, profile_run, raw_patch_eed
+from .run_profiles import load_run_profiles, profile_pretrained, profile_run, profile_variants, raw_patch_eed
 from .files import atomic_folder, atomic_write, write_json_atomic
+from .pruning import prune_run
 from .runs import RunDirectory
 from .training import train
 
@@ -94,7 +98,9 @@ def reproduce(
     progress: bool = True,
     pretrained_control: bool = False,
 ) -> Path:
-    """Train and profile every dataset, then write ``summary.json`` and ``comparison.md``.
+    """Train, profile (every measurement of :data:`~ib_tutorial.run_profiles.VARIANTS` too)
+    and prune (:func:`~ib_tutorial.pruning.prune_run`, the last teacher) every dataset,
+    then write ``summary.json`` and ``comparison.md``.
 
     Args:
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
@@ -114,6 +120,8 @@ def reproduce(
         run_dir = out / spec_folder(dataset)
         train_or_resume(dataset, preset, run_dir, root, download, progress)
         profile_run(run_dir, root=root, download=download, progress=progress)
+        profile_variants(run_dir, root=root, download=download, progress=progress)
+        prune_run(run_dir, root=root, download=download)
         summary["datasets"][dataset] = summarise_run(dataset, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
@@ -162,7 +170,9 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
             (folder / run.name).mkdir()
             for name in SMALL_RUN_FILES:
                 shutil.copy2(run / name, folder / run.name / name)
-            shutil.copytree(run / "profiles", folder / run.name / "profiles")
+            for measured in ("profiles", "pruning"):
+                if (run / measured).exists():
+                    shutil.copytree(run / measured, folder / run.name / measured)
 
     atomic_folder(dest, fill)  # a bundle is replaced whole, or not at all
     return dest

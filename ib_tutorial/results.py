@@ -102,8 +102,9 @@ def _package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(*, preset: str, config: dict, dataset: str, profile: Profile, device: str) -> dict:
-    """Everything needed to say where a profile came from."""
+def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_tokens: int, device: str) -> dict:
+    """Everything needed to say where a measurement came from: code, preset, settings,
+    packages, device, date, and the images and tokens it was computed on."""
     return {
         "code_version": code_version(),
         "preset": preset,
@@ -112,8 +113,8 @@ def provenance(*, preset: str, config: dict, dataset: str, profile: Profile, dev
         "device": device,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "dataset": dataset,
-        "n_images": profile.n_images,
-        "n_tokens": profile.n_tokens,
+        "n_images": n_images,
+        "n_tokens": n_tokens,
     }
 
 

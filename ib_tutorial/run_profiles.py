@@ -33,6 +33,16 @@ def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
     return run.path / "profiles" / variant.strip("-") if variant else run.path / "profiles"
 
 
+# The measurement choices the paper leaves open, beside the default (all tokens, centred):
+# which tokens feed the covariance, and whether it is centred.
+VARIANTS = (("cls", True), ("patch", True), ("mean", True), ("all", False))
+
+
+def variant_label(tokens: str, center: bool) -> str:
+    """``all tokens, centred``, ``cls, uncentred``, ...: how a figure names a measurement."""
+    return f"{'all tokens' if tokens == 'all' else tokens}, {'centred' if center else 'uncentred'}"
+
+
 def profile_images(config: RunConfig, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
     """The run's held-out split at its input size (or ``img_size``), reduced to a seeded
     subset of ``images``.
@@ -104,12 +114,21 @@ def profile_run(
         model = run.load_backbone(epoch, device)
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
                                 twonn_samples=preset.profile.twonn_samples, seed=config.seed, progress=False)
-        origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset, profile=profile,
-                            device=str(device))
+        origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset,
+                            n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
         record = profile_record(profile, label=f"{config.dataset} teacher, epoch {epoch}", epoch=epoch,
                                 provenance=origin)
         save_profile_record(folder / f"{epoch}.json", record)
     return [folder / f"{e}.json" for e in epochs]
+
+
+def profile_variants(run_dir: str | os.PathLike, root=None, download: bool = False, progress: bool = True
+                     ) -> dict[str, list[Path]]:
+    """:func:`profile_run` for every measurement in :data:`VARIANTS` (EED alone, no
+    companions): the same teachers on the same images, measured each way the paper leaves open."""
+    return {variant_label(tokens, center): profile_run(run_dir, tokens=tokens, center=center, companions=(), root=root,
+                                                       download=download, progress=progress)
+            for tokens, center in VARIANTS}
 
 
 def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
@@ -156,8 +175,8 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     profile = profile_model(model.to(device), loader, device=device, progress=False)
     # The control's own model and input size replace the run's in its provenance.
     control_config = {**config.to_dict(), "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
-    origin = provenance(preset=preset.name, config=control_config,
-                        dataset=config.dataset, profile=profile, device=str(device))
+    origin = provenance(preset=preset.name, config=control_config, dataset=config.dataset,
+                        n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
     save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
                                              provenance=origin))
     return path

@@ -80,16 +80,19 @@ def build_data(config: RunConfig, root, download: bool) -> TrainingData:
     images = get_dataset(name, "train", root=root, download=download, **options)
     subset = Subset(images, epoch_indices(len(images), train.train_images, seed))
     augmentation = MultiCropAugmentation(config.view, train.local_crops_number)
+    knn_train, knn_eval = knn_image_sets(config, root, download)
+    return TrainingData(MultiCropDataset(subset, augmentation, seed), knn_train, knn_eval, len(images.classes))
 
+
+def knn_image_sets(config: RunConfig, root, download: bool) -> tuple[Subset, Subset]:
+    """The plain (unaugmented) training and held-out images a run's k-NN compares: seeded
+    subsets of ``knn_train_images`` and ``knn_eval_images`` (all when None)."""
+    name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
     plain = eval_transform(config.view.img_size)
     knn_train = get_dataset(name, "train", root=root, download=download, transform=plain, **options)
     knn_eval = get_dataset(name, config.held_out_split, root=root, download=download, transform=plain, **options)
-    return TrainingData(
-        train_views=MultiCropDataset(subset, augmentation, seed),
-        knn_train=Subset(knn_train, subset_indices(len(knn_train), train.knn_train_images, seed + 1)),
-        knn_eval=Subset(knn_eval, subset_indices(len(knn_eval), train.knn_eval_images, seed + 2)),
-        num_classes=len(images.classes),
-    )
+    return (Subset(knn_train, subset_indices(len(knn_train), train.knn_train_images, seed + 1)),
+            Subset(knn_eval, subset_indices(len(knn_eval), train.knn_eval_images, seed + 2)))
 
 
 class ResumableSampler(DistributedSampler):

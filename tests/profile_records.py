@@ -13,5 +13,5 @@ def make_profile(depth=12, dim=384):
 def make_record(epoch=3):
     profile = make_profile()
     prov = provenance(preset="ci", config={"lr": 1e-3, "epochs": 2}, dataset="synthetic-objects",
-                      profile=profile, device="cpu")
+                      n_images=profile.n_images, n_tokens=profile.n_tokens, device="cpu")
     return profile_record(profile, label="teacher", epoch=epoch, provenance=prov)

@@ -205,21 +205,20 @@ class CovarianceAccumulator:
     which stays accurate when the mean is large compared with the spread, where the naive
     :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
 
-    **Precision.** float64 batches are multiplied in float64. Every other dtype (a
-    model's float32 output, float16, bfloat16) is multiplied in float32, half the cost
-    of float64 on a CPU and a small fraction of it on most GPUs:
+    **Precision.** float64 batches are multiplied in float64 (the one-shot functions
+    above always pass float64). Any other dtype (a model's float32 output, float16,
+    bfloat16) is multiplied in float32, half the cost of float64 on a CPU and a small
+    fraction of it on most GPUs:
 
-    1. the batch mean is summed in float64 and rounded to float32, :math:`\tilde m`; the
-       rows are centred on it in float32, :math:`c_i = h_i - \tilde m` (exact when
-       :math:`h_i` and :math:`\tilde m` are within a factor 2, else rounded relative
-       to :math:`c_i` itself);
-    2. the centred rows are multiplied by :math:`\pi/4` times a power of two that brings
-       the largest near 1 (so no product overflows or underflows), and
+    1. the rows are centred in float32 on their float32 mean :math:`\tilde m`, which
+       only needs to be near the mean: :math:`c_i = h_i - \tilde m`;
+    2. the :math:`c_i` are multiplied by :math:`\pi/4` times the power of two that
+       brings the largest near 1 (so no product overflows or underflows), and
        :math:`\sum_i c_i c_i^\top` is formed in float32 (no autocast, no TF32) over at
        most 4,096 rows at a time, the pieces summed in float64;
-    3. what is left of the mean, :math:`\bar c`, is summed in float64, and the batch's
-       mean :math:`\tilde m + \bar c` and scatter :math:`\sum_i c_i c_i^\top - n \bar c \bar c^\top`
-       are completed in float64.
+    3. the mean :math:`\bar c` of the :math:`c_i` (round-off only) is summed, and the
+       batch's mean :math:`\tilde m + \bar c` and scatter
+       :math:`\sum_i c_i c_i^\top - n \bar c \bar c^\top` are completed in float64.
 
     Every entry of the accumulated scatter then errs by at most
 
@@ -227,26 +226,31 @@ class CovarianceAccumulator:
 
         |\Delta M_{jk}| \le \gamma_{K+2} \sqrt{S_{jj} S_{kk}}, \qquad
         S = M + \sum_b n_b (\bar h_b - \tilde m_b)(\bar h_b - \tilde m_b)^\top,
-        \quad \gamma_K = \frac{K u}{1 - K u},\ u = 2^{-24},
+        \qquad \gamma_K = \frac{K u}{1 - K u},\ u = 2^{-24},
 
-    with :math:`K \le 4096` the rows in one product and :math:`|\bar h_b - \tilde m_b| \le u |\bar h_b|`.
-    The error is relative to the *centred* batch's variances; the mean enters only at
-    :math:`u^2`. A float32 product of uncentred rows would carry the same bound with
-    :math:`\sum_i |h_{ij}||h_{ik}| \approx n(\bar h_j \bar h_k + \dots)` instead: for
-    tokens offset by :math:`10^3` with unit spread, an error about :math:`10^6` times
-    larger, which swamps the covariance.
+    with :math:`K \le 4096` the rows of one product (centring and scaling add the 2).
+    :math:`|\bar h_b - \tilde m_b|` is a few :math:`u |\bar h_b|`, so :math:`S` is
+    :math:`M` up to terms in :math:`u^2 \bar h^2`: the error is relative to the
+    *centred* variances, whatever the mean. A float32 product of uncentred rows has the
+    same bound with :math:`\sum_i |h_{ij}||h_{ik}| \approx n(\bar h_j \bar h_k + \dots)`
+    in place of :math:`S`: for tokens offset by :math:`10^3` with unit spread, :math:`10^6`
+    times more, which swamps the covariance.
 
-    The bound is a worst case; the errors met are near :math:`u` and cancel across
-    entries as long as round-to-nearest is unbiased. It is not on data that float32
-    has already quantised coarsely (a large mean, a small spread: centred, they keep a
-    dozen significant bits, and the squares of integers are 0, 1 or 4 mod 8), where every
-    row rounds the same way, about :math:`7u` low per entry, enough to move
-    :math:`N_\mathrm{eff}` by :math:`10^{-5}` on a spectrum reaching down to
-    :math:`10^{-8}`. The non-dyadic factor :math:`\pi/4` fills those low bits. Splitting
-    the rows into float32 high and low parts would not help: the error comes from the
-    float32 sums, not the products. With it, streamed :math:`N_\mathrm{eff}` matches the
-    float64 one-shot value to :math:`10^{-6}` relative (tests/test_metrics.py: eigenvalues
-    spanning :math:`10^{-8}` to 1, means of :math:`10^3`, several chunkings).
+    For :math:`N_\mathrm{eff}` this means: the errors met are near
+    :math:`u \sqrt{M_{jj} M_{kk}}` and random in sign, so eigenvalues well above
+    :math:`u` times the largest keep their relative accuracy and smaller ones are
+    resolved only to their own size; :math:`N_\mathrm{eff}` errs by about the entropy
+    those carry at most (pass float64 rows to go further). Random in sign needs unbiased
+    rounding, which data that float32 has already quantised coarsely do not get (a large
+    mean and a small spread leave the centred rows a dozen significant bits, and squares
+    of integers are 0, 1 or 4 mod 8): every row then rounds the same way, about
+    :math:`7u` low per entry, which moved :math:`N_\mathrm{eff}` by :math:`10^{-5}` on a
+    spectrum reaching :math:`10^{-8}`. The non-dyadic factor :math:`\pi/4` fills those
+    low bits. Splitting rows into float32 high and low parts would not help: the error
+    comes from the float32 sums, not the products. Streamed :math:`N_\mathrm{eff}`
+    matches the float64 one-shot value to :math:`10^{-6}` relative in
+    tests/test_metrics.py (eigenvalues from 1 down to :math:`10^{-8}`, means of
+    :math:`10^3`, widths 64 and 384, several chunkings).
 
     Args:
         dim: D, the feature width.
@@ -277,21 +281,24 @@ class CovarianceAccumulator:
             return
         product_dtype = torch.float64 if features.dtype == torch.float64 else torch.float32
         rows = features.detach().to(product_dtype)
-        # A float64 sum of float32 rows is exact, and any NaN or inf shows in it.
-        total = rows.sum(0, dtype=torch.float64)
+        total = rows.sum(0)  # any NaN or inf shows in it
         if not torch.isfinite(total).all():
-            raise ValueError("features contain NaN or inf (or overflow float64); check the model output or the input images")
+            raise ValueError(
+                f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
+                "check the model output or the input images"
+            )
         if not self._spread_seen:
-            if bool((rows == rows[0]).all()):
+            if torch.equal(rows, rows[:1].expand_as(rows)):
                 # One row repeated: its scatter is 0, not the round-off of a mean.
                 self._merge(n, rows[0].to(torch.float64), torch.zeros_like(self.scatter))
                 return
             self._spread_seen = True
-        shift = (total / n).to(product_dtype)
+        shift = total / n
         centred = rows - shift
         scale = _unbiasing_scale(centred)
         scaled = centred * scale
-        residual = scaled.sum(0, dtype=torch.float64) / n
+        # The mean of the centred rows: round-off only, but the scatter is taken about it.
+        residual = scaled.sum(0).to(torch.float64) / n
         scale = scale.to(torch.float64)
         scatter = (_gram(scaled) - n * torch.outer(residual, residual)) / scale**2
         self._merge(n, shift.to(torch.float64) + residual / scale, scatter)
@@ -345,12 +352,15 @@ def _gram(rows: Tensor) -> Tensor:
     above the diagonal only."""
     dim = rows.shape[1]
     gram = torch.zeros(dim, dim, dtype=torch.float64, device=rows.device)
+    product = rows.new_empty(dim, dim)
     with _exact_float32_products(rows.device.type):
         for piece in torch.split(rows, _ROWS_PER_PRODUCT):
             for start in range(0, dim, _COLUMN_BLOCK):
                 stop = start + _COLUMN_BLOCK
-                gram[start:stop, start:] += piece[:, start:stop].T @ piece[:, start:]
-    return gram.triu() + gram.triu(1).T
+                torch.mm(piece[:, start:stop].T, piece[:, start:], out=product[start:stop, start:])
+                product[stop:, start:stop] = product[start:stop, stop:].T
+            gram += product
+    return gram
 
 
 def _unbiasing_scale(centred: Tensor) -> Tensor:

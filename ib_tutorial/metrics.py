@@ -202,8 +202,8 @@ class CovarianceAccumulator:
         M = M_a + M_b + \delta\delta^\top \frac{n_a n_b}{n_a + n_b},
         \qquad \delta = \bar h_b - \bar h_a,
 
-    which stays accurate when the mean is large compared with the spread, where the naive
-    :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
+    which stays accurate when the mean is large compared with the spread, where the
+    naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
 
     **Precision.** float64 batches are multiplied in float64 (the one-shot functions
     above always pass float64). Any other dtype (a model's float32 output, float16,
@@ -296,7 +296,7 @@ class CovarianceAccumulator:
         shift = total / n
         centred = rows - shift
         scale = _unbiasing_scale(centred)
-        scaled = centred * scale
+        scaled = centred.mul_(scale)  # in place: one pass fewer over the batch
         # The mean of the centred rows: round-off only, but the scatter is taken about it.
         residual = scaled.sum(0).to(torch.float64) / n
         scale = scale.to(torch.float64)

@@ -16,6 +16,7 @@ The central quantity is the Effective Encoding Dimension (EED). With
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -26,6 +27,8 @@ Tensor = torch.Tensor
 def _check_features(features: Tensor) -> Tensor:
     if features.ndim != 2:
         raise ValueError(f"features must be a 2-D [N, D] matrix, got shape {tuple(features.shape)}")
+    if features.shape[1] < 1:
+        raise ValueError("features have no columns (D = 0)")
     if features.shape[0] < 2:
         raise ValueError(f"need at least 2 samples to estimate a covariance, got {features.shape[0]}")
     if not torch.isfinite(features).all():
@@ -33,17 +36,26 @@ def _check_features(features: Tensor) -> Tensor:
     return features.to(torch.float64)
 
 
+def _normalised(spectrum: Tensor) -> Tensor:
+    r""":math:`p_k = \lambda_k / \sum_j \lambda_j` in float64, negative round-off clamped to 0."""
+    lam = spectrum.to(torch.float64).flatten()
+    if not torch.isfinite(lam).all():
+        raise ValueError("the spectrum contains NaN or inf")
+    lam = lam.clamp_min(0)
+    total = lam.sum()
+    if total <= 0:
+        raise ValueError("the spectrum is empty or all zeros: the features are constant, so no dimension is used")
+    return lam / total
+
+
 def spectral_entropy(eigenvalues: Tensor) -> float:
     r"""Shannon entropy (nats) of a non-negative spectrum normalised to sum to one.
 
     :math:`S = -\sum_k p_k \log p_k` with :math:`p_k = \lambda_k / \sum_j \lambda_j`;
-    zero eigenvalues contribute nothing (:math:`0 \log 0 = 0`).
+    zero eigenvalues contribute nothing (:math:`0 \log 0 = 0`). An all-zero spectrum
+    (constant features) has no distribution and raises ``ValueError``.
     """
-    lam = eigenvalues.to(torch.float64).clamp_min(0)
-    total = lam.sum()
-    if total <= 0:
-        raise ValueError("the spectrum is all zeros: the features are constant, so no dimension is used")
-    p = lam / total
+    p = _normalised(eigenvalues)
     return float(-(torch.special.xlogy(p, p)).sum())
 
 
@@ -53,24 +65,27 @@ def effective_dimension_from_spectrum(eigenvalues: Tensor) -> float:
 
 
 def participation_ratio_from_spectrum(eigenvalues: Tensor) -> float:
-    r"""Participation ratio :math:`(\sum_k \lambda_k)^2 / \sum_k \lambda_k^2` of a spectrum.
+    r"""Participation ratio :math:`(\sum_k \lambda_k)^2 / \sum_k \lambda_k^2 = 1 / \sum_k p_k^2` of a spectrum.
 
     Equals :math:`\exp` of the Rényi-2 entropy of :math:`p`, so it is never larger than
     :math:`N_\mathrm{eff}` (Rényi entropies decrease with their order).
     """
-    lam = eigenvalues.to(torch.float64).clamp_min(0)
-    return float(lam.sum() ** 2 / (lam**2).sum())
+    p = _normalised(eigenvalues)
+    return float(1 / (p**2).sum())
 
 
 def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
     r"""Eigenvalues, largest first, of the covariance of ``features`` [N, D].
 
     Centred: :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`.
-    Uncentred: :math:`C = H^\top H / N`. Computed in float64; the tiny negative
-    eigenvalues that round-off produces are clamped to zero.
+    Uncentred: :math:`C = H^\top H / N`. Computed in float64 whatever the input dtype
+    (this is the reference the streaming float32 path is tested against); the tiny
+    negative eigenvalues that round-off produces are clamped to zero. Constant features
+    give an all-zero centred spectrum.
     """
-    acc = CovarianceAccumulator(features.shape[-1], center=center)
-    acc.update(features)
+    h = _check_features(features)
+    acc = CovarianceAccumulator(h.shape[1], center=center)
+    acc.update(h)
     return acc.spectrum()
 
 
@@ -87,6 +102,8 @@ def effective_encoding_dimension(features: Tensor, center: bool = True) -> float
 
 def eed_percent(n_eff: float, dim: int) -> float:
     r"""EED as a percentage of the width: :math:`100\, N_\mathrm{eff} / D`."""
+    if dim < 1:
+        raise ValueError(f"the width D must be at least 1, got {dim}")
     return 100.0 * n_eff / dim
 
 
@@ -106,8 +123,7 @@ def rankme_from_singular_values(singular_values: Tensor, eps: float = 1e-7) -> f
     weights small directions more and is larger than :math:`N_\mathrm{eff}`
     whenever the spectrum is not flat.
     """
-    s = singular_values.to(torch.float64).clamp_min(0)
-    p = s / s.sum() + eps
+    p = _normalised(singular_values) + eps
     return float(torch.exp(-(p * torch.log(p)).sum()))
 
 
@@ -161,12 +177,25 @@ def _two_nearest_distances(h: Tensor, chunk: int = 2048) -> tuple[Tensor, Tensor
     return torch.cat(first), torch.cat(second)
 
 
+# A float32 product sums the rows it is given in float32, so its rounding error grows with
+# their number: longer batches are split into products of at most this many rows, summed
+# in float64.
+_ROWS_PER_PRODUCT = 4096
+# The scatter is symmetric: a product is formed in column blocks of this width, on and
+# above the diagonal only (2/3 of the work for D = 384).
+_COLUMN_BLOCK = 128
+# pi/4 as a float32 number. Centred rows are multiplied by it (times a power of two)
+# before a product; see "Precision" in CovarianceAccumulator.
+_UNBIASING_FACTOR = float(torch.tensor(math.pi / 4, dtype=torch.float32))
+
+
 class CovarianceAccumulator:
-    r"""Streaming first and second moments of D-dimensional samples, in float64.
+    r"""Streaming first and second moments of D-dimensional samples, held in float64.
 
     Keeps the count :math:`n`, the mean :math:`\bar h` and the centred scatter
-    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`. Batches (and accumulators from
-    other processes) are merged with the pairwise update of Chan et al. (1979),
+    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`. Each batch is reduced to its
+    own count, mean and scatter, and batches (and accumulators from other processes) are
+    merged with the pairwise update of Chan et al. (1979),
 
     .. math::
 
@@ -176,6 +205,53 @@ class CovarianceAccumulator:
     which stays accurate when the mean is large compared with the spread, where the
     naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
 
+    **Precision.** float64 batches are multiplied in float64 (the one-shot functions
+    above always pass float64). Any other dtype (a model's float32 output, float16,
+    bfloat16) is multiplied in float32, half the cost of float64 on a CPU and a small
+    fraction of it on most GPUs:
+
+    1. the rows are centred in float32 on their float32 mean :math:`\tilde m`, which
+       only needs to be near the mean: :math:`c_i = h_i - \tilde m`;
+    2. the :math:`c_i` are multiplied by :math:`\pi/4` times the power of two that
+       brings the largest near 1 (so no product overflows or underflows), and
+       :math:`\sum_i c_i c_i^\top` is formed in float32 (no autocast, no TF32) over at
+       most 4,096 rows at a time, the pieces summed in float64;
+    3. the mean :math:`\bar c` of the :math:`c_i` (round-off only) is summed, and the
+       batch's mean :math:`\tilde m + \bar c` and scatter
+       :math:`\sum_i c_i c_i^\top - n \bar c \bar c^\top` are completed in float64.
+
+    Every entry of the accumulated scatter then errs by at most
+
+    .. math::
+
+        |\Delta M_{jk}| \le \gamma_{K+2} \sqrt{S_{jj} S_{kk}}, \qquad
+        S = M + \sum_b n_b (\bar h_b - \tilde m_b)(\bar h_b - \tilde m_b)^\top,
+        \qquad \gamma_K = \frac{K u}{1 - K u},\ u = 2^{-24},
+
+    with :math:`K \le 4096` the rows of one product (centring and scaling add the 2).
+    :math:`|\bar h_b - \tilde m_b|` is a few :math:`u |\bar h_b|`, so :math:`S` is
+    :math:`M` up to terms in :math:`u^2 \bar h^2`: the error is relative to the
+    *centred* variances, whatever the mean. A float32 product of uncentred rows has the
+    same bound with :math:`\sum_i |h_{ij}||h_{ik}| \approx n(\bar h_j \bar h_k + \dots)`
+    in place of :math:`S`: for tokens offset by :math:`10^3` with unit spread, :math:`10^6`
+    times more, which swamps the covariance.
+
+    For :math:`N_\mathrm{eff}` this means: the errors met are near
+    :math:`u \sqrt{M_{jj} M_{kk}}` and random in sign, so eigenvalues well above
+    :math:`u` times the largest keep their relative accuracy and smaller ones are
+    resolved only to their own size; :math:`N_\mathrm{eff}` errs by about the entropy
+    those carry at most (pass float64 rows to go further). Random in sign needs unbiased
+    rounding, which data that float32 has already quantised coarsely do not get (a large
+    mean and a small spread leave the centred rows a dozen significant bits, and squares
+    of integers are 0, 1 or 4 mod 8): every row then rounds the same way, about
+    :math:`7u` low per entry, which moved :math:`N_\mathrm{eff}` by :math:`10^{-5}` on a
+    spectrum reaching :math:`10^{-8}`. The non-dyadic factor :math:`\pi/4` fills those
+    low bits. Splitting rows into float32 high and low parts would not help: the error
+    comes from the float32 sums, not the products. Streamed :math:`N_\mathrm{eff}`
+    matches the float64 one-shot value to :math:`10^{-6}` relative in
+    tests/test_metrics.py (eigenvalues from 1 down to :math:`10^{-8}`, means of
+    :math:`10^3`, widths 64 and 384, several chunkings).
+
     Args:
         dim: D, the feature width.
         center: whether :meth:`covariance` is centred (:math:`M/(n-1)`, the default)
@@ -183,24 +259,49 @@ class CovarianceAccumulator:
     """
 
     def __init__(self, dim: int, center: bool = True):
+        if dim < 1:
+            raise ValueError(f"the width D must be at least 1, got {dim}")
         self.dim = dim
         self.center = center
         self.count = 0
         self.mean = torch.zeros(dim, dtype=torch.float64)
         self.scatter = torch.zeros(dim, dim, dtype=torch.float64)
+        self._spread_seen = False  # until two different rows are seen, the scatter stays exactly 0
 
     def update(self, features: Tensor) -> None:
-        """Add a batch of samples ``features`` [n, D] (any float dtype, any device)."""
+        """Add a batch of samples ``features`` [n, D] (any float dtype, any device).
+
+        float64 batches are multiplied in float64, all others in float32; see the class
+        docstring for the error that costs.
+        """
         if features.ndim != 2 or features.shape[1] != self.dim:
             raise ValueError(f"expected a [n, {self.dim}] batch, got shape {tuple(features.shape)}")
-        if features.shape[0] == 0:
+        n = features.shape[0]
+        if n == 0:
             return
-        h = features.detach().to(torch.float64)
-        if not torch.isfinite(h).all():
-            raise ValueError("features contain NaN or inf; check the model output or the input images")
-        mean = h.mean(0)
-        centred = h - mean
-        self._merge(h.shape[0], mean, centred.T @ centred)
+        product_dtype = torch.float64 if features.dtype == torch.float64 else torch.float32
+        rows = features.detach().to(product_dtype)
+        total = rows.sum(0)  # any NaN or inf shows in it
+        if not torch.isfinite(total).all():
+            raise ValueError(
+                f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
+                "check the model output or the input images"
+            )
+        if not self._spread_seen:
+            if torch.equal(rows, rows[:1].expand_as(rows)):
+                # One row repeated: its scatter is 0, not the round-off of a mean.
+                self._merge(n, rows[0].to(torch.float64), torch.zeros_like(self.scatter))
+                return
+            self._spread_seen = True
+        shift = total / n
+        centred = rows - shift
+        scale = _unbiasing_scale(centred)
+        scaled = centred.mul_(scale)  # in place: one pass fewer over the batch
+        # The mean of the centred rows: round-off only, but the scatter is taken about it.
+        residual = scaled.sum(0).to(torch.float64) / n
+        scale = scale.to(torch.float64)
+        scatter = (_gram(scaled) - n * torch.outer(residual, residual)) / scale**2
+        self._merge(n, shift.to(torch.float64) + residual / scale, scatter)
 
     def merge(self, other: "CovarianceAccumulator") -> None:
         """Fold another accumulator (e.g. another process's) into this one."""
@@ -210,10 +311,8 @@ class CovarianceAccumulator:
             self._merge(other.count, other.mean, other.scatter)
 
     def _merge(self, n_b: int, mean_b: Tensor, scatter_b: Tensor) -> None:
-        mean_b = mean_b.to(self.mean.device, torch.float64)
-        scatter_b = scatter_b.to(self.scatter.device, torch.float64)
-        if self.mean.device != mean_b.device:
-            self.mean, self.scatter = self.mean.to(mean_b.device), self.scatter.to(mean_b.device)
+        # The running moments stay on the CPU, whichever device the batches come from.
+        mean_b, scatter_b = mean_b.cpu(), scatter_b.cpu()
         n_a = self.count
         n = n_a + n_b
         delta = mean_b - self.mean
@@ -245,6 +344,53 @@ class CovarianceAccumulator:
         """RankMe of the accumulated samples, from the singular values of H (uncentred)."""
         singular_values = _sorted_eigenvalues(self.second_moment()).sqrt()
         return rankme_from_singular_values(singular_values, eps=eps)
+
+
+def _gram(rows: Tensor) -> Tensor:
+    r""":math:`R^\top R` in float64 from products in ``rows``' own dtype (see
+    :class:`CovarianceAccumulator`), each over at most ``_ROWS_PER_PRODUCT`` rows and on and
+    above the diagonal only."""
+    dim = rows.shape[1]
+    gram = torch.zeros(dim, dim, dtype=torch.float64, device=rows.device)
+    product = rows.new_empty(dim, dim)
+    with _exact_float32_products(rows.device.type):
+        for piece in torch.split(rows, _ROWS_PER_PRODUCT):
+            for start in range(0, dim, _COLUMN_BLOCK):
+                stop = start + _COLUMN_BLOCK
+                torch.mm(piece[:, start:stop].T, piece[:, start:], out=product[start:stop, start:])
+                product[stop:, start:stop] = product[start:stop, stop:].T
+            gram += product
+    return gram
+
+
+def _unbiasing_scale(centred: Tensor) -> Tensor:
+    """pi/4 times the power of two that brings the largest entry of ``centred`` into
+    [0.5, 1) (within the dtype's range), as a 0-d tensor on its device."""
+    widest = math.frexp(torch.finfo(centred.dtype).max)[1] - 2
+    exponent = torch.frexp(centred.abs().amax()).exponent.clamp(-widest, widest)
+    return _UNBIASING_FACTOR * torch.exp2(-exponent.to(centred.dtype))
+
+
+@contextlib.contextmanager
+def _exact_float32_products(device_type: str):
+    """Matrix products in true float32: no autocast to 16 bits and, on CUDA, no TF32 (whose
+    10-bit mantissa would void the error bound)."""
+    with torch.autocast(device_type, enabled=False):
+        if device_type != "cuda":
+            yield
+            return
+        matmul = torch.backends.cuda.matmul
+        try:
+            setting, ieee = "fp32_precision", "ieee"
+            previous = matmul.fp32_precision
+        except AttributeError:  # torch before 2.9 has only the older switch
+            setting, ieee = "allow_tf32", False
+            previous = matmul.allow_tf32
+        setattr(matmul, setting, ieee)
+        try:
+            yield
+        finally:
+            setattr(matmul, setting, previous)
 
 
 def _sorted_eigenvalues(matrix: Tensor) -> Tensor:

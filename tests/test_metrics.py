@@ -147,6 +147,105 @@ def test_float32_batches_accumulate_in_float64(generator):
     assert acc.covariance().dtype == torch.float64
 
 
+# --- float32 products of float32 batches -----------------------------------------------
+# A model's float32 tokens are multiplied in float32 (CovarianceAccumulator, "Precision");
+# the reference is the float64 one-shot value of the same float32 numbers.
+
+SPECTRA = {
+    "eigenvalues from 1 down to 1e-8": lambda d: torch.logspace(0, -8, d, dtype=torch.float64),
+    "three at 1, the rest at 1e-8": lambda d: torch.cat([torch.ones(3), torch.full((d - 3,), 1e-8)]).double(),
+    "power law 1/k": lambda d: torch.arange(1, d + 1, dtype=torch.float64) ** -1.0,
+}
+
+
+def float32_tokens(eigenvalues, n, generator, offset):
+    """float32 rows whose covariance has ``eigenvalues`` in a random basis, around a mean
+    whose entries lie between ``offset`` and twice it."""
+    d = len(eigenvalues)
+    x = gaussian(n, d, generator) * eigenvalues.sqrt() @ random_rotation(d, generator)
+    return (x + offset * (1 + torch.rand(d, generator=generator, dtype=torch.float64))).float()
+
+
+def streamed(x, rows_per_batch, center=True):
+    acc = CovarianceAccumulator(x.shape[1], center=center)
+    for batch in torch.split(x, rows_per_batch):
+        acc.update(batch)
+    return acc
+
+
+@pytest.mark.parametrize("spectrum", SPECTRA)
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_float32_streaming_matches_float64_one_shot(generator, spectrum, offset):
+    x = float32_tokens(SPECTRA[spectrum](64), 20_000, generator, offset)
+    expected = effective_encoding_dimension(x)  # float64 throughout
+    for rows_per_batch in (20_000, 97, 1000, 3152):  # one product split in 5, many small, ViT-S batch
+        assert streamed(x, rows_per_batch).effective_dimension() == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_float32_streaming_at_vit_width(generator, offset):
+    x = float32_tokens(SPECTRA["three at 1, the rest at 1e-8"](384), 8000, generator, offset)
+    expected = effective_encoding_dimension(x)
+    for rows_per_batch in (8000, 3152, 500):
+        assert streamed(x, rows_per_batch).effective_dimension() == pytest.approx(expected, rel=1e-6)
+
+
+def test_float32_uncentred_streaming_matches_float64(generator):
+    x = float32_tokens(SPECTRA["eigenvalues from 1 down to 1e-8"](64), 20_000, generator, 0.0)
+    expected = effective_encoding_dimension(x, center=False)
+    assert streamed(x, 3152, center=False).effective_dimension() == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_float32_product_of_uncentred_rows_would_not_do(generator):
+    # The control for the tests above: what per-batch centring avoids.
+    x = float32_tokens(SPECTRA["power law 1/k"](64), 20_000, generator, 1e3)
+    n = x.shape[0]
+    naive = (x.T @ x).double() - n * torch.outer(x.double().mean(0), x.double().mean(0))
+    naive_n_eff = effective_dimension_from_spectrum(torch.linalg.eigvalsh(naive))
+    assert naive_n_eff != pytest.approx(effective_encoding_dimension(x), rel=1e-2)
+
+
+@pytest.mark.parametrize("spread", [1e-25, 1e25])
+def test_float32_spreads_beyond_the_square_range_of_float32(generator, spread):
+    # Squares of 1e25 overflow float32 and squares of 1e-25 underflow it.
+    x = float32_tokens(SPECTRA["power law 1/k"](32), 2000, generator, 0.0) * spread
+    assert streamed(x, 300).effective_dimension() == pytest.approx(effective_encoding_dimension(x), rel=1e-6)
+
+
+def test_float32_products_ignore_autocast(generator):
+    # The probe runs its hooks inside autocast on CUDA; bf16 products would lose 16 bits.
+    x = float32_tokens(SPECTRA["power law 1/k"](32), 2000, generator, 1.0)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        n_eff = streamed(x, 500).effective_dimension()
+    assert n_eff == pytest.approx(effective_encoding_dimension(x), rel=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_products_run_without_tf32_and_leave_the_setting_alone(generator):
+    x = float32_tokens(SPECTRA["eigenvalues from 1 down to 1e-8"](64), 20_000, generator, 1e3)
+    matmul = torch.backends.cuda.matmul
+    previous = matmul.fp32_precision
+    matmul.fp32_precision = "tf32"
+    try:
+        n_eff = streamed(x.cuda(), 3152).effective_dimension()
+        assert matmul.fp32_precision == "tf32"
+    finally:
+        matmul.fp32_precision = previous
+    assert n_eff == pytest.approx(effective_encoding_dimension(x), rel=1e-6)
+
+
+def test_repeated_row_has_exactly_zero_scatter(generator):
+    # The float64 mean of 1000 copies of a row is rounded; their scatter must still be 0,
+    # not round-off that EED would read as a direction.
+    row = gaussian(1, 16, generator)[0]
+    for rows_per_batch in (1000, 7):
+        acc = streamed(row.repeat(1000, 1), rows_per_batch)
+        assert (acc.scatter == 0).all()
+        torch.testing.assert_close(acc.mean, row, rtol=0, atol=0)
+        with pytest.raises(ValueError, match="constant"):
+            acc.effective_dimension()
+
+
 # --- bad input -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])

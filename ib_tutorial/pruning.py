@@ -175,3 +175,13 @@ def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, 
                         n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens, device=str(device))
     write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, origin)})
     return path
+
+
+def pruning_caption(record: dict) -> str:
+    """The caption line of a figure drawn from a pruning record: what was pruned, on which
+    images, by which code."""
+    p = record["provenance"]
+    reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
+    return (f"preset {p['preset']}{reduced}; {p['dataset']}: teacher of epoch {record['epoch']}, {record['pool']}-pooled "
+            f"features; directions fitted on {record['blocks'][0]['n_tokens']:,} training tokens; k-NN over "
+            f"{p['n_images']:,} images (train against held-out); code {p['code_version'][:10]}")

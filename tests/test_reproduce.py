@@ -123,7 +123,7 @@ def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeyp
     from ib_tutorial.results import config_hash
     from ib_tutorial.runs import RunDirectory
 
-    config = RunDirectory(bundle / spec_folder(DATASETS[1])).read_config()
+    config = RunDirectory(bundle / spec_folder(DATASETS[1])).read_config().to_dict()
     expected = {**config, "model": models.PRETRAINED_DINO, "img_size": 224}
     assert record["provenance"]["config_hash"] == config_hash(expected) != config_hash(config)
 

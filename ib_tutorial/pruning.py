@@ -149,9 +149,11 @@ def prune_blocks(model: torch.nn.Module, train_set: Dataset, held_out_set: Datas
     return curves
 
 
-def pruning_record(curves: list[BlockPruning], pool: str, provenance: dict) -> dict:
-    """JSON-ready data of a run's pruning curves with their provenance."""
-    return {"pool": pool, "keep_fraction": KEEP_FRACTION, "blocks": [asdict(c) for c in curves], "provenance": provenance}
+def pruning_record(curves: list[BlockPruning], pool: str, num_classes: int, provenance: dict) -> dict:
+    """JSON-ready data of a run's pruning curves with their provenance; ``chance`` is the
+    k-NN accuracy (%) of guessing, 100 / number of classes."""
+    return {"pool": pool, "keep_fraction": KEEP_FRACTION, "chance": 100 / num_classes,
+            "blocks": [asdict(c) for c in curves], "provenance": provenance}
 
 
 def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, download: bool = False,
@@ -173,7 +175,7 @@ def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, 
                           k_neighbours=config.train.knn_k, temperature=config.train.knn_temperature, device=device)
     origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset,
                         n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens, device=str(device))
-    write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, origin)})
+    write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin)})
     return path
 
 

@@ -24,13 +24,6 @@ from ib_tutorial.seeding import epoch_indices
 
 from training_runs import DATASET, TINY, child_env, run_command, same_metrics
 
-@pytest.fixture
-def tmp_path(tmp_path):
-    """Run directories hold checkpoints of hundreds of megabytes: remove them after each test."""
-    yield tmp_path
-    shutil.rmtree(tmp_path, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def ci_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("ci") / "run"

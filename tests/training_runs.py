@@ -12,9 +12,10 @@ REPO = Path(__file__).resolve().parents[1]
 COMPARED = ("epoch", "step", "loss", "lr", "weight_decay", "teacher_temp", "momentum", "center_norm",
             "teacher_entropy", "student_entropy", "kl", "teacher_usage", "teacher_information",
             "top1", "top5", "top1_mean", "top5_mean")
-# The ci preset shrunk to 16-pixel crops and a few dozen images: seconds of CPU per run.
+# The ci preset shrunk to ViT-Tiny, 16-pixel crops and a few dozen images: seconds of CPU
+# and tens of megabytes of checkpoints per run.
 TINY = dict(
-    train_images=48, batch_size=8, img_size=16, patch_size=8, local_crop_size=8,
+    arch="vit_tiny", train_images=48, batch_size=8, img_size=16, patch_size=8, local_crop_size=8,
     knn_train_images=24, knn_eval_images=12, out_dim=64, hidden_dim=64, bottleneck_dim=16,
 )
 TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('_', '-')}", str(value))]

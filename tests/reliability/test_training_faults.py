@@ -46,14 +46,35 @@ def uninterrupted(tmp_path_factory):
     shutil.rmtree(out, ignore_errors=True)
 
 
-def kill_and_resume(fault: str, folder) -> tuple[str, RunDirectory, str]:
+def kill_and_resume(fault: str, folder, reference: list[dict]) -> str:
+    """Kill a run at ``fault``, resume it, and check it against the uninterrupted run's
+    ``reference`` metrics; the run folder is removed afterwards (each holds checkpoints).
+    Returns what went wrong, or "" when it resumed correctly."""
     out = folder / fault.replace(":", "-")
-    killed = subprocess.run(run_command(out, *SETTINGS, fault=True), env=child_env(FAULT=fault), capture_output=True)
-    if killed.returncode != -signal.SIGKILL:
-        return fault, RunDirectory(out), f"not killed (exit {killed.returncode}): {killed.stderr.decode()[-1500:]}"
-    resumed = subprocess.run(run_command(out, *SETTINGS, "--resume"), env=child_env(), capture_output=True)
-    problem = "" if resumed.returncode == 0 else f"resume failed: {resumed.stderr.decode()[-1500:]}"
-    return fault, RunDirectory(out), problem
+    try:
+        killed = subprocess.run(run_command(out, *SETTINGS, fault=True), env=child_env(FAULT=fault), capture_output=True)
+        if killed.returncode != -signal.SIGKILL:
+            return f"not killed (exit {killed.returncode}): {killed.stderr.decode()[-1500:]}"
+        resumed = subprocess.run(run_command(out, *SETTINGS, "--resume"), env=child_env(), capture_output=True)
+        if resumed.returncode != 0:
+            return f"resume failed: {resumed.stderr.decode()[-1500:]}"
+        run = RunDirectory(out)
+        records = run.read_metrics()
+        same_metrics(reference, records, rel=1e-5)
+        steps = [r["step"] for r in records if r["kind"] == "train"]
+        if steps != list(range(1, STEPS + 1)):
+            return f"steps logged {steps}"
+        leftovers = [p for p in run.path.rglob("*") if p.name.endswith(".tmp") or p.name == ".checkpoint-next.pt"]
+        if leftovers:
+            return f"unfinished files left: {leftovers}"
+        for path in [run.checkpoint_path, run.previous_checkpoint_path, *run.backbones.glob("*.pt")]:
+            torch.load(path, weights_only=True)  # every file under its final name is whole
+        json.loads(run.config_path.read_text())
+        return ""
+    except AssertionError as error:
+        return f"metrics differ: {error}"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def test_twenty_kills_at_seeded_points_all_resume_to_the_uninterrupted_result(uninterrupted, tmp_path):
@@ -61,22 +82,11 @@ def test_twenty_kills_at_seeded_points_all_resume_to_the_uninterrupted_result(un
     renames; each run is resumed once and must end exactly where the uninterrupted one did,
     with no step logged twice or lost and no file half-written under its final name."""
     faults = seeded_faults(20)
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two child processes at a time, one thread each
-        outcomes = list(pool.map(lambda fault: kill_and_resume(fault, tmp_path), faults))
     reference = uninterrupted.read_metrics()
-    resumed_correctly = []
-    for fault, run, problem in outcomes:
-        assert not problem, f"{fault}: {problem}"
-        records = run.read_metrics()
-        same_metrics(reference, records, rel=1e-5)
-        steps = [r["step"] for r in records if r["kind"] == "train"]
-        assert steps == list(range(1, STEPS + 1)), f"{fault}: steps logged {steps}"
-        assert not [p for p in run.path.rglob("*") if p.name.endswith(".tmp") or p.name == ".checkpoint-next.pt"]
-        for path in [run.checkpoint_path, run.previous_checkpoint_path, *run.backbones.glob("*.pt")]:
-            torch.load(path, weights_only=True)  # every file under its final name is whole
-        json.loads(run.config_path.read_text())
-        resumed_correctly.append(fault)
-    assert len(resumed_correctly) == 20
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two child processes at a time, one thread each
+        problems = dict(zip(faults, pool.map(lambda fault: kill_and_resume(fault, tmp_path, reference), faults)))
+    assert not {fault: problem for fault, problem in problems.items() if problem}
+    assert sum(not problem for problem in problems.values()) == 20
 
 
 def test_sigterm_stops_mid_epoch_with_a_checkpoint_and_the_command_that_resumes(uninterrupted, tmp_path):

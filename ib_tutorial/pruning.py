@@ -97,14 +97,17 @@ def pruned_accuracy(train: torch.Tensor, train_labels: torch.Tensor, held_out: t
     ``ks``; with ``directions=None``, of the features centred on ``mean`` and not pruned
     (one value): what pruning to all D directions must give, since cosine similarity
     ignores a rotation."""
-    def top1(project) -> float:
-        train_features, held_out_features = (F.normalize(project(f - mean).float(), dim=1) for f in (train, held_out))
-        return knn_accuracy(train_features, train_labels, held_out_features, held_out_labels, num_classes,
+    def top1(train_features: torch.Tensor, held_out_features: torch.Tensor) -> float:
+        return knn_accuracy(F.normalize(train_features.float(), dim=1), train_labels,
+                            F.normalize(held_out_features.float(), dim=1), held_out_labels, num_classes,
                             k_neighbours, temperature)["top1"]
 
+    train, held_out = train - mean, held_out - mean
     if directions is None:
-        return [top1(lambda centred: centred)]
-    return [top1(lambda centred: centred @ directions[:, :k]) for k in ks]
+        return [top1(train, held_out)]
+    # Coordinates on every direction at once; pruning to k keeps the first k columns.
+    train, held_out = train @ directions, held_out @ directions
+    return [top1(train[:, :k], held_out[:, :k]) for k in ks]
 
 
 def smallest_sufficient_k(ks: Sequence[int], accuracies: Sequence[float], unpruned: float,

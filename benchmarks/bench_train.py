@@ -51,7 +51,7 @@ def make_step(config: RunConfig, device: torch.device):
     step = {"index": 0}
 
     def one_step():
-        result = state.forward(views, epoch=1)  # epoch 1: the last layer is no longer frozen
+        result = state.forward(views, None, epoch=1)  # no labels for DINO; epoch 1: the last layer is no longer frozen
         state.update(result.loss, epoch=1, step=step["index"])
         step["index"] += 1
         if device.type == "cuda":

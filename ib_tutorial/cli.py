@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .block_profile import TOKEN_CHOICES
 from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
-from .data.spec import parse_option, parse_spec
+from .data.spec import parse_option
 from .files import DiskFullError, write_json_atomic
 from .ib import saved_information_experiment
 from .paper import EXTRA_DATASETS, PAPER_DATASETS
@@ -21,6 +21,7 @@ from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_
 from .pruning import POOLS as PRUNING_POOLS
 from .pruning import prune_run
 from .reproduce import export_bundle, reproduce
+from .run_config import parse_run_spec
 from .run_profiles import profile_run, raw_patch_eed
 from .runs import CheckpointError, RunLockedError
 from .stopping import TrainingStopped
@@ -62,9 +63,9 @@ def _dataset_option(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _dataset_spec(text: str) -> str:
+def _run_spec(text: str) -> str:
     try:
-        parse_spec(text)
+        parse_run_spec(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
@@ -207,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("presets", help="list the named settings").set_defaults(func=_show_presets)
     train_parser = commands.add_parser(
         "train", help="train ViT-Small with DINO",
-        description="Train ViT-Small with DINO. For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...",
+        description="Train ViT-Small with DINO (--objective supervised: the same backbone with labels, as a control). "
+                    "For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...",
     )
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)
@@ -251,10 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
         "Finished work is skipped, so the command can be rerun after an interruption.",
     )
     reproduce.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
-    reproduce.add_argument("--datasets", nargs="+", default=list(PAPER_DATASETS), type=_dataset_spec,
-                           metavar="NAME[:KEY=VALUE,...]",
+    reproduce.add_argument("--datasets", nargs="+", default=list(PAPER_DATASETS), type=_run_spec,
+                           metavar="NAME[:KEY=VALUE,...][@SETTING=VALUE,...]",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}; "
-                           "options after a colon, e.g. synthetic-mix:texture_weight=0.25")
+                           "options after a colon, e.g. synthetic-mix:texture_weight=0.25; training settings of "
+                           "this run after @, e.g. tiny-imagenet@objective=supervised or tiny-imagenet@arch=vit_small")
     reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
     reproduce.add_argument("--pretrained-control", action="store_true",
                            help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")

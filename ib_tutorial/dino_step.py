@@ -57,6 +57,22 @@ def build_schedules(train: TrainSettings, steps_per_epoch: int) -> Schedules:
     )
 
 
+def step_optimiser(training, loss: torch.Tensor, step: int, before_step=None) -> None:
+    """One optimisation step of ``training`` (its ``optimizer``, ``scaler``, ``schedules``,
+    ``settings`` and ``student_module``): this step's learning rate and weight decay,
+    back-propagation, DINO's per-parameter clipping, ``before_step()`` if given, the step."""
+    apply_schedules(training.optimizer, training.schedules.lr[step], training.schedules.weight_decay[step])
+    training.optimizer.zero_grad(set_to_none=True)
+    training.scaler.scale(loss).backward()
+    if training.settings.clip_grad:
+        training.scaler.unscale_(training.optimizer)
+        clip_gradients(training.student_module, training.settings.clip_grad)
+    if before_step is not None:
+        before_step()
+    training.scaler.step(training.optimizer)
+    training.scaler.update()
+
+
 class DINOTraining:
     """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
     everything one step changes and a checkpoint holds.
@@ -81,8 +97,14 @@ class DINOTraining:
         device_ids = [self.device.index] if self.device.type == "cuda" else None
         self.student = DistributedDataParallel(self.student_module, device_ids=device_ids)
 
-    def forward(self, views: list[torch.Tensor], epoch: int) -> DINOLossOutput:
-        """Teacher on the two global views, student on all of them, then the DINO loss."""
+    @property
+    def backbone(self) -> torch.nn.Module:
+        """The network a run evaluates and saves: the teacher's backbone."""
+        return self.teacher.backbone
+
+    def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int) -> DINOLossOutput:
+        """Teacher on the two global views, student on all of them, then the DINO loss (the
+        labels are not used)."""
         views = [v.to(self.device, non_blocking=True) for v in views]
         with autocast(self.device, self.precision):
             teacher_output = self.teacher(views[:2])
@@ -92,16 +114,23 @@ class DINOTraining:
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
         """Back-propagate, clip, freeze the last layer while due, take the AdamW step with
         this step's learning rate and weight decay, then move the teacher (EMA)."""
-        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        if self.settings.clip_grad:
-            self.scaler.unscale_(self.optimizer)
-            clip_gradients(self.student_module, self.settings.clip_grad)
-        cancel_last_layer_gradients(self.student_module, epoch, self.settings.freeze_last_layer)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
+        step_optimiser(self, loss, step,
+                       lambda: cancel_last_layer_gradients(self.student_module, epoch, self.settings.freeze_last_layer))
         update_teacher(self.student_module, self.teacher, float(self.schedules.momentum[step]))
+
+    @staticmethod
+    def statistics(result: DINOLossOutput) -> dict[str, torch.Tensor]:
+        """What a logged step records of its output (averaged over processes)."""
+        return {"teacher_entropy": result.teacher_entropy, "student_entropy": result.student_entropy,
+                "kl": result.kl, "teacher_usage": result.teacher_usage,
+                "teacher_information": result.teacher_information}
+
+    def step_settings(self, epoch: int, step: int) -> dict[str, float]:
+        """The schedules' values at ``step`` (steps done, so the last step's) and the centre's norm."""
+        return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1]),
+                "teacher_temp": float(self.schedules.teacher_temp[epoch]),
+                "momentum": float(self.schedules.momentum[step - 1]),
+                "center_norm": self.loss_fn.center.norm().item()}
 
     def state_dict(self) -> dict:
         return {

@@ -147,6 +147,10 @@ class TrainSettings:
         arch: the backbone, a key of :data:`ib_tutorial.models.ARCHITECTURES`: ``vit_small``
             (the paper's, D = 384) or ``vit_tiny`` (D = 192, a quarter of the compute).
         threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
+        objective: ``dino`` (self-distillation, the paper's), or ``supervised``: the same
+            backbone with a linear classifier on its CLS token, trained with cross-entropy on
+            the labels of the two global views (:mod:`ib_tutorial.supervised_step`); the
+            comparison that asks whether the bottleneck comes from the data or the objective.
     """
 
     epochs: int
@@ -183,6 +187,7 @@ class TrainSettings:
     log_every: int = 10
     arch: str = "vit_small"
     threads: int | None = None
+    objective: str = "dino"
 
 
 def training_overrides() -> dict[str, type]:

@@ -4,7 +4,10 @@
 
 A dataset may carry options (see :mod:`ib_tutorial.data.spec`), so
 ``--datasets synthetic-objects synthetic-mix:texture_weight=0.5 synthetic-textures`` sweeps
-the texture knob in one bundle.
+the texture knob in one bundle; and settings of its own after ``@``
+(:func:`~ib_tutorial.run_config.parse_run_spec`): ``tiny-imagenet@objective=supervised``
+is the supervised control, ``tiny-imagenet@arch=vit_small`` the run at the paper's width.
+Only DINO runs are compared with the paper's values.
 
 Layout of ``DIR``::
 
@@ -37,6 +40,7 @@ from .data.spec import parse_spec, spec_folder
 from .paper import PAPER_DATASETS
 from .paths import data_root
 from .presets import Preset, get_preset
+from .run_config import parse_run_spec
 from .run_profiles import load_run_profiles, profile_pretrained, profile_run, profile_variants, raw_patch_eed
 from .files import atomic_folder, atomic_write, write_json_atomic
 from .pruning import prune_run
@@ -53,14 +57,16 @@ def run_finished(run: RunDirectory) -> bool:
 
 
 def train_or_resume(spec: str, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
-    """Train the dataset ``spec`` names into ``run_dir`` unless it is finished; resume a partial run."""
+    """Train the run ``spec`` names (:func:`~ib_tutorial.run_config.parse_run_spec`) into
+    ``run_dir`` unless it is finished; resume a partial run."""
     run = RunDirectory(run_dir)
     if run_finished(run):
         print(f"{spec}: training finished earlier in {run_dir}; skipped")
         return
-    dataset, options = parse_spec(spec)
+    dataset_spec, overrides = parse_run_spec(spec)
+    dataset, options = parse_spec(dataset_spec)
     train(dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
-          dataset_options=options, progress=progress)
+          dataset_options=options, progress=progress, **overrides)
 
 
 def summarise_run(spec: str, run_dir: Path, root=None, download: bool = False) -> dict:
@@ -72,8 +78,11 @@ def summarise_run(spec: str, run_dir: Path, root=None, download: bool = False) -
     first, last = records[0], records[-1]
     knn = RunDirectory(run_dir).read_metrics("knn")
     raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
+    dataset_spec, overrides = parse_run_spec(spec)
+    # The paper's values are DINO's: a supervised control is not compared with them.
+    compared = overrides.get("objective", "dino") == "dino"
     rows = [dataclasses.replace(row, dataset=spec)
-            for row in compare_profile(parse_spec(spec)[0], last["profile"]["eed_percent"])]
+            for row in compare_profile(parse_spec(dataset_spec)[0], last["profile"]["eed_percent"])] if compared else []
     return {
         "run": str(run_dir),
         "epochs": [r["epoch"] for r in records],

@@ -19,11 +19,14 @@ import timm
 import torch
 
 from .data import held_out_split
+from .data.spec import parse_option, parse_spec
 from .models import ARCHITECTURES
 from .paths import data_root
 from .precision import resolve_precision
 from .presets import Preset, TrainSettings, ViewSettings, training_overrides
 
+# What a run can train for: DINO (ib_tutorial.dino_step) or labels (ib_tutorial.supervised_step).
+OBJECTIVES = ("dino", "supervised")
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
@@ -117,10 +120,29 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     train_names = {f.name for f in dataclasses.fields(TrainSettings)}
     train = dataclasses.replace(preset.train, **{k: v for k, v in overrides.items() if k in train_names})
     view = dataclasses.replace(preset.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
+    if train.objective not in OBJECTIVES:
+        raise ValueError(f"Unknown objective {train.objective!r}; known: {', '.join(OBJECTIVES)}.")
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of patch_size {view.patch_size}")
     return train, view
+
+
+def parse_run_spec(spec: str) -> tuple[str, dict]:
+    """``"DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]"`` -> ``(dataset spec, training overrides)``.
+
+    What follows ``@`` overrides the preset for this run only, e.g.
+    ``tiny-imagenet@objective=supervised`` (the supervised control) or
+    ``tiny-imagenet@arch=vit_small`` (the same run at the paper's width). Dataset options
+    and setting names are checked.
+    """
+    dataset_spec, _, override_text = spec.partition("@")
+    parse_spec(dataset_spec)
+    overrides = dict(parse_option(part) for part in override_text.split(",")) if override_text else {}
+    unknown = sorted(set(overrides) - set(training_overrides()))
+    if unknown:
+        raise ValueError(f"Unknown training setting(s) {unknown} in {spec!r}. Known: {', '.join(sorted(training_overrides()))}.")
+    return dataset_spec, overrides
 
 
 def default_run_dir(dataset: str, preset: str) -> Path:

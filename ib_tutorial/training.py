@@ -1,9 +1,10 @@
-"""Train a ViT with DINO: the loop, and what a run records as it goes.
+"""Train a ViT with DINO (or, as a control, with labels): the loop, and what a run records
+as it goes.
 
 One function, :func:`train`, runs everything. It resolves the preset and overrides into
 one :class:`~ib_tutorial.run_config.RunConfig`, builds student and teacher
 (:mod:`ib_tutorial.dino_step`) and the multi-crop data (:mod:`ib_tutorial.augment`), then
-for every step:
+for every DINO step:
 
 1. sets this step's learning rate and weight decay;
 2. runs the teacher on the two global views and the student on all views;
@@ -11,6 +12,9 @@ for every step:
 4. back-propagates, clips gradients, drops the last layer's gradients in the first
    epoch(s), and takes an AdamW step;
 5. moves the teacher towards the student (EMA).
+
+With ``objective="supervised"`` the same loop trains the same backbone with a linear
+classifier by cross-entropy on the two global views (:mod:`ib_tutorial.supervised_step`).
 
 Launched by ``torchrun`` it runs one process per device with PyTorch DDP (NCCL on GPUs,
 gloo on CPUs): a distributed sampler splits every global batch, the centre and the
@@ -39,7 +43,7 @@ from tqdm.auto import tqdm
 
 from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
 from .data import get_dataset
-from .dino import DINOLossOutput
+from .dino import Schedules
 from .dino_step import DINOTraining, build_schedules
 from .distributed import Processes
 from .knn import evaluate_knn
@@ -48,12 +52,17 @@ from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory
 from .seeding import epoch_indices, rng_state, seed_all, set_rng_state, subset_indices
 from .stopping import StopRequests, TrainingStopped, resume_command
+from .supervised_step import SupervisedTraining
 
 # Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
 # or teacher information (what the output says about the image) below this fraction of
 # log K, raises a CollapseWarning.
 COLLAPSE_FRACTION = 0.02
 INFORMATION_FRACTION = 0.05
+
+
+# What one step changes and a checkpoint holds, for either objective (the same interface).
+TrainingState = DINOTraining | SupervisedTraining
 
 
 class NonFiniteLossError(RuntimeError):
@@ -79,7 +88,8 @@ def build_data(config: RunConfig, root, download: bool) -> TrainingData:
     name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
     images = get_dataset(name, "train", root=root, download=download, **options)
     subset = Subset(images, epoch_indices(len(images), train.train_images, seed))
-    augmentation = MultiCropAugmentation(config.view, train.local_crops_number)
+    # Supervised training learns from the global views only: no local crops to make.
+    augmentation = MultiCropAugmentation(config.view, train.local_crops_number if train.objective == "dino" else 0)
     knn_train, knn_eval = knn_image_sets(config, root, download)
     return TrainingData(MultiCropDataset(subset, augmentation, seed), knn_train, knn_eval, len(images.classes))
 
@@ -137,7 +147,8 @@ def train(
     progress: bool = True,
     **overrides,
 ) -> Path:
-    """Train a ViT (ViT-Small by default) with DINO on ``dataset`` and return the run directory.
+    """Train a ViT (ViT-Small by default) with DINO on ``dataset`` and return the run directory
+    (with labels instead when the override ``objective="supervised"`` is given).
 
     Args:
         dataset: a name :func:`ib_tutorial.data.get_dataset` knows (e.g. ``synthetic-objects``).
@@ -199,7 +210,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views))
     if run.exists():
         config.check_resumable(run.read_config(), run.path)
-    state = DINOTraining(config, build_schedules(config.train, len(loader)), device)
+    state = build_training(config, build_schedules(config.train, len(loader)), device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:
@@ -218,8 +229,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
         loader.sampler.set_epoch(epoch)
         loader.sampler.skip = first * config.batch_per_process
         data.train_views.set_epoch(epoch)
-        for batch, (views, _) in enumerate(loader, start=first):
-            result = state.forward(views, epoch)
+        for batch, (views, labels) in enumerate(loader, start=first):
+            result = state.forward(views, labels, epoch)
             loss = processes.mean(result.loss.detach()).item()
             if not math.isfinite(loss):  # stop before this step changes any weight
                 raise NonFiniteLossError(_non_finite_message(loss, epoch, step + 1, recorder.last_saved))
@@ -235,6 +246,14 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     return run.path
 
 
+def build_training(config: RunConfig, schedules: Schedules, device: torch.device,
+                   num_classes: int) -> TrainingState:
+    """The networks, optimiser and state of the run's objective."""
+    if config.train.objective == "supervised":
+        return SupervisedTraining(config, schedules, device, num_classes)
+    return DINOTraining(config, schedules, device)
+
+
 @dataclass(frozen=True)
 class Position:
     """Where a run stands: in epoch ``epoch`` after its first ``batch`` batches (0 at an
@@ -246,7 +265,7 @@ class Position:
     batch: int = 0
 
 
-def _restore(run: RunDirectory, state: DINOTraining, processes: Processes, device: torch.device) -> Position:
+def _restore(run: RunDirectory, state: TrainingState, processes: Processes, device: torch.device) -> Position:
     """Load the run's last checkpoint into ``state`` and this process's random generators."""
     checkpoint = run.load_checkpoint(device)
     if checkpoint is None:
@@ -262,7 +281,7 @@ class RunRecorder:
     collapse warnings, one ``epoch`` record per epoch, k-NN evaluations and checkpoints when
     due; and the progress bar. A new run starts by recording its random initialisation."""
 
-    def __init__(self, run: RunDirectory, config: RunConfig, state: DINOTraining, data: TrainingData,
+    def __init__(self, run: RunDirectory, config: RunConfig, state: TrainingState, data: TrainingData,
                  processes: Processes, device: torch.device, start: Position, progress: bool):
         self.run, self.config, self.settings, self.state = run, config, config.train, state
         self.data, self.processes, self.device = data, processes, device
@@ -271,33 +290,35 @@ class RunRecorder:
         self.warned_epoch, self.rate_since = -1, (time.perf_counter(), start.step)
         self.epoch_started = time.perf_counter()
         self.total_steps = config.train.epochs * config.steps_per_epoch
-        self.bar = tqdm(total=self.total_steps, initial=start.step, desc=f"DINO {config.dataset}", unit="step",
+        self.bar = tqdm(total=self.total_steps, initial=start.step, desc=f"{config.train.objective} {config.dataset}", unit="step",
                         disable=not (progress and processes.is_main), dynamic_ncols=True)
         if start.step == 0:
             if processes.is_main:
-                run.save_backbone(state.teacher.backbone.state_dict(), 0)
+                run.save_backbone(state.backbone.state_dict(), 0)
             self.evaluate(0, 0)  # the random initialisation: the baseline the k-NN curve starts from
 
     def wall_s(self) -> float:
         """Wall time of the run, summed over its resumptions."""
         return self.wall_before + time.perf_counter() - self.started
 
-    def step_done(self, result: DINOLossOutput, loss: float, epoch: int, step: int) -> None:
+    def step_done(self, result, loss: float, epoch: int, step: int) -> None:
         self.bar.update()
         if step % self.settings.log_every and step != self.total_steps:
             return
-        stats = self.processes.mean(torch.stack([result.teacher_entropy, result.student_entropy, result.kl,
-                                                 result.teacher_usage, result.teacher_information]))
+        statistics = self.state.statistics(result)
+        averaged = self.processes.mean(torch.stack(list(statistics.values())))
         since, since_step = self.rate_since
         now = time.perf_counter()
         images_per_s = (step - since_step) * self.settings.batch_size / (now - since)
         self.rate_since = (now, step)
         if not self.processes.is_main:
             return
-        record = step_record(self.state, epoch, step, loss, stats.tolist(), images_per_s)
+        record = {"kind": "train", "epoch": epoch, "step": step, "loss": loss, **self.state.step_settings(epoch, step),
+                  **dict(zip(statistics, averaged.tolist())), "images_per_s": images_per_s}
         self.run.append_metrics(record)
         self.bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
-        warning = collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim)
+        warning = (collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim)
+                   if self.settings.objective == "dino" else None)
         if warning and self.warned_epoch != epoch:
             warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=3)
             self.warned_epoch = epoch
@@ -316,7 +337,7 @@ class RunRecorder:
 
     def evaluate(self, epoch: int, step: int) -> None:
         if self.processes.is_main:
-            accuracy = evaluate_knn(self.state.teacher.backbone, self.data.knn_train, self.data.knn_eval,
+            accuracy = evaluate_knn(self.state.backbone, self.data.knn_train, self.data.knn_eval,
                                     self.data.num_classes, self.settings.knn_k, self.settings.knn_temperature,
                                     self.device, self.settings.num_workers)
             record = {"kind": "knn", "epoch": epoch, "step": step, **accuracy, "wall_s": self.wall_s()}
@@ -331,29 +352,13 @@ class RunRecorder:
         rng = self.processes.gather(rng_state())  # every process's generators, so each resumes its own
         if self.processes.is_main:
             if batch == 0:
-                self.run.save_backbone(self.state.teacher.backbone.state_dict(), epoch)
+                self.run.save_backbone(self.state.backbone.state_dict(), epoch)
             self.run.save_checkpoint({**self.state.state_dict(), "rng": rng, "epoch": epoch, "step": step,
                                       "batch": batch, "wall_s": self.wall_s()})
         self.last_saved = f"{self.run.checkpoint_path} (epoch {epoch}, step {step})"
 
     def close(self) -> None:
         self.bar.close()
-
-
-def step_record(state: DINOTraining, epoch: int, step: int, loss: float, entropies: list[float],
-                images_per_s: float) -> dict:
-    """One ``metrics.jsonl`` line for the step just taken (``step`` counts steps done)."""
-    teacher_entropy, student_entropy, kl, teacher_usage, teacher_information = entropies
-    schedules = state.schedules
-    return {
-        "kind": "train", "epoch": epoch, "step": step, "loss": loss,
-        "lr": float(schedules.lr[step - 1]), "weight_decay": float(schedules.weight_decay[step - 1]),
-        "teacher_temp": float(schedules.teacher_temp[epoch]), "momentum": float(schedules.momentum[step - 1]),
-        "center_norm": state.loss_fn.center.norm().item(),
-        "teacher_entropy": teacher_entropy, "student_entropy": student_entropy, "kl": kl,
-        "teacher_usage": teacher_usage, "teacher_information": teacher_information,
-        "images_per_s": images_per_s,
-    }
 
 
 def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:
@@ -382,7 +387,7 @@ def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> s
 def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:
     where = f"the last good checkpoint is {last_saved}" if last_saved else "no checkpoint had been written yet"
     return (
-        f"The DINO loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
+        f"The loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
         f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
         "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume."
     )

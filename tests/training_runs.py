@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Deterministic metrics; throughput is not.
 COMPARED = ("epoch", "step", "loss", "lr", "weight_decay", "teacher_temp", "momentum", "center_norm",
             "teacher_entropy", "student_entropy", "kl", "teacher_usage", "teacher_information",
-            "top1", "top5", "top1_mean", "top5_mean")
+            "train_accuracy", "top1", "top5", "top1_mean", "top5_mean")
 # The ci preset shrunk to ViT-Tiny, 16-pixel crops and a few dozen images: seconds of CPU
 # and tens of megabytes of checkpoints per run.
 TINY = dict(
@@ -30,7 +30,7 @@ TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('
 FAULT_DRIVER = """
 import io, os, signal, sys
 import torch
-from ib_tutorial import cli, dino_step, files, knn, runs
+from ib_tutorial import cli, dino_step, files, knn, runs, supervised_step
 
 kind, when = os.environ["FAULT"].split(":")
 seen = {"count": 0}
@@ -43,12 +43,14 @@ def die():
     os.kill(os.getpid(), signal.SIGKILL)
 
 if kind in ("step", "term"):
-    update = dino_step.DINOTraining.update
-    def after_update(self, *args):
-        update(self, *args)
-        if due():
-            die() if kind == "step" else os.kill(os.getpid(), signal.SIGTERM)
-    dino_step.DINOTraining.update = after_update
+    def after(update):
+        def after_update(self, *args):
+            update(self, *args)
+            if due():
+                die() if kind == "step" else os.kill(os.getpid(), signal.SIGTERM)
+        return after_update
+    for objective in (dino_step.DINOTraining, supervised_step.SupervisedTraining):
+        objective.update = after(objective.update)
 elif kind == "knn":
     extract = knn.extract_features
     def extract_or_die(*args, **kwargs):

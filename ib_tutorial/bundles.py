@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .paper import MIDDLE
 from .results import profile_caption, stored_results
-from .run_config import RunConfig
+from .run_config import RunConfig, parse_run_spec
 from .run_profiles import VARIANTS, load_run_profiles, variant_label
 from .runs import RunDirectory
 
@@ -26,7 +26,7 @@ class BundleRun:
     """One dataset of a bundle.
 
     Attributes:
-        spec: the dataset as ``reproduce`` named it (``NAME[:KEY=VALUE,...]``).
+        spec: the run as ``reproduce`` named it (``NAME[:KEY=VALUE,...][@SETTING=VALUE,...]``).
         config: the run's configuration.
         summary: its entry in ``summary.json`` (raw-patch baseline, comparison, ...).
         profiles: its profile records by epoch; the first is the random initialisation.
@@ -87,6 +87,20 @@ def load_bundle(where: str | os.PathLike) -> Bundle:
         runs[spec] = BundleRun(spec, run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
                                run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs})
     return Bundle(path.name, path, summary["preset"], runs)
+
+
+def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, BundleRun]]:
+    """The runs of ``bundle`` made with ``setting`` overridden (``tiny-imagenet@objective=supervised``),
+    each beside the plain run of the same dataset: dataset spec -> {value of ``setting``: run},
+    the plain run first."""
+    groups: dict[str, dict[str, BundleRun]] = {}
+    for spec, run in bundle.runs.items():
+        dataset_spec, overrides = parse_run_spec(spec)
+        plain = bundle.runs.get(dataset_spec)
+        if set(overrides) == {setting} and plain is not None:
+            group = groups.setdefault(dataset_spec, {str(getattr(plain.config.train, setting)): plain})
+            group[str(overrides[setting])] = run
+    return groups
 
 
 def stored_bundles() -> list[str]:

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .block_profile import Profile
-from .bundles import Bundle
+from .bundles import Bundle, BundleRun
 from .paper import ReportedProfile
 from .results import profile_from_record
 
@@ -55,8 +55,7 @@ def plot_block_profile(
         highest = max([v[1] for v in (reported.early_eed, reported.minimum_eed, reported.late_eed) if v is not None]
                       + [reported.flat_above or 0.0])
     for label, profile in profiles.items():
-        style = dict(color="0.45", linestyle="--", marker="s", markerfacecolor="none", zorder=3) if "random init" in label else {}
-        ax.plot(range(profile.depth), profile.eed_percent, marker=style.pop("marker", "o"), label=label, **style)
+        ax.plot(range(profile.depth), profile.eed_percent, label=label, **line_style(label))
         highest = max(highest, max(profile.eed_percent))
     depth = max(p.depth for p in profiles.values())
     ax.set_xticks(range(depth))
@@ -69,6 +68,15 @@ def plot_block_profile(
     if caption:
         add_caption(ax.figure, caption)
     return ax
+
+
+def line_style(label: str) -> dict:
+    """Matplotlib keywords for a labelled line: the random initialisation grey, dashed and with
+    open squares (drawn above, so it stays visible under a trained line it meets); others
+    the colour cycle with round markers."""
+    if "random init" in label:
+        return dict(color="0.45", linestyle="--", marker="s", markerfacecolor="none", zorder=3)
+    return dict(marker="o")
 
 
 def plot_datasets(
@@ -105,6 +113,33 @@ def plot_bundle(bundle: Bundle) -> tuple[plt.Figure, plt.Figure]:
                          caption="", ax=ax, title=spec)
     add_caption(heatmaps, bundle.caption())
     return curves, heatmaps
+
+
+def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figure:
+    """Runs of one dataset that differ in one setting (objective, width), block by block:
+    EED% of the width (left) and N_eff in directions (right), each run's last teacher solid
+    and its random initialisation dashed in the same colour."""
+    fig, (percent, directions) = panel_grid(2, 5.0, 3.8)
+    for index, (label, run) in enumerate(runs.items()):
+        color = f"C{index}"
+        for record, style in ((run.profiles[-1], "-"), (run.profiles[0], "--")):
+            name = f"{label}, {epoch_label(record)}"
+            for ax, key in ((percent, "eed_percent"), (directions, "n_eff")):
+                values = record["profile"][key]
+                ax.plot(range(len(values)), values, style, color=color, marker="o" if style == "-" else "s",
+                        markerfacecolor=None if style == "-" else "none", label=name)
+    depth = len(next(iter(runs.values())).profiles[-1]["profile"]["n_eff"])
+    for ax, ylabel in ((percent, "EED (% of width D)"), (directions, "N_eff (directions)")):
+        ax.set_xticks(range(depth))
+        ax.set_xlabel("block index l (0 = first transformer block)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    percent.set_title("EED per block, as a share of the width")
+    directions.set_title("effective directions per block")
+    percent.legend(fontsize="x-small")
+    add_caption(fig, caption)
+    return fig
 
 
 def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11)) -> plt.Figure:
@@ -165,12 +200,17 @@ def plot_texture_knob(
     ax: plt.Axes | None = None,
 ) -> plt.Axes:
     """Mean EED% over ``blocks`` against the synthetic worlds' ``texture_weight`` (0 = objects,
-    1 = textures), one line per labelled set of profiles (e.g. random init and trained)."""
+    1 = textures), one series per labelled set of profiles (e.g. random init and trained),
+    styled as in :func:`plot_block_profile`. Points are joined only when there are three or
+    more: two measured worlds say nothing about the values between them."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     order = np.argsort(texture_weights)
     for label, values in eed_by_label.items():
-        ax.plot(np.asarray(texture_weights)[order], np.asarray(values)[order], marker="o", label=label)
+        style = line_style(label)
+        if len(texture_weights) < 3:
+            style["linestyle"] = "none"
+        ax.plot(np.asarray(texture_weights)[order], np.asarray(values)[order], label=label, **style)
     ax.set_xlim(-0.05, 1.05)
     ax.set_xlabel("texture_weight (0 = object world, 1 = texture world)")
     ax.set_ylabel(f"mean EED of blocks L{min(blocks)}-L{max(blocks)} (% of width D)")

@@ -1,6 +1,15 @@
 """Profile records with known values, for the tests of files, figures and widgets."""
+import dataclasses
+import json
+from pathlib import Path
+
 from ib_tutorial.block_profile import Profile
+from ib_tutorial.bundles import BundleRun
 from ib_tutorial.results import profile_record, provenance
+from ib_tutorial.run_config import RunConfig, parse_run_spec
+
+# A committed run's settings: a real configuration to vary.
+CONFIG = Path(__file__).resolve().parents[1] / "results" / "laptop-real" / "tiny-imagenet" / "config.json"
 
 
 def make_profile(depth=12, dim=384):
@@ -10,8 +19,18 @@ def make_profile(depth=12, dim=384):
                    companions={"participation_ratio": [n / 2 for n in n_eff]})
 
 
-def make_record(epoch=3):
-    profile = make_profile()
+def make_record(epoch=3, dim=384):
+    profile = make_profile(dim=dim)
     prov = provenance(preset="ci", config={"lr": 1e-3, "epochs": 2}, dataset="synthetic-objects",
                       n_images=profile.n_images, n_tokens=profile.n_tokens, device="cpu")
     return profile_record(profile, label="teacher", epoch=epoch, provenance=prov)
+
+
+def bundle_run(spec, width=384):
+    """A run of ``spec`` (its ``@`` settings applied to a committed configuration) with
+    profiles of ``width`` at epochs 0 and 2 and two k-NN records."""
+    _, overrides = parse_run_spec(spec)
+    config = RunConfig.from_dict(json.loads(CONFIG.read_text()))
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, **overrides))
+    knn = [{"epoch": 0, "top1": 20.0, "top1_mean": 21.0}, {"epoch": 2, "top1": 25.0, "top1_mean": 24.0}]
+    return BundleRun(spec, config, {}, [make_record(0, width), make_record(2, width)], knn, [], [], {})

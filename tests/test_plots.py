@@ -10,7 +10,7 @@ from ib_tutorial.ib import plot_layer_eed
 from ib_tutorial.paper import REPORTED
 from ib_tutorial.results import profile_from_record
 
-from profile_records import make_record
+from profile_records import bundle_run, make_record
 
 
 def test_plots_build_from_stored_records(tmp_path):
@@ -47,3 +47,24 @@ def test_every_figure_carries_its_caption_under_the_axes():
     ]
     for figure, caption in zip(figures, "ABCDEF"):
         assert figure.get_supxlabel() == f"run {caption}"
+
+
+def test_knob_plot_styles_the_random_init_as_the_profiles_do_and_joins_only_three_or_more_points():
+    two = plots.plot_texture_knob([0.0, 1.0], {"trained": [10.0, 20.0], "random init": [5.0, 4.0]},
+                                  blocks=(2, 3, 4), caption="caption")
+    trained, init = two.get_lines()
+    assert trained.get_linestyle() == "None" and init.get_linestyle() == "None"
+    assert init.get_color() == "0.45" and init.get_marker() == "s"
+    three = plots.plot_texture_knob([0.0, 0.5, 1.0], {"trained": [1.0, 2.0, 3.0]}, blocks=(2,), caption="caption")
+    assert three.get_lines()[0].get_linestyle() == "-"
+
+
+def test_run_comparison_draws_both_runs_in_percent_and_in_directions():
+    runs = {"dino": bundle_run("tiny-imagenet", width=192), "wide": bundle_run("tiny-imagenet@arch=vit_small", width=384)}
+    fig = plots.plot_run_comparison(runs, "run G")
+    percent, directions = fig.axes[:2]
+    assert len(percent.get_lines()) == len(directions.get_lines()) == 4  # last and first epoch of each run
+    assert percent.get_ylabel().startswith("EED") and directions.get_ylabel().startswith("N_eff")
+    wide_last = directions.get_lines()[2]
+    assert list(wide_last.get_ydata()) == runs["wide"].profiles[-1]["profile"]["n_eff"]
+    assert fig.get_supxlabel() == "run G"

@@ -85,3 +85,18 @@ def test_a_broken_file_is_named_and_left_alone(tmp_path):
     with pytest.raises(ValueError, match="0.json"):
         load_profile_record(path)
     assert path.read_text() == '{"schema": '
+
+
+def test_runs_differing_in_one_setting_are_grouped_with_their_plain_run():
+    from ib_tutorial.bundles import Bundle, runs_differing_in
+    from profile_records import bundle_run
+
+    specs = ["tiny-imagenet", "tiny-imagenet@objective=supervised", "tiny-imagenet@arch=vit_small",
+             "dtd:folder=dtd@objective=supervised", "synthetic-objects"]
+    bundle = Bundle("b", None, "laptop", {spec: bundle_run(spec) for spec in specs})
+    objectives = runs_differing_in(bundle, "objective")
+    assert list(objectives) == ["tiny-imagenet"]  # dtd's supervised run has no plain run beside it
+    assert list(objectives["tiny-imagenet"]) == ["dino", "supervised"]
+    assert objectives["tiny-imagenet"]["supervised"].spec == "tiny-imagenet@objective=supervised"
+    widths = runs_differing_in(bundle, "arch")
+    assert list(widths["tiny-imagenet"]) == ["vit_tiny", "vit_small"]

@@ -42,3 +42,15 @@ def show_source(obj):
 
 
     return Code(inspect.getsource(obj), language="python")
+
+
+def glue_number(name: str, value: float) -> None:
+    """Store ``value`` under ``name`` for the chapter's text (MyST-NB's ``glue``; a Markdown
+    cell shows it with the ``glue:text`` role, the name and a format such as ``:.1f``), so
+    a sentence about a result is made from it. Outside the book's build environment (e.g.
+    in Colab, without MyST-NB) the text is not rendered and nothing is stored."""
+    try:
+        from myst_nb import glue
+    except ImportError:
+        return
+    glue(name, value, display=False)

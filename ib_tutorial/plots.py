@@ -142,6 +142,21 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
     return fig
 
 
+def plot_run_epochs(records: Sequence[dict], caption: str, title: str = "",
+                    reported: ReportedProfile | None = None) -> plt.Figure:
+    """One run's profile at every saved epoch (``records``, epoch 0 the random
+    initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
+    the same numbers; with the paper's ranges when ``reported`` is given."""
+    fig, (curves, heatmap) = panel_grid(2, 5.6, 4.2)
+    plot_block_profile({epoch_label(r): profile_from_record(r) for r in records}, caption="", ax=curves,
+                       title=f"{title}: EED per block, every saved epoch" if title else "EED per block, every saved epoch",
+                       reported=reported)
+    plot_eed_heatmap([r["epoch"] for r in records], [r["profile"]["eed_percent"] for r in records], caption="",
+                     ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
+    add_caption(fig, caption)
+    return fig
+
+
 def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11)) -> plt.Figure:
     """Spectral pruning (:mod:`ib_tutorial.pruning`), one row per labelled record: k-NN
     accuracy against the number of principal directions kept for a few blocks, each

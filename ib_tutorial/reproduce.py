@@ -106,6 +106,7 @@ def reproduce(
     download: bool = False,
     progress: bool = True,
     pretrained_control: bool = False,
+    all_measurements: bool = True,
 ) -> Path:
     """Train, profile (every measurement of :data:`~ib_tutorial.run_profiles.VARIANTS` too)
     and prune (:func:`~ib_tutorial.pruning.prune_run`, the last teacher) every dataset,
@@ -120,6 +121,8 @@ def reproduce(
         pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
             profile images (needs its weights, fetched once from the Hugging Face hub; when
             they cannot be had, a message says so and the reproduction goes on without).
+        all_measurements: also profile the measurement variants and prune the last teacher
+            (False: the default profiles only, for a quick look at extra runs).
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
@@ -129,8 +132,9 @@ def reproduce(
         run_dir = out / spec_folder(dataset)
         train_or_resume(dataset, preset, run_dir, root, download, progress)
         profile_run(run_dir, root=root, download=download, progress=progress)
-        profile_variants(run_dir, root=root, download=download, progress=progress)
-        prune_run(run_dir, root=root, download=download)
+        if all_measurements:
+            profile_variants(run_dir, root=root, download=download, progress=progress)
+            prune_run(run_dir, root=root, download=download)
         summary["datasets"][dataset] = summarise_run(dataset, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:

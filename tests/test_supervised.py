@@ -77,3 +77,11 @@ def test_reproduce_trains_profiles_and_prunes_a_supervised_run_without_comparing
     assert run.read_config().train.objective == "supervised" and run.read_config().train.arch == "vit_tiny"
     assert entry["comparison"] == [] and entry["final_epoch"] == run.read_config().train.epochs
     assert list((run.path / "pruning").glob("*.json"))
+
+
+def test_reproduce_without_all_measurements_writes_the_default_profiles_only(tmp_path):
+    spec = "synthetic-objects@" + ",".join(f"{k}={v}" for k, v in TINY.items())
+    out = reproduce("ci", datasets=[spec], out=tmp_path / "bundle", progress=False, all_measurements=False)
+    run = out / json.loads((out / "summary.json").read_text())["datasets"][spec]["run"]
+    assert sorted(p.name for p in (run / "profiles").iterdir()) == ["0.json", "1.json", "2.json", "3.json"]
+    assert not (run / "pruning").exists()

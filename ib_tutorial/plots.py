@@ -1,16 +1,22 @@
 """Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from .block_profile import Profile
 from .bundles import Bundle, BundleRun
 from .paper import ReportedProfile
 from .results import profile_from_record
+
+#: The PNG text keyword (one the PNG standard defines) under which :func:`add_caption`
+#: also saves a figure's caption: drawn into the pixels, it cannot be read from a built page.
+CAPTION_KEY = "Description"
 
 
 def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
@@ -336,6 +342,15 @@ def panel_grid(count: int, width: float, height: float, sharey: bool = False) ->
 
 def add_caption(figure: plt.Figure, caption: str) -> None:
     """Write ``caption`` (what was run) under the whole figure, wrapped to its width; the
-    constrained layout leaves room for it without squeezing the axes."""
+    constrained layout leaves room for it without squeezing the axes.
+
+    On an Agg canvas (pyplot's, and a notebook's inline display) every PNG of the figure
+    also carries the caption as text under :data:`CAPTION_KEY`, so a check of the built
+    book (``tests/book_pages.py``) can tell a captioned figure from one without."""
     wrapped = textwrap.fill(caption, width=int(figure.get_figwidth() * 15))
     figure.supxlabel(wrapped, fontsize="small", color="0.35")
+    # Matplotlib takes PNG metadata only as an argument of each save: the figure's own
+    # canvas supplies it by default (an explicit ``metadata=`` still wins). A Figure made
+    # without pyplot has no such canvas; saving it borrows a new one, without the caption.
+    if isinstance(figure.canvas, FigureCanvasAgg):
+        figure.canvas.print_png = functools.partial(figure.canvas.print_png, metadata={CAPTION_KEY: caption})

@@ -3,7 +3,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import numpy as np
+from PIL import Image
 
 from ib_tutorial import plots
 from ib_tutorial.ib import plot_layer_eed
@@ -68,3 +70,14 @@ def test_run_comparison_draws_both_runs_in_percent_and_in_directions():
     wide_last = directions.get_lines()[2]
     assert list(wide_last.get_ydata()) == runs["wide"].profiles[-1]["profile"]["n_eff"]
     assert fig.get_supxlabel() == "run G"
+
+
+def test_a_captioned_figure_saves_its_caption_in_the_png(tmp_path):
+    profiles = {"epoch 0": profile_from_record(make_record(0))}
+    figure = plots.plot_block_profile(profiles, "run A on 12 images").figure
+    figure.savefig(tmp_path / "captioned.png")
+    plain, _ = plt.subplots()
+    plain.savefig(tmp_path / "plain.png")
+    with Image.open(tmp_path / "captioned.png") as captioned, Image.open(tmp_path / "plain.png") as uncaptioned:
+        assert captioned.text[plots.CAPTION_KEY] == "run A on 12 images"
+        assert plots.CAPTION_KEY not in uncaptioned.text

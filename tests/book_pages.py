@@ -1,0 +1,182 @@
+"""What a reader of the built book must never meet, found in its HTML pages.
+
+:func:`find_defects` scans every ``*.html`` under a Sphinx ``_build/html`` folder for:
+
+- ``traceback``: an error output (myst-nb's ``output traceback``, or ``output error``),
+  or ``Traceback (most recent call last)`` in a cell's output;
+- ``stderr``: a stderr block (``output stderr``);
+- ``home path``: the builder's home folder anywhere in the page source (``/root/``,
+  ``/home/<user>/``, ``/Users/``, ``C:\\Users``);
+- ``markdown table``: a table printed as Markdown text instead of rendered
+  (``| a | b |`` over ``| --- | --- |``) in a cell's output;
+- ``uncaptioned figure``: an image in a cell's output with neither a ``<figcaption>`` nor
+  a caption saved in the PNG by :func:`ib_tutorial.plots.add_caption` (the book draws its
+  captions into the image, where HTML cannot see them);
+- ``unfinished progress bar``: tqdm text short of its total (``45%|`` or ``2000/2001 [``)
+  in a cell's output, or a progress widget whose saved state is short of its maximum or
+  marked failed.
+
+``python tests/book_pages.py _build/html`` prints the defects and exits 1 if there are any.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from bs4 import BeautifulSoup, Tag
+from PIL import Image
+
+from ib_tutorial.plots import CAPTION_KEY
+
+EXCERPT_CHARS = 120
+TRACEBACK = "Traceback (most recent call last)"
+# A home folder starts a path: not a segment inside a URL such as https://host/root/.
+HOME_PATH = re.compile(r"(?<![\w.-])(?:/root/|/home/[^/\s\"'<>]+/|/Users/|[A-Za-z]:(?:\\+|/)Users\b)")
+# tqdm's bar text: "desc:  45%|####5     | 45/100 [00:01<00:01, 45.0it/s]". Its percentage
+# is rounded (2000/2001 shows 100%), so the count is checked as well.
+TQDM_PERCENT = re.compile(r"(\d{1,3})%\|")
+TQDM_COUNT = re.compile(r"(\d+)/(\d+)\s*\[[\d:]+<")
+PROGRESS_MODELS = ("FloatProgressModel", "IntProgressModel")
+
+
+@dataclass(frozen=True)
+class Defect:
+    page: str  # relative to the html folder
+    kind: str
+    excerpt: str
+
+    def __str__(self) -> str:
+        return f"{self.page}: {self.kind}: {self.excerpt}"
+
+
+def find_defects(html_folder: str | Path) -> list[Defect]:
+    """Every defect of every HTML page under ``html_folder``, page by page."""
+    html_folder = Path(html_folder)
+    return [
+        Defect(page.relative_to(html_folder).as_posix(), kind, excerpt)
+        for page in sorted(html_folder.rglob("*.html"))
+        for kind, excerpt in page_defects(page)
+    ]
+
+
+def page_defects(page: Path) -> list[tuple[str, str]]:
+    """``(kind, excerpt)`` for each defect of one page."""
+    source = page.read_text(encoding="utf-8")
+    soup = BeautifulSoup(source, "html.parser")
+    outputs = soup.select("div.cell_output")
+    return [
+        *tracebacks(outputs),
+        *stderr_blocks(outputs),
+        *home_paths(source),
+        *markdown_tables(outputs),
+        *uncaptioned_figures(outputs, page.parent),
+        *unfinished_progress_bars(outputs, soup),
+    ]
+
+
+def excerpt(text: str, start: int = 0) -> str:
+    """``EXCERPT_CHARS`` of ``text`` from ``start``, on one line."""
+    return " ".join(text[start:start + EXCERPT_CHARS].split())
+
+
+def tracebacks(outputs: list[Tag]) -> Iterator[tuple[str, str]]:
+    """One per output that holds a traceback; the excerpt is its last line, the error itself."""
+    for output in outputs:
+        block = output.select_one(".output.traceback, .output.error")
+        text = output.get_text()
+        if block is not None or TRACEBACK in text:
+            lines = (block or output).get_text().splitlines()
+            yield "traceback", excerpt(next(line for line in reversed(lines) if line.strip()))
+
+
+def stderr_blocks(outputs: list[Tag]) -> Iterator[tuple[str, str]]:
+    for output in outputs:
+        for block in output.select(".output.stderr"):
+            yield "stderr", excerpt(block.get_text())
+
+
+def home_paths(source: str) -> Iterator[tuple[str, str]]:
+    text = html.unescape(source)
+    for match in HOME_PATH.finditer(text):
+        yield "home path", excerpt(text, max(0, match.start() - 40))
+
+
+def is_table_rule(line: str) -> bool:
+    """A Markdown table's header rule: ``| --- | :-: |``, only pipes, dashes and colons."""
+    return "|" in line and "---" in line and not line.strip(" \t|-:")
+
+
+def markdown_tables(outputs: list[Tag]) -> Iterator[tuple[str, str]]:
+    for output in outputs:
+        lines = output.get_text().splitlines()
+        for header, rule in zip(lines, lines[1:]):
+            if "|" in header and header.strip(" \t|") and is_table_rule(rule):
+                yield "markdown table", excerpt(f"{header} {rule}")
+
+
+def png_caption(path: Path) -> str:
+    """The caption :func:`ib_tutorial.plots.add_caption` saved in the image, or ``""``."""
+    try:
+        with Image.open(path) as image:
+            return getattr(image, "text", {}).get(CAPTION_KEY, "").strip()
+    except OSError:  # missing, or not an image PIL reads: no caption to be found
+        return ""
+
+
+def uncaptioned_figures(outputs: list[Tag], page_folder: Path) -> Iterator[tuple[str, str]]:
+    for output in outputs:
+        for image in output.find_all("img"):
+            figure = image.find_parent("figure")
+            caption = figure.find("figcaption") if figure is not None else None
+            if caption is not None and caption.get_text(strip=True):
+                continue
+            if not png_caption(page_folder / unquote(image.get("src", ""))):
+                yield "uncaptioned figure", image.get("src", "")
+
+
+def unfinished_progress_bars(outputs: list[Tag], soup: BeautifulSoup) -> Iterator[tuple[str, str]]:
+    for output in outputs:
+        for line in re.split(r"[\r\n]", output.get_text()):
+            short_percent = any(int(p) < 100 for p in TQDM_PERCENT.findall(line))
+            short_count = any(int(n) < int(total) for n, total in TQDM_COUNT.findall(line))
+            if short_percent or short_count:
+                yield "unfinished progress bar", excerpt(line)
+    for script in soup.find_all("script", type="application/vnd.jupyter.widget-state+json"):
+        yield from unfinished_widgets(json.loads(script.string)["state"])
+
+
+def unfinished_widgets(models: dict) -> Iterator[tuple[str, str]]:
+    """Progress widgets (tqdm.notebook's) whose saved state is short of its maximum, or
+    that tqdm marked ``danger`` (closed before the end)."""
+    for model_id, model in models.items():
+        if model["model_name"] not in PROGRESS_MODELS:
+            continue
+        state = model["state"]
+        if state.get("bar_style") == "danger" or state.get("value", 0) < state.get("max", 100):
+            yield "unfinished progress bar", excerpt(
+                f"widget at {state.get('value')} of {state.get('max')}, bar_style {state.get('bar_style')!r}: "
+                + bar_text(models, model_id))
+
+
+def bar_text(models: dict, progress_id: str) -> str:
+    """What tqdm writes beside a progress widget: the other widgets of its box."""
+    reference = f"IPY_MODEL_{progress_id}"
+    for box in models.values():
+        children = box["state"].get("children", [])
+        if reference in children:
+            texts = [models.get(child.removeprefix("IPY_MODEL_"), {}).get("state", {}).get("value", "")
+                     for child in children if child != reference]
+            return html.unescape(" ".join(map(str, texts)))
+    return ""
+
+
+if __name__ == "__main__":
+    found = find_defects(sys.argv[1])
+    print("\n".join(map(str, found)) or "no defects")
+    sys.exit(1 if found else 0)

@@ -1,0 +1,160 @@
+"""The page checker (tests/book_pages.py) on crafted pages, then on the real book."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from ib_tutorial.plots import add_caption
+
+from book_pages import find_defects
+
+REPO = Path(__file__).resolve().parents[1]
+OUTPUT = '<div class="cell_output docutils container">{}</div>'
+STREAM = '<div class="output stream highlight-myst-ansi notranslate"><div class="highlight"><pre><span></span>{}</pre></div></div>'
+
+
+def write_page(folder: Path, body: str, head: str = "") -> Path:
+    """A page shaped like myst-nb's, at ``folder/book/page.html``."""
+    page = folder / "book" / "page.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f"<!DOCTYPE html><html><head>{head}</head><body><main>{body}</main></body></html>",
+                    encoding="utf-8")
+    return page
+
+
+def save_figure(path: Path, caption: str | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+    ax.plot([0, 1], [1, 0])
+    if caption is not None:
+        add_caption(figure, caption)
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def widget_state(value: float, total: float, bar_style: str) -> str:
+    """The widget state myst-nb embeds for one tqdm.notebook bar: a box of text, bar, text."""
+    models = {
+        "label": {"model_name": "HTMLModel", "state": {"value": "training (tanh): 100%"}},
+        "bar": {"model_name": "FloatProgressModel", "state": {"value": value, "max": total, "bar_style": bar_style}},
+        "count": {"model_name": "HTMLModel", "state": {"value": f" {value:.0f}/{total:.0f} [00:03&lt;00:00]"}},
+        "box": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_label", "IPY_MODEL_bar", "IPY_MODEL_count"]}},
+    }
+    state = json.dumps({"state": models, "version_major": 2, "version_minor": 0})
+    return f'<script type="application/vnd.jupyter.widget-state+json">{state}</script>'
+
+
+def clean_page(folder: Path) -> Path:
+    """What the book's pages hold: printed text, a rendered table, a captioned figure,
+    finished progress bars, prose and code that mention what the checks look for."""
+    save_figure(folder / "_images" / "captioned.png", "preset ci: random-init ViT-S, 64 images")
+    body = "".join([
+        "<p>Data goes to <code>~/.cache/ib_tutorial</code>; see https://example.org/root/docs and "
+        "<a href='https://github.com/home/project/'>the project</a>.</p>",
+        '<div class="cell_input"><pre>print("| a | b |")\nprint("| --- | --- |")</pre></div>',
+        OUTPUT.format(STREAM.format("data   : ~/.cache/ib_tutorial (set IB_TUTORIAL_DATA to move it)\n"
+                                    "accuracy | 12.5 %\nepoch 3/10 [loss 0.42]")),
+        OUTPUT.format('<div class="output text_html"><table><tr><th>a</th><th>b</th></tr>'
+                      "<tr><td>1</td><td>2</td></tr></table></div>"),
+        OUTPUT.format('<img alt="../_images/captioned.png" src="../_images/captioned.png" />'),
+        OUTPUT.format('<figure><img src="../_images/missing.png" /><figcaption><p>Figure 1: the spectrum.</p>'
+                      "</figcaption></figure>"),
+        OUTPUT.format(STREAM.format("DINO synthetic-objects: 100%|##########| 40/40 [00:20&lt;00:00, 2.0step/s]\n"
+                                    "profiling blocks: 4it [00:01, 2.86it/s]")),
+    ])
+    return write_page(folder, body, head=widget_state(2001, 2001, "success"))
+
+
+def kinds_and_excerpts(folder: Path) -> list[tuple[str, str]]:
+    return [(defect.kind, defect.excerpt) for defect in find_defects(folder)]
+
+
+def test_a_clean_page_has_no_defect(tmp_path):
+    clean_page(tmp_path)
+    assert find_defects(tmp_path) == []
+
+
+@pytest.mark.parametrize("block, shown", [
+    ('<div class="output traceback highlight-ipythontb notranslate"><pre>------\nValueError    Traceback (most recent call last)\n'
+     "----&gt; 1 get_preset('fast')\nValueError: bad preset</pre></div>", "ValueError: bad preset"),
+    ('<div class="output error"><pre>NameError: name x is not defined</pre></div>', "NameError"),
+    (STREAM.format("Traceback (most recent call last):\n  File \"run.py\", line 3\nKeyError: 'eed'\n"), "KeyError: 'eed'"),
+], ids=["traceback output", "error output", "traceback text"])
+def test_a_traceback_is_found(tmp_path, block, shown):
+    write_page(tmp_path, OUTPUT.format(block))
+    [(kind, excerpt)] = kinds_and_excerpts(tmp_path)
+    assert kind == "traceback" and shown in excerpt
+
+
+def test_a_stderr_block_is_found(tmp_path):
+    write_page(tmp_path, OUTPUT.format(
+        '<div class="output stderr highlight-myst-ansi notranslate"><pre>UserWarning: 20 of 200 classes</pre></div>'))
+    assert kinds_and_excerpts(tmp_path) == [("stderr", "UserWarning: 20 of 200 classes")]
+
+
+@pytest.mark.parametrize("path", ["/root/.cache/ib_tutorial", "/home/alice/data", "/Users/bob/data",
+                                  "C:\\Users\\carol\\data", "C:\\\\Users\\\\carol (JSON)"])
+def test_a_home_path_is_found_anywhere_in_the_page(tmp_path, path):
+    # In prose, not an output: the check covers the whole page source.
+    write_page(tmp_path, f"<p>the runs are in {path}</p>")
+    [(kind, excerpt)] = kinds_and_excerpts(tmp_path)
+    assert kind == "home path" and path in excerpt
+
+
+def test_a_markdown_table_printed_as_text_is_found(tmp_path):
+    write_page(tmp_path, OUTPUT.format(STREAM.format(
+        "| dataset | ours | paper |\n| --- | :-: | --- |\n| cifar100 | 12.5 | 10-15 |")))
+    assert kinds_and_excerpts(tmp_path) == [("markdown table", "| dataset | ours | paper | | --- | :-: | --- |")]
+
+
+def test_a_figure_without_caption_is_found(tmp_path):
+    save_figure(tmp_path / "_images" / "plain.png", caption=None)
+    write_page(tmp_path, OUTPUT.format('<img alt="../_images/plain.png" src="../_images/plain.png" />')
+               + OUTPUT.format('<figure><img src="../_images/plain.png" /><figcaption></figcaption></figure>'))
+    assert kinds_and_excerpts(tmp_path) == [("uncaptioned figure", "../_images/plain.png")] * 2
+
+
+@pytest.mark.parametrize("bar, shown", [
+    ("training (tanh): 100%|#########9| 2000/2001 [00:03&lt;00:00, 564.47it/s]", "2000/2001"),
+    ("extracting dtd.tar.gz:  45%|####5     | 45/100 [00:01&lt;00:01, 45.0file/s]", "45%"),
+    ("cifar-100-python.tar.gz:  12%|\u2588\u258f  | 20.0M/169M [00:04&lt;00:30, 5.0MB/s]", "12%"),
+], ids=["count short of total", "percentage", "block characters"])
+def test_an_unfinished_text_progress_bar_is_found(tmp_path, bar, shown):
+    write_page(tmp_path, OUTPUT.format(STREAM.format(f"before\n{bar}\nafter")))
+    [(kind, excerpt)] = kinds_and_excerpts(tmp_path)
+    assert kind == "unfinished progress bar" and shown in excerpt
+
+
+@pytest.mark.parametrize("value, total, bar_style", [(2000, 2001, "danger"), (2000, 2001, ""), (2001, 2001, "danger")],
+                         ids=["closed early", "still running", "marked failed"])
+def test_an_unfinished_progress_widget_is_found(tmp_path, value, total, bar_style):
+    view = '<script type="application/vnd.jupyter.widget-view+json">{"model_id": "box"}</script>'
+    write_page(tmp_path, OUTPUT.format(view), head=widget_state(value, total, bar_style))
+    [(kind, excerpt)] = kinds_and_excerpts(tmp_path)
+    assert kind == "unfinished progress bar"
+    assert f"widget at {value} of {total}" in excerpt and f"{value}/{total}" in excerpt
+
+
+def test_the_built_book_has_no_defects(tmp_path):
+    """README command (a), into a temporary folder: the whole book on the `ci` preset with
+    warnings as errors (minutes: every notebook runs), then every page checked."""
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")  # this environment's
+    started = time.monotonic()
+    build = subprocess.run(
+        [str(jupyter_book), "build", str(REPO), "--path-output", str(tmp_path), "--warningiserror", "--keep-going"],
+        env={**os.environ, "IB_TUTORIAL_PRESET": "ci"}, capture_output=True, text=True)
+    print(f"book built in {time.monotonic() - started:.0f} s")
+    assert build.returncode == 0, f"jupyter-book build failed:\n{build.stdout[-6000:]}\n{build.stderr[-6000:]}"
+    html_folder = tmp_path / "_build" / "html"
+    assert (html_folder / "index.html").is_file()
+    defects = find_defects(html_folder)
+    assert not defects, f"{len(defects)} defect(s) in the built pages:\n" + "\n".join(map(str, defects))

@@ -1,0 +1,37 @@
+"""One address for the repository: `repository.url` in _config.yml (the book's launch and
+repository buttons read it). A chapter opened in Colab must install the package before it
+can import anything, with no _config.yml beside it, so its install cell spells the address
+out; these tests hold every such copy, and the README's links, to the configured one."""
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def repository_url() -> str:
+    return yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+
+
+def pages_url(repository: str) -> str:
+    """Where GitHub Pages publishes a github.com repository: https://<owner>.github.io/<name>/."""
+    owner, name = repository.removeprefix("https://github.com/").split("/")
+    return f"https://{owner}.github.io/{name}/"
+
+
+def test_every_chapter_installs_the_configured_repository_in_colab():
+    notebooks = sorted((REPO / "book").glob("*.ipynb"))
+    assert notebooks
+    for notebook in notebooks:
+        sources = ["".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+                   if cell["cell_type"] == "code"]
+        install = [source for source in sources if '"google.colab" in sys.modules' in source]
+        assert len(install) == 1, f"{notebook.name}: {len(install)} Colab install cells"
+        assert re.findall(r'"git\+([^"]+)"', install[0]) == [repository_url()], notebook.name
+
+
+def test_the_readme_links_the_configured_repository_and_its_book():
+    readme = (REPO / "README.md").read_text()
+    assert repository_url() in readme and pages_url(repository_url()) in readme

@@ -101,9 +101,10 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
 
 
 def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
-    """Every run directory directly under ``folder``, as recipes, by name."""
+    """Every DINO run directly under ``folder``, as recipes, by name (a supervised control
+    beside them is not a DINO recipe, and logs no teacher)."""
     runs = sorted(p for p in Path(folder).iterdir() if (p / "config.json").exists())
-    return [read_recipe(run, reference) for run in runs]
+    return [read_recipe(run, reference) for run in runs if RunDirectory(run).read_config().train.objective == "dino"]
 
 
 def recipe_markdown(recipes: list[Recipe]) -> str:

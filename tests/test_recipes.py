@@ -57,3 +57,11 @@ def test_the_committed_recipe_runs_read_back_against_the_laptop_tier():
         pytest.skip(f"no committed recipe runs at {folder}")
     recipes = read_recipes(folder, preset_recipe(get_preset("laptop"), "tiny-imagenet"))
     assert recipes and all(r.epochs[0] == 0 and len(r.knn_cls) == len(r.epochs) >= 2 for r in recipes)
+
+
+def test_the_committed_real_runs_read_as_recipes_without_the_supervised_control():
+    folder = stored_results("laptop-real")
+    if not folder.exists():
+        pytest.skip(f"no committed bundle at {folder}")
+    names = [r.name for r in read_recipes(folder, preset_recipe(get_preset("laptop"), "tiny-imagenet"))]
+    assert "tiny-imagenet" in names and not any("supervised" in name for name in names)

@@ -73,6 +73,26 @@ def step_optimiser(training, loss: torch.Tensor, step: int, before_step=None) ->
     training.scaler.update()
 
 
+def checkpoint_state(training) -> dict:
+    """What a checkpoint holds of ``training`` (:class:`DINOTraining` or
+    :class:`~ib_tutorial.supervised_step.SupervisedTraining`): the state of each part it
+    names in ``checkpointed()``, then its optimiser, loss scaler and schedules."""
+    parts = {name: part.state_dict() for name, part in training.checkpointed().items()}
+    return {**parts, "optimizer": training.optimizer.state_dict(), "scaler": training.scaler.state_dict(),
+            "schedules": training.schedules.state_dict()}
+
+
+def load_checkpoint_state(training, state: dict) -> None:
+    """Load what :func:`checkpoint_state` saved back into ``training``; refuse a checkpoint
+    whose schedules differ from the run's."""
+    if not training.schedules.matches(state["schedules"]):
+        raise ValueError("The checkpoint's schedules differ from this run's; start a new run with a new --out.")
+    for name, part in training.checkpointed().items():
+        part.load_state_dict(state[name])
+    training.optimizer.load_state_dict(state["optimizer"])
+    training.scaler.load_state_dict(state["scaler"])
+
+
 class DINOTraining:
     """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
     everything one step changes and a checkpoint holds.
@@ -132,21 +152,12 @@ class DINOTraining:
                 "momentum": float(self.schedules.momentum[step - 1]),
                 "center_norm": self.loss_fn.center.norm().item()}
 
+    def checkpointed(self) -> dict[str, torch.nn.Module]:
+        """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
+        return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
+
     def state_dict(self) -> dict:
-        return {
-            "student": self.student_module.state_dict(),
-            "teacher": self.teacher.state_dict(),
-            "loss": self.loss_fn.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "schedules": self.schedules.state_dict(),
-        }
+        return checkpoint_state(self)
 
     def load_state_dict(self, state: dict) -> None:
-        if not self.schedules.matches(state["schedules"]):
-            raise ValueError("The checkpoint's schedules differ from this run's; start a new run with a new --out.")
-        self.student_module.load_state_dict(state["student"])
-        self.teacher.load_state_dict(state["teacher"])
-        self.loss_fn.load_state_dict(state["loss"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scaler.load_state_dict(state["scaler"])
+        load_checkpoint_state(self, state)

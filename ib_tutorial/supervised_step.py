@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .dino import Schedules, parameter_groups
-from .dino_step import step_optimiser
+from .dino_step import checkpoint_state, load_checkpoint_state, step_optimiser
 from .models import build_vit
 from .precision import autocast
 from .run_config import RunConfig
@@ -93,17 +93,12 @@ class SupervisedTraining:
         """The learning rate and weight decay of the last step (``step`` counts steps done)."""
         return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1])}
 
+    def checkpointed(self) -> dict[str, nn.Module]:
+        """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
+        return {"student": self.student_module}
+
     def state_dict(self) -> dict:
-        return {
-            "student": self.student_module.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "schedules": self.schedules.state_dict(),
-        }
+        return checkpoint_state(self)
 
     def load_state_dict(self, state: dict) -> None:
-        if not self.schedules.matches(state["schedules"]):
-            raise ValueError("The checkpoint's schedules differ from this run's; start a new run with a new --out.")
-        self.student_module.load_state_dict(state["student"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scaler.load_state_dict(state["scaler"])
+        load_checkpoint_state(self, state)

@@ -322,7 +322,7 @@ def plot_knn_curves(
         ax.set_title(label)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize="x-small")
-    fig.suptitle("k-NN accuracy of the teacher over training")
+    fig.suptitle("k-NN accuracy over training (of the teacher, for DINO runs)")
     add_caption(fig, caption)
     return fig
 

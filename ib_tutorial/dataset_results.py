@@ -147,7 +147,8 @@ def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | N
     if not others:
         return f"No other runs of {dataset} (other objectives or settings) are committed."
     names = ", ".join(f"`{entry.spec}` ({entry.bundle.name})" for entry in others)
-    return f"The committed bundles also hold {len(others)} other run(s) of {dataset}, not shown here: {names}."
+    return (f"The committed bundles also hold {len(others)} other run(s) of {dataset}, not shown here: {names}. "
+            "The chapter \"Beyond the paper\" compares each with its DINO run.")
 
 
 def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:

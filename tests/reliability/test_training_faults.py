@@ -114,11 +114,17 @@ def test_ctrl_c_in_a_notebook_stops_with_a_checkpoint_and_says_how_to_resume(tmp
             signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(training.DINOTraining, "update", interrupted_at_step_3)
-    with pytest.raises(TrainingStopped, match=r"SIGINT received(.|\n)*--resume") as stopped:
-        training.train(DATASET, "ci", out=tmp_path / "run", progress=False, epochs=2, **TINY)
+    # A notebook's kernel handles SIGINT with Python's default handler; a test run started in
+    # the background may begin with SIGINT ignored instead.
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(TrainingStopped, match=r"SIGINT received(.|\n)*--resume") as stopped:
+            training.train(DATASET, "ci", out=tmp_path / "run", progress=False, epochs=2, **TINY)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the notebook's own handler is back
+    finally:
+        signal.signal(signal.SIGINT, outer)
     assert stopped.value.signal_number == signal.SIGINT
     assert torch.load(RunDirectory(tmp_path / "run").checkpoint_path, weights_only=True)["step"] == 3
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the notebook's own handler is back
 
 
 @pytest.fixture

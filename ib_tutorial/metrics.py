@@ -210,17 +210,16 @@ class CovarianceAccumulator:
     bfloat16) is multiplied in float32, half the cost of float64 on a CPU and a small
     fraction of it on most GPUs:
 
-    1. the batch's mean :math:`\bar h` is summed in float64, and the rows are centred in
-       float32 on its float32 rounding :math:`\tilde m`, which only needs to be near the
-       mean: :math:`c_i = h_i - \tilde m`;
+    1. the rows are centred in float32 on their float32 mean :math:`\tilde m`, which
+       only needs to be near the mean: :math:`c_i = h_i - \tilde m`;
     2. :math:`\sum_i c_i c_i^\top` is formed in float32 (no autocast, no TF32) over at
        most 4,096 rows at a time, blocks on and above the diagonal only; the rows of each
        piece are first multiplied by :math:`\pi/4` times the power of two that brings
        their largest entry near 1 (so no product overflows or underflows), and the
        pieces are unscaled and summed in float64;
-    3. the batch's scatter :math:`\sum_i c_i c_i^\top - n r r^\top`, with
-       :math:`r = \bar h - \tilde m` (round-off only), is completed in float64 and
-       merged, without a temporary of size :math:`D \times D`.
+    3. the mean :math:`\bar c` of the :math:`c_i` (round-off only) is summed, and the
+       batch's mean :math:`\tilde m + \bar c` and scatter
+       :math:`\sum_i c_i c_i^\top - n \bar c \bar c^\top` are completed in float64.
 
     Every entry of the accumulated scatter then errs by at most
 
@@ -284,26 +283,29 @@ class CovarianceAccumulator:
             return
         product_dtype = torch.float64 if features.dtype == torch.float64 else torch.float32
         rows = features.detach().to(product_dtype)
-        total = rows.sum(0, dtype=torch.float64)  # any NaN or inf shows in it
+        total = rows.sum(0)  # any NaN or inf shows in it
         if not torch.isfinite(total).all():
-            raise ValueError("features contain NaN or inf; check the model output or the input images")
+            raise ValueError(
+                f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
+                "check the model output or the input images"
+            )
         if not self._spread_seen:
             if torch.equal(rows, rows[:1].expand_as(rows)):
                 # One row repeated: its scatter is 0, not the round-off of a mean.
                 self._merge(n, rows[0].to(torch.float64), torch.zeros_like(self.scatter))
                 return
             self._spread_seen = True
-        mean = total / n
-        shift = mean.to(product_dtype)
-        upper = self._shifted_moments(rows, shift)
-        # The scatter about the mean is the one about the shift less n r r^T, r = mean - shift.
-        residual = mean - shift.to(torch.float64)
+        shift = total / n
+        summed, upper = self._shifted_moments(rows, shift)
+        # The rows' mean is shift + residual (residual: round-off only), and their scatter
+        # about it is the one about the shift less n residual residual^T.
+        residual = summed / n
         upper.addr_(residual, residual, alpha=-n).triu_()
-        self._merge(n, mean, upper)
+        self._merge(n, shift.to(torch.float64) + residual, upper)
 
-    def _shifted_moments(self, rows: Tensor, shift: Tensor) -> Tensor:
-        r"""The blocks on and above the diagonal of :math:`C^\top C`, :math:`C = R -
-        \mathrm{shift}`, in float64, from products in ``rows``' dtype over at most
+    def _shifted_moments(self, rows: Tensor, shift: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Column sums of :math:`C = R - \mathrm{shift}` and the blocks of :math:`C^\top C`
+        on and above the diagonal, in float64, from products in ``rows``' dtype over at most
         ``_ROWS_PER_PRODUCT`` rows at a time.
 
         Each piece of rows is centred and scaled (:func:`_unbiasing_scale`) in buffers kept
@@ -322,17 +324,20 @@ class CovarianceAccumulator:
         if len(centred) < len(pieces[0]):
             centred = rows.new_empty(len(pieces[0]), dim)
             self._buffers = (centred, product, moments)
+        summed = torch.zeros(dim, dtype=torch.float64, device=device)
         moments.zero_()
         with _exact_float32_products(device.type):
             for piece in pieces:
                 scaled = torch.sub(piece, shift, out=centred[: len(piece)])
                 scale = _unbiasing_scale(scaled)
                 scaled.mul_(scale)
+                unscale = scale.to(torch.float64).reciprocal()
+                summed.addcmul_(scaled.sum(0), unscale)
                 for start in range(0, dim, _COLUMN_BLOCK):
                     stop = start + _COLUMN_BLOCK
                     torch.mm(scaled[:, start:stop].T, scaled[:, start:], out=product[start:stop, start:])
-                moments.addcmul_(product, scale.to(torch.float64) ** -2)
-        return moments
+                moments.addcmul_(product, unscale**2)
+        return summed, moments
 
     def merge(self, other: "CovarianceAccumulator") -> None:
         """Fold another accumulator (e.g. another process's) into this one."""

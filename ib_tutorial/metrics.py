@@ -314,16 +314,15 @@ class CovarianceAccumulator:
         """
         dim, device = self.dim, rows.device
         pieces = torch.split(rows, _ROWS_PER_PRODUCT)
-        if self._buffers is None or self._buffers[0].dtype != rows.dtype or self._buffers[0].device != device:
-            self._buffers = (
-                rows.new_empty(0, dim),
+        buffers = self._buffers
+        fits = buffers is not None and buffers[0].dtype == rows.dtype and buffers[0].device == device
+        if not (fits and len(buffers[0]) >= len(pieces[0])):
+            buffers = self._buffers = (
+                rows.new_empty(len(pieces[0]), dim),
                 rows.new_zeros(dim, dim),  # the product; below the diagonal blocks it stays 0
                 torch.empty(dim, dim, dtype=torch.float64, device=device),
             )
-        centred, product, moments = self._buffers
-        if len(centred) < len(pieces[0]):
-            centred = rows.new_empty(len(pieces[0]), dim)
-            self._buffers = (centred, product, moments)
+        centred, product, moments = buffers
         summed = torch.zeros(dim, dtype=torch.float64, device=device)
         moments.zero_()
         with _exact_float32_products(device.type):

@@ -23,6 +23,7 @@ import time
 import torch
 
 from common import interleaved_medians, machine, write_json
+from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.data import get_dataset
 
 TARGET = 5_000
@@ -35,6 +36,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="benchmarks/results/bench_data.json")
     args = parser.parse_args()
+    keep_freed_memory()  # as the command line does
     torch.set_num_threads(1)
 
     worlds = {

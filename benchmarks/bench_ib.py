@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from common import interleaved_medians, machine, write_json
+from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.ib import InformationNetwork, binned_information, kde_information, toy_task, train_information_network
 from ib_tutorial.presets import get_preset
 
@@ -28,6 +29,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="benchmarks/results/bench_ib.json")
     args = parser.parse_args()
+    keep_freed_memory()  # as the command line does
 
     task = toy_task()
     x_train, y_train = task.train

@@ -23,6 +23,7 @@ import argparse
 import torch
 
 from common import interleaved_times, load_average, machine, spread, write_json
+from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.models import vit_small
 from ib_tutorial.block_profile import profile_model
 from ib_tutorial.metrics import CovarianceAccumulator
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", default="benchmarks/results/bench_probe.json")
     args = parser.parse_args()
+    keep_freed_memory()  # as the command line does
 
     torch.manual_seed(0)
     device = torch.device(args.device)

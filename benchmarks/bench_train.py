@@ -34,6 +34,7 @@ from common import interleaved_medians, machine, write_json
 from PIL import ImageFilter, ImageOps
 from torchvision import transforms
 
+from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, MultiCropAugmentation, MultiCropDataset
 from ib_tutorial.data import DATASETS, get_dataset
 from ib_tutorial.dino_step import DINOTraining, build_schedules
@@ -142,6 +143,7 @@ def main() -> None:
                              "(e.g. arch=vit_small,batch_size=32: the former laptop tier's model and batch)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    keep_freed_memory()  # as the command line does
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)

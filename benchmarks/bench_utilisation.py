@@ -31,6 +31,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from bench_train import augmentation_images_per_second, make_step
 from common import interleaved_medians, machine, write_json
 
+from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.data import DATASETS
 from ib_tutorial.presets import get_preset, resolve_device
 from ib_tutorial.run_config import RunConfig
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    keep_freed_memory()  # as the command line does
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from ib_tutorial.allocator import keep_freed_memory
+
 
 def interleaved_times(
     candidates: dict[str, Callable[[], object]],
@@ -58,11 +60,14 @@ def load_average() -> list[float]:
 
 
 def machine() -> dict:
+    """What the timings depend on, recorded beside them. A benchmark calls
+    :func:`~ib_tutorial.allocator.keep_freed_memory` first, as the command line does."""
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cpu": platform.processor() or platform.machine(),
         "threads": torch.get_num_threads(),
+        "keeps_freed_memory": keep_freed_memory(),
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
     }
 

@@ -10,6 +10,7 @@ import typing
 import warnings
 from pathlib import Path
 
+from .allocator import keep_freed_memory
 from .block_profile import TOKEN_CHOICES
 from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
 from .data.spec import parse_option
@@ -276,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    keep_freed_memory()  # every command here runs forward passes, batch after batch
     args.func(args)
 
 

@@ -196,6 +196,48 @@ def test_float32_uncentred_streaming_matches_float64(generator):
     assert streamed(x, 3152, center=False).effective_dimension() == pytest.approx(expected, rel=1e-6)
 
 
+def test_accumulators_sharing_work_buffers_match_ones_updated_alone(generator):
+    # A thread's accumulators share the buffers of their float32 products (one per block in
+    # a profile): interleaving them, at two widths and with pieces of several lengths, must
+    # give what each gives on its own.
+    wide = float32_tokens(SPECTRA["power law 1/k"](96), 9000, generator, 1e3)
+    narrow = float32_tokens(SPECTRA["eigenvalues from 1 down to 1e-8"](64), 9000, generator, 0.0)
+    other = float32_tokens(SPECTRA["power law 1/k"](96), 9000, generator, 0.0)
+    xs = (wide, narrow, other)
+    lengths = ([500, 4500, 1000, 3000], [4500, 500, 3000, 1000], [3000, 1000, 500, 4500])  # 4 pieces each
+    interleaved = [CovarianceAccumulator(x.shape[1]) for x in xs]
+    for pieces in zip(*(torch.split(x, sizes) for x, sizes in zip(xs, lengths))):
+        for accumulator, piece in zip(interleaved, pieces):
+            accumulator.update(piece)
+    for accumulator, x, sizes in zip(interleaved, xs, lengths):
+        alone = CovarianceAccumulator(x.shape[1])
+        for piece in torch.split(x, sizes):
+            alone.update(piece)
+        torch.testing.assert_close(accumulator.scatter, alone.scatter, rtol=0, atol=0)
+
+
+def test_accumulators_in_two_threads_do_not_share_work_buffers(generator):
+    import threading
+
+    xs = [float32_tokens(SPECTRA["power law 1/k"](128), 6000, generator, offset) for offset in (0.0, 1e3)]
+    expected = [streamed(x, 300).scatter for x in xs]
+    accumulators = [CovarianceAccumulator(128) for _ in xs]
+    start = threading.Barrier(2)
+
+    def update(accumulator, x):
+        start.wait()
+        for piece in torch.split(x, 300):
+            accumulator.update(piece)
+
+    threads = [threading.Thread(target=update, args=pair) for pair in zip(accumulators, xs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for accumulator, scatter in zip(accumulators, expected):
+        torch.testing.assert_close(accumulator.scatter, scatter, rtol=0, atol=0)
+
+
 def test_a_float32_product_of_uncentred_rows_would_not_do(generator):
     # The control for the tests above: what per-batch centring avoids.
     x = float32_tokens(SPECTRA["power law 1/k"](64), 20_000, generator, 1e3)

@@ -4,8 +4,10 @@ uses, and where the rest of the time goes.
     python benchmarks/bench_utilisation.py                      # the ci and laptop tiers on this CPU
     python benchmarks/bench_utilisation.py --presets quick      # on a GPU: the quick tier's datasets
 
-1. **Peak**: FLOP/s of one large fp32 ``torch.mm`` (4096 x 4096; bf16 too on a GPU) on the
-   same threads, the best case of the machine's arithmetic.
+1. **Peak**: FLOP/s of one large ``torch.mm`` (4096 x 4096) in the step's precision on the
+   same threads, the best case of the machine's arithmetic, timed in alternation with the
+   step (a shared machine's speed drifts: a peak timed minutes apart from the step would
+   misstate the fraction).
 2. **Work**: the FLOPs of one training step (student forward and backward on every crop,
    teacher forward on the two global crops, the head), counted by
    ``torch.utils.flop_counter`` (matrix products and attention; elementwise work is not
@@ -46,8 +48,8 @@ OPERATOR_GROUPS = (
 )
 
 
-def matmul_peak(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 4096, repeats: int = 5) -> float:
-    """FLOP/s of ``size x size`` matrix products (2 size^3 FLOPs each), the median of ``repeats``."""
+def matmul_product(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 4096):
+    """One ``size x size`` matrix product (2 size^3 FLOPs) as a callable, and its FLOPs."""
     a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
 
     def product():
@@ -55,8 +57,7 @@ def matmul_peak(device: torch.device, dtype: torch.dtype = torch.float32, size: 
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    seconds = interleaved_medians({"mm": product}, repeats=repeats)["mm"]
-    return 2 * size**3 / seconds
+    return product, 2 * size**3
 
 
 def step_flops(step) -> int:
@@ -95,10 +96,6 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     device = resolve_device(get_preset(args.presets[0]))
-    peaks = {"fp32": matmul_peak(device)}
-    if device.type == "cuda":
-        peaks["bf16"] = matmul_peak(device, torch.bfloat16)
-    print("matmul peak: " + ", ".join(f"{name} {flops / 1e9:.0f} GFLOP/s" for name, flops in peaks.items()))
 
     results = {}
     for name in args.presets:
@@ -108,8 +105,9 @@ def main() -> None:
         step = make_step(config, device)
         step()  # warm-up
         flops = step_flops(step)
-        seconds = interleaved_medians({"step": step}, repeats=args.repeats)["step"]
-        peak = peaks["bf16" if config.precision == "bf16" else "fp32"]
+        product, product_flops = matmul_product(device, torch.bfloat16 if config.precision == "bf16" else torch.float32)
+        medians = interleaved_medians({"step": step, "peak": product}, repeats=args.repeats)
+        seconds, peak = medians["step"], product_flops / medians["peak"]
         batch = config.train.batch_size
         augmentation = augmentation_images_per_second(config.view, config.train.local_crops_number,
                                                       DATASETS[dataset].native_size, count=100, repeats=3)["ib_tutorial"]
@@ -121,6 +119,7 @@ def main() -> None:
             "dataset": dataset, "arch": config.train.arch, "batch": batch, "precision": config.precision,
             "img_size": config.view.img_size, "patch_size": config.view.patch_size,
             "local_crops": config.train.local_crops_number, "gflop_per_step": flops / 1e9,
+            "matmul_peak_gflop_s": peak / 1e9,
             "seconds_per_step": seconds, "images_per_s": batch / seconds,
             "achieved_gflop_s": flops / seconds / 1e9, "fraction_of_peak": flops / seconds / peak,
             "augmentation_images_per_s": augmentation, "images_per_s_with_augmentation": batch / loop_seconds,
@@ -131,12 +130,12 @@ def main() -> None:
         shares = ", ".join(f"{g} {100 * s / sum(groups.values()):.0f} %" for g, s in groups.items() if s > 0)
         print(f"{name:7s} {config.train.arch} batch {batch}: {flops / 1e9:.1f} GFLOP/step, {batch / seconds:.1f} images/s, "
               f"{flops / seconds / 1e9:.1f} GFLOP/s = {100 * flops / seconds / peak:.0f} % of the matmul peak "
+              f"({peak / 1e9:.0f} GFLOP/s, timed in turn with the step) "
               f"({100 * flops / loop_seconds / peak:.0f} % with augmentation in the loop); time: {shares}")
 
     out = args.out or f"benchmarks/results/bench_utilisation_{device.type}.json"
     write_json(out, {"benchmark": "training_utilisation", "args": vars(args), "device": str(device),
-                     "matmul_peak_gflop_s": {k: v / 1e9 for k, v in peaks.items()}, "results": results,
-                     "machine": machine()})
+                     "results": results, "machine": machine()})
 
 
 if __name__ == "__main__":

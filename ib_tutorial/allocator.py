@@ -3,11 +3,10 @@
 On Linux, glibc's ``malloc`` serves blocks above its mmap threshold (128 KiB at first,
 rising as such blocks are freed, to 32 MiB at most) with ``mmap`` and returns them to the
 system when they are freed, and trims the top of its heap as soon as twice that threshold
-lies free there. A forward pass of ViT-S at
-224 px frees and reallocates hundreds of MiB of activations per batch, so every batch
-faults the same pages in again, one per 4 KiB, each zeroed by the kernel: on a 2-core
-CPU, 75,000 to 113,000 faults per pass, which made it 8 to 13 % slower
-(benchmarks/bench_allocator.py).
+lies free there. A forward pass of ViT-S at 224 px frees and reallocates hundreds of MiB
+of activations per batch, so every batch faults the same pages in again, one per 4 KiB,
+each zeroed by the kernel: on a 2-core CPU, 75,000 to 113,000 faults per pass, which made
+it 8 to 13 % slower (benchmarks/bench_allocator.py).
 
 :func:`keep_freed_memory` raises both limits, so freed blocks go back to the heap and the
 next batch reuses them. The process then keeps the memory of its largest batch until it

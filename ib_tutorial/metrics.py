@@ -385,10 +385,10 @@ _work = threading.local()
 
 def _work_buffers(rows: int, dim: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
     """This thread's buffers for centred rows [>= rows, dim] and a product [dim, dim], in
-    ``dtype``, and float64 moments [dim, dim]; made anew when a wider, longer, other-typed or
-    other-device piece comes."""
+    ``dtype``, and float64 moments [dim, dim]; made anew for a piece of another width,
+    dtype or device, or a longer one."""
     buffers = getattr(_work, "buffers", None)
-    if buffers is None or buffers[0].shape[1] != dim or buffers[0].dtype != dtype or buffers[0].device != device \
+    if buffers is None or (buffers[0].shape[1], buffers[0].dtype, buffers[0].device) != (dim, dtype, device) \
             or len(buffers[0]) < rows:
         buffers = _work.buffers = (
             torch.empty(rows, dim, dtype=dtype, device=device),

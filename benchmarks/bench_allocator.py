@@ -23,8 +23,8 @@ import sys
 import time
 
 import torch
-
 from common import load_average, machine, spread, write_json
+
 from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.models import vit_small
 

@@ -21,8 +21,8 @@ import argparse
 import time
 
 import torch
-
 from common import interleaved_medians, machine, write_json
+
 from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.data import get_dataset
 

@@ -17,10 +17,16 @@ import dataclasses
 
 import torch
 import torch.nn.functional as F
-
 from common import interleaved_medians, machine, write_json
+
 from ib_tutorial.allocator import keep_freed_memory
-from ib_tutorial.ib import InformationNetwork, binned_information, kde_information, toy_task, train_information_network
+from ib_tutorial.ib import (
+    InformationNetwork,
+    binned_information,
+    kde_information,
+    toy_task,
+    train_information_network,
+)
 from ib_tutorial.presets import get_preset
 
 

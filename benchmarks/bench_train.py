@@ -8,7 +8,7 @@ for a whole run.
     python benchmarks/bench_train.py --preset paper           # each paper dataset's configuration (one GPU)
     python benchmarks/bench_train.py --preset paper --tiny    # the same code path with 2-image batches (CPU check)
 
-A step is everything the training loop does per batch (:class:`ib_tutorial.dino_step.DINOTraining`):
+A step is everything the training loop does per batch (:class:`ib_tutorial.training.dino_step.DINOTraining`):
 teacher forward on the two global views, student forward on all views, the loss and
 centre update, backward, per-parameter clipping, AdamW and the teacher EMA. Views are
 random tensors of the configured shapes, so the GPU mode needs no dataset; the
@@ -29,18 +29,23 @@ import json
 import random
 
 import torch
-
 from common import interleaved_medians, machine, write_json
 from PIL import ImageFilter, ImageOps
 from torchvision import transforms
 
 from ib_tutorial.allocator import keep_freed_memory
-from ib_tutorial.augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, MultiCropAugmentation, MultiCropDataset
 from ib_tutorial.data import DATASETS, get_dataset
-from ib_tutorial.dino_step import DINOTraining, build_schedules
-from ib_tutorial.paper import PAPER_DATASETS
 from ib_tutorial.presets import get_preset, resolve_device
-from ib_tutorial.run_config import RunConfig
+from ib_tutorial.reproduction.paper import PAPER_DATASETS
+from ib_tutorial.training.augment import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    REFERENCE_SIZE,
+    MultiCropAugmentation,
+    MultiCropDataset,
+)
+from ib_tutorial.training.dino_step import DINOTraining, build_schedules
+from ib_tutorial.training.run_config import RunConfig
 
 
 def make_step(config: RunConfig, device: torch.device):

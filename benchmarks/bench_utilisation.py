@@ -28,15 +28,14 @@ import argparse
 import time
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
-
 from bench_train import augmentation_images_per_second, make_step
 from common import interleaved_medians, machine, write_json
+from torch.utils.flop_counter import FlopCounterMode
 
 from ib_tutorial.allocator import keep_freed_memory
 from ib_tutorial.data import DATASETS
 from ib_tutorial.presets import get_preset, resolve_device
-from ib_tutorial.run_config import RunConfig
+from ib_tutorial.training.run_config import RunConfig
 
 # Operator name fragments -> the group its time is counted in (first match wins).
 OPERATOR_GROUPS = (

@@ -28,7 +28,7 @@ timeout 100 python -m ib_tutorial train --dataset synthetic-objects --preset pap
 cp "$run_dir/metrics.jsonl" "$results/gpu_check_metrics.jsonl"
 python - "$run_dir" <<'PY'
 import math, sys
-from ib_tutorial.runs import RunDirectory
+from ib_tutorial.training.runs import RunDirectory
 run = RunDirectory(sys.argv[1])
 config, steps = run.read_config(), run.read_metrics("train")
 assert config.precision == "bf16", f"expected bf16 autocast, got {config.precision}"

@@ -3,8 +3,8 @@
 The package behind the ib-tutorial book. Importing it fetches nothing and starts
 nothing; every download is an explicit call.
 """
-from .metrics import (
-    CovarianceAccumulator,
+from .measure.covariance import CovarianceAccumulator
+from .measure.metrics import (
     eed_percent,
     effective_encoding_dimension,
     participation_ratio,
@@ -18,10 +18,10 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # `ib_tutorial.train(...)` without importing torch's training stack with the package.
-    # The function lives in `ib_tutorial.training`; no submodule is called `train`, so
+    # The function lives in `ib_tutorial.training.loop`; no submodule is called `train`, so
     # importing any submodule never hides it.
     if name == "train":
-        from .training import train
+        from .training.loop import train
 
         return train
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,22 +11,29 @@ import warnings
 from pathlib import Path
 
 from .allocator import keep_freed_memory
-from .block_profile import TOKEN_CHOICES
 from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
 from .data.spec import parse_option
 from .files import DiskFullError, write_json_atomic
 from .ib import saved_information_experiment
-from .paper import EXTRA_DATASETS, PAPER_DATASETS
+from .measure.block_profile import TOKEN_CHOICES
+from .measure.knn import POOLS as PRUNING_POOLS
 from .paths import DATA_ENV_VAR, data_root
-from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
-from .pruning import POOLS as PRUNING_POOLS
-from .pruning import prune_run
-from .reproduce import export_bundle, reproduce
-from .run_config import parse_run_spec
-from .run_profiles import profile_run, raw_patch_eed
-from .runs import CheckpointError, RunLockedError
-from .stopping import TrainingStopped
-from .training import NonFiniteLossError, train
+from .presets import (
+    ENV_VAR,
+    PAPER_OPEN_CHOICES,
+    PRESETS,
+    get_preset,
+    training_overrides,
+)
+from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
+from .report.tables import write_comparison_table
+from .reproduction.reproduce import export_bundle, reproduce
+from .reproduction.run_pruning import prune_run
+from .reproduction.run_profiles import profile_run, raw_patch_eed
+from .training.loop import NonFiniteLossError, train
+from .training.run_config import parse_run_spec
+from .training.runs import CheckpointError, RunLockedError
+from .training.stopping import TrainingStopped
 
 
 def _show_presets(_args: argparse.Namespace) -> None:
@@ -193,7 +200,7 @@ def _reproduce(args: argparse.Namespace) -> None:
         _stop(stopped, "\nor run this `ib-tutorial reproduce` command again: it resumes the run, then profiles.")
     except RUN_ERRORS as error:
         raise SystemExit(f"error: {error}") from None
-    print((out / "comparison.md").read_text())
+    print(write_comparison_table(out).read_text())
     print(f"results in {out}")
     if args.export is not None:
         try:
@@ -204,6 +211,7 @@ def _reproduce(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every ``ib-tutorial`` command."""
     parser = argparse.ArgumentParser(prog="ib-tutorial", description="Measure how ViTs compress information.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("presets", help="list the named settings").set_defaults(func=_show_presets)

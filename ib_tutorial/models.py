@@ -5,13 +5,15 @@ from __future__ import annotations
 import timm
 import torch
 
-# The ViT widths the package builds: the paper's ViT-Small, and ViT-Tiny (a quarter of its
-# compute) for the CPU tier. Both have 12 blocks, so block profiles line up.
+#: The ViT widths the package builds: the paper's ViT-Small, and ViT-Tiny (a quarter of its
+#: compute) for the CPU tier. Both have 12 blocks, so block profiles line up.
 ARCHITECTURES: dict[str, dict[str, int]] = {
     "vit_small": dict(embed_dim=384, depth=12, num_heads=6),
     "vit_tiny": dict(embed_dim=192, depth=12, num_heads=3),
 }
 VIT_SMALL = ARCHITECTURES["vit_small"]
+# Their names by width, for captions and tables (the width is in every profile).
+MODEL_NAMES = {384: "ViT-S", 192: "ViT-Ti"}
 
 
 def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16,

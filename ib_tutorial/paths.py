@@ -19,3 +19,30 @@ def display_path(path: str | os.PathLike) -> str:
     not carry the builder's home."""
     path, home = Path(path), Path.home()
     return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
+def repository_root() -> Path:
+    """The folder that holds the package: the repository's root when the package runs from
+    a checkout (an editable install, as README and the Colab cells make, or ``PYTHONPATH``);
+    for a copy installed into ``site-packages``, that folder, which holds no results
+    (:func:`in_repository` tells which). The one place the package finds the repository."""
+    return Path(__file__).resolve().parents[1]
+
+
+def in_repository() -> bool:
+    """Whether the package runs from a checkout of the repository (which has the book's
+    ``_toc.yml`` beside the package), so that the committed results and benchmark records are there."""
+    return (repository_root() / "_toc.yml").exists()
+
+
+def stored_results(name: str = "") -> Path:
+    """``results/<name>`` of the repository this package was loaded from: the bundles
+    committed with the book, found from the package's location (not the working
+    directory). An installed package has none (:func:`in_repository`); check ``.exists()``."""
+    return repository_root() / "results" / name
+
+
+def stored_benchmark(name: str) -> Path:
+    """``benchmarks/results/<name>`` of the repository this package was loaded from (absent
+    for an installed package; check ``.exists()``)."""
+    return repository_root() / "benchmarks" / "results" / name

@@ -149,7 +149,7 @@ class TrainSettings:
         threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
         objective: ``dino`` (self-distillation, the paper's), or ``supervised``: the same
             backbone with a linear classifier on its CLS token, trained with cross-entropy on
-            the labels of the two global views (:mod:`ib_tutorial.supervised_step`); the
+            the labels of the two global views (:mod:`ib_tutorial.training.supervised_step`); the
             comparison that asks whether the bottleneck comes from the data or the objective.
     """
 

@@ -10,11 +10,16 @@
 - ``markdown table``: a table printed as Markdown text instead of rendered
   (``| a | b |`` over ``| --- | --- |``) in a cell's output;
 - ``uncaptioned figure``: an image in a cell's output with neither a ``<figcaption>`` nor
-  a caption saved in the PNG by :func:`ib_tutorial.plots.add_caption` (the book draws its
+  a caption saved in the PNG by :func:`ib_tutorial.report.plots.add_caption` (the book draws its
   captions into the image, where HTML cannot see them);
 - ``unfinished progress bar``: tqdm text short of its total (``45%|`` or ``2000/2001 [``)
   in a cell's output, or a progress widget whose saved state is short of its maximum or
-  marked failed.
+  marked failed;
+- ``network script``: a ``<script src>`` from another host (a CDN's MathJax, say), which an
+  offline reader's browser cannot load.
+
+:func:`rendered_math` opens a page in headless Chromium with the network shut off and
+counts the formulas MathJax typeset.
 
 ``python tests/book_pages.py _build/html`` prints the defects and exits 1 if there are any.
 """
@@ -32,7 +37,7 @@ from urllib.parse import unquote
 from bs4 import BeautifulSoup, Tag
 from PIL import Image
 
-from ib_tutorial.plots import CAPTION_KEY
+from ib_tutorial.report.plots import CAPTION_KEY
 
 EXCERPT_CHARS = 120
 TRACEBACK = "Traceback (most recent call last)"
@@ -77,7 +82,40 @@ def page_defects(page: Path) -> list[tuple[str, str]]:
         *markdown_tables(outputs),
         *uncaptioned_figures(outputs, page.parent),
         *unfinished_progress_bars(outputs, soup),
+        *network_scripts(soup),
     ]
+
+
+def network_scripts(soup: BeautifulSoup) -> Iterator[tuple[str, str]]:
+    for script in soup.find_all("script", src=True):
+        if re.match(r"(https?:)?//", script["src"]):
+            yield "network script", script["src"]
+
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+
+
+def rendered_math(page: Path, seconds: float = 15) -> tuple[int, int]:
+    """``(formulas in the page's source, MathJax output elements after its scripts ran)`` for
+    ``page`` opened in headless Chromium with no network (every host but none resolves
+    nowhere). Raises ``FileNotFoundError`` without a Chromium."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    browser = next((found for name in CHROMIUM if (found := shutil.which(name))), None)
+    if browser is None:
+        raise FileNotFoundError("no Chromium on this machine (Debian: apt-get install chromium)")
+    source = page.read_text(encoding="utf-8")
+    formulas = len(BeautifulSoup(source, "html.parser").select(".math"))
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}",
+             f"--virtual-time-budget={int(seconds * 1000)}", "--dump-dom", page.resolve().as_uri()],
+            capture_output=True, text=True, timeout=120).stdout
+    return formulas, dom.count("<mjx-container")
 
 
 def excerpt(text: str, start: int = 0) -> str:
@@ -121,7 +159,7 @@ def markdown_tables(outputs: list[Tag]) -> Iterator[tuple[str, str]]:
 
 
 def png_caption(path: Path) -> str:
-    """The caption :func:`ib_tutorial.plots.add_caption` saved in the image, or ``""``."""
+    """The caption :func:`ib_tutorial.report.plots.add_caption` saved in the image, or ``""``."""
     try:
         with Image.open(path) as image:
             return getattr(image, "text", {}).get(CAPTION_KEY, "").strip()

@@ -3,10 +3,10 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ib_tutorial.block_profile import Profile
-from ib_tutorial.bundles import BundleRun
-from ib_tutorial.results import profile_record, provenance
-from ib_tutorial.run_config import RunConfig, parse_run_spec
+from ib_tutorial.measure.block_profile import Profile
+from ib_tutorial.reproduction.bundles import BundleRun
+from ib_tutorial.reproduction.records import profile_record, provenance
+from ib_tutorial.training.run_config import RunConfig, parse_run_spec
 
 # A committed run's settings: a real configuration to vary.
 CONFIG = Path(__file__).resolve().parents[1] / "results" / "laptop-real" / "tiny-imagenet" / "config.json"

@@ -12,10 +12,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
+from book_pages import find_defects, rendered_math
 
-from ib_tutorial.plots import add_caption
-
-from book_pages import find_defects
+from ib_tutorial.report.plots import add_caption
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = '<div class="cell_output docutils container">{}</div>'
@@ -144,9 +143,16 @@ def test_an_unfinished_progress_widget_is_found(tmp_path, value, total, bar_styl
     assert f"widget at {value} of {total}" in excerpt and f"{value}/{total}" in excerpt
 
 
+def test_a_script_from_another_host_is_found(tmp_path):
+    write_page(tmp_path, "<p>x</p>", head='<script src="https://cdn.example.org/mathjax/tex-chtml.js"></script>')
+    [(kind, excerpt)] = kinds_and_excerpts(tmp_path)
+    assert kind == "network script" and "cdn.example.org" in excerpt
+
+
 def test_the_built_book_has_no_defects(tmp_path):
     """README command (a), into a temporary folder: the whole book on the `ci` preset with
-    warnings as errors (minutes: every notebook runs), then every page checked."""
+    warnings as errors (minutes: every notebook runs), then every page checked, and the
+    formulas of the Beyond chapter and the measurement reference typeset with no network."""
     jupyter_book = Path(sys.executable).with_name("jupyter-book")  # this environment's
     started = time.monotonic()
     build = subprocess.run(
@@ -158,3 +164,9 @@ def test_the_built_book_has_no_defects(tmp_path):
     assert (html_folder / "index.html").is_file()
     defects = find_defects(html_folder)
     assert not defects, f"{len(defects)} defect(s) in the built pages:\n" + "\n".join(map(str, defects))
+    for page in ("book/beyond.html", "book/api/measure.html"):
+        try:
+            formulas, typeset = rendered_math(html_folder / page)
+        except FileNotFoundError as missing:
+            pytest.skip(str(missing))
+        assert formulas > 0 and typeset >= formulas, f"{page}: {typeset} of {formulas} formulas typeset offline"

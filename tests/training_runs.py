@@ -30,7 +30,9 @@ TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('
 FAULT_DRIVER = """
 import io, os, signal, sys
 import torch
-from ib_tutorial import cli, dino_step, files, knn, runs, supervised_step
+from ib_tutorial import cli, files
+from ib_tutorial.measure import knn
+from ib_tutorial.training import dino_step, runs, supervised_step
 
 kind, when = os.environ["FAULT"].split(":")
 seen = {"count": 0}

@@ -25,7 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import data_root
-from .archives import ChecksumError, DatasetNotFoundError, RemoteArchive, prepare, verify_md5
+from .archives import (
+    ChecksumError,
+    DatasetNotFoundError,
+    RemoteArchive,
+    prepare,
+    verify_md5,
+)
 from .folders import ImageFiles, class_folders, stratified_split
 
 CIFAR100_LAYOUT = """  <root>/cifar-100-python/

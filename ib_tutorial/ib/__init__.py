@@ -1,15 +1,14 @@
 r"""The Information Bottleneck toy: mutual-information estimators and the information plane.
 
-Everything the Information Bottleneck chapter computes lives here, in three modules and
-their figures:
+Everything the Information Bottleneck chapter computes lives here, in three modules (its
+figures are drawn by :mod:`ib_tutorial.report.information_plane`):
 
 * :mod:`~ib_tutorial.ib.estimators`: exact information of discrete distributions, the
   binning estimator and the kernel (KDE) bound for the activations of a layer;
 * :mod:`~ib_tutorial.ib.model`: the toy task (all 4096 inputs of 12 bits, two classes),
   the 12-10-7-5-4-3-2 network and its training, every layer recorded at log-spaced epochs;
 * :mod:`~ib_tutorial.ib.experiment`: every layer's trajectory in the information plane,
-  its EED, and the whole experiment as one call;
-* :mod:`~ib_tutorial.ib.plots`: information-plane and EED figures.
+  its EED, and the whole experiment as one call.
 
 All information is in bits.
 """
@@ -46,13 +45,12 @@ from .model import (
     toy_task,
     train_information_network,
 )
-from .plots import plot_information_planes, plot_layer_eed
 
 __all__ = [
     "ACTIVATIONS", "ESTIMATORS", "INPUT_BITS", "LAYER_WIDTHS", "InformationEstimate", "InformationExperiment",
     "InformationNetwork", "InformationPlane", "ToyTask", "Trajectory", "bin_codes", "binned_information",
     "discrete_information", "entropy_bits", "ib_lagrangian", "icosahedron_vertices", "independence_bias_bits",
     "information_plane", "kde_information", "layer_eed", "logged_epochs", "mutual_information_bits",
-    "plot_information_planes", "plot_layer_eed", "run_information_experiment", "saved_information_experiment", "sphere_score", "toy_task",
+    "run_information_experiment", "saved_information_experiment", "sphere_score", "toy_task",
     "train_information_network",
 ]

@@ -13,10 +13,15 @@ import torch
 from tqdm.auto import tqdm
 
 from ..files import atomic_write
-from ..metrics import effective_encoding_dimension
+from ..measure.metrics import effective_encoding_dimension
 from ..paths import data_root
 from ..presets import IBSettings
-from .estimators import ESTIMATORS, InformationEstimate, binned_information, kde_information
+from .estimators import (
+    ESTIMATORS,
+    InformationEstimate,
+    binned_information,
+    kde_information,
+)
 from .model import LAYER_WIDTHS, Trajectory, toy_task, train_information_network
 
 Tensor = torch.Tensor
@@ -103,7 +108,7 @@ def information_plane(
 
 def layer_eed(trajectory: Trajectory, center: bool = True) -> Tensor:
     r"""EED :math:`N_\mathrm{eff}` [E, L] of every layer at every recorded epoch, from
-    :func:`~ib_tutorial.metrics.effective_encoding_dimension` over the training inputs.
+    :func:`~ib_tutorial.measure.metrics.effective_encoding_dimension` over the training inputs.
 
     The layers are narrow (D = 10, 7, 5, 4, 3, 2), so :math:`1 \le N_\mathrm{eff} \le D`
     leaves little room. The softmax output has rank one (its two probabilities sum to

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torchvision
-
 from archive_builders import (
     cifar100_tar,
     dtd_tar,
@@ -22,6 +21,7 @@ from archive_builders import (
     tiny_imagenet_zip,
     uc_merced_zip,
 )
+
 from ib_tutorial.data import (
     ArchiveError,
     ChecksumError,

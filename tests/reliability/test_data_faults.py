@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 import torchvision
-from PIL import Image
-
 from archive_builders import (
     DTD_CLASSES,
     dtd_tar,
@@ -19,6 +17,8 @@ from archive_builders import (
     tiny_imagenet_zip,
     uc_merced_zip,
 )
+from PIL import Image
+
 from ib_tutorial.data import (
     CorruptImageError,
     check_dataset_options,

@@ -1,6 +1,6 @@
 """Properties of the metrics and the covariance accumulator, on inputs drawn by hypothesis.
 
-What each kind of input gives (ib_tutorial.metrics):
+What each kind of input gives (ib_tutorial.measure.metrics):
 
 - NaN or inf anywhere: ``ValueError`` naming them; a rejected batch leaves an
   accumulator as it was.
@@ -20,8 +20,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ib_tutorial.metrics import (
-    CovarianceAccumulator,
+from ib_tutorial.measure.covariance import CovarianceAccumulator
+from ib_tutorial.measure.metrics import (
     covariance_spectrum,
     eed_percent,
     effective_dimension_from_spectrum,

@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-
-from ib_tutorial import files, training
-from ib_tutorial.files import DiskFullError
-from ib_tutorial.runs import CheckpointError, RunDirectory, RunLockedError
-from ib_tutorial.stopping import TrainingStopped
-
 from training_runs import DATASET, TINY, child_env, run_command, same_metrics
+
+from ib_tutorial import files
+from ib_tutorial.files import DiskFullError
+from ib_tutorial.training import loop
+from ib_tutorial.training.runs import CheckpointError, RunDirectory, RunLockedError
+from ib_tutorial.training.stopping import TrainingStopped
 
 SETTINGS = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1"]
 STEPS = 3 * TINY["train_images"] // TINY["batch_size"]  # 18 optimisation steps
@@ -106,20 +106,20 @@ def test_sigterm_stops_mid_epoch_with_a_checkpoint_and_the_command_that_resumes(
 
 
 def test_ctrl_c_in_a_notebook_stops_with_a_checkpoint_and_says_how_to_resume(tmp_path, monkeypatch):
-    update = training.DINOTraining.update
+    update = loop.DINOTraining.update
 
     def interrupted_at_step_3(self, loss, epoch, step):
         update(self, loss, epoch, step)
         if step == 2:  # the third step (steps count from 0 here)
             signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(training.DINOTraining, "update", interrupted_at_step_3)
+    monkeypatch.setattr(loop.DINOTraining, "update", interrupted_at_step_3)
     # A notebook's kernel handles SIGINT with Python's default handler; a test run started in
     # the background may begin with SIGINT ignored instead.
     outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(TrainingStopped, match=r"SIGINT received(.|\n)*--resume") as stopped:
-            training.train(DATASET, "ci", out=tmp_path / "run", progress=False, epochs=2, **TINY)
+            loop.train(DATASET, "ci", out=tmp_path / "run", progress=False, epochs=2, **TINY)
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the notebook's own handler is back
     finally:
         signal.signal(signal.SIGINT, outer)
@@ -131,7 +131,7 @@ def test_ctrl_c_in_a_notebook_stops_with_a_checkpoint_and_says_how_to_resume(tmp
 def two_checkpoints(tmp_path):
     """A finished 2-epoch run: its latest checkpoint is epoch 2, the previous one epoch 1."""
     out = tmp_path / "run"
-    training.train(DATASET, "ci", out=out, progress=False, epochs=2, checkpoint_every=1, **TINY)
+    loop.train(DATASET, "ci", out=out, progress=False, epochs=2, checkpoint_every=1, **TINY)
     return RunDirectory(out)
 
 
@@ -146,9 +146,9 @@ def test_a_broken_checkpoint_names_itself_and_the_previous_good_one(two_checkpoi
     else:  # a pickle that would run code on loading: weights_only refuses it
         torch.save({"epoch": 2, "payload": NotATensor()}, latest)
     with pytest.raises(CheckpointError, match=r"checkpoint\.pt cannot be read.*checkpoint-previous\.pt \(epoch 1\)"):
-        training.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, **TINY)
+        loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, **TINY)
     latest.rename(latest.with_name("checkpoint.pt.broken"))  # what the message says to do
-    training.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, **TINY)
+    loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, **TINY)
     assert torch.load(run.checkpoint_path, weights_only=True)["epoch"] == 2
 
 
@@ -160,13 +160,13 @@ def test_a_second_run_into_the_same_folder_is_refused(tmp_path):
     run = RunDirectory(tmp_path / "run")
     with run.lock():
         with pytest.raises(RunLockedError, match=r"in use by another training process \(pid \d+"):
-            training.train(DATASET, "ci", out=run.path, progress=False, **TINY)
+            loop.train(DATASET, "ci", out=run.path, progress=False, **TINY)
     assert not run.exists()  # the refused run wrote nothing
 
 
 def test_a_killed_run_leaves_no_lock_behind(tmp_path):
     run = RunDirectory(tmp_path / "run")
-    holder = "import os, signal, sys\nfrom ib_tutorial.runs import RunDirectory\n" \
+    holder = "import os, signal, sys\nfrom ib_tutorial.training.runs import RunDirectory\n" \
              "with RunDirectory(sys.argv[1]).lock():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
     killed = subprocess.run([sys.executable, "-c", holder, str(run.path)], env=child_env())
     assert killed.returncode == -signal.SIGKILL and run.lock_path.exists()
@@ -189,7 +189,7 @@ def full_disk_after(monkeypatch, writes: int) -> None:
 
 def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypatch):
     run = RunDirectory(tmp_path / "run")
-    training.train(DATASET, "ci", out=run.path, progress=False, epochs=1, **TINY)
+    loop.train(DATASET, "ci", out=run.path, progress=False, epochs=1, **TINY)
     before = run.checkpoint_path.read_bytes()
     full_disk_after(monkeypatch, 0)
     state = torch.load(run.checkpoint_path, weights_only=True)
@@ -200,8 +200,8 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkey
 
 
 def test_a_full_disk_during_a_profile_or_an_export_leaves_the_files_as_they_were(tmp_path, monkeypatch):
-    from ib_tutorial.reproduce import export_bundle
-    from ib_tutorial.results import stored_results
+    from ib_tutorial.paths import stored_results
+    from ib_tutorial.reproduction.reproduce import export_bundle
 
     bundle = stored_results("laptop-real")
     if not bundle.exists():

@@ -1,0 +1,224 @@
+"""Measure every transformer block of a ViT in one forward pass.
+
+A forward hook on each block hands its output tokens [B, T, D] to one
+:class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block, so memory does not
+grow with the number of images. The hooks see the residual stream *after* each
+block, before the final LayerNorm.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+from tqdm.auto import tqdm
+
+from ..precision import autocast
+from .covariance import CovarianceAccumulator
+from .metrics import (
+    eed_percent,
+    effective_dimension_from_spectrum,
+    participation_ratio_from_spectrum,
+    twonn_dimension,
+)
+
+TOKEN_CHOICES = ("all", "cls", "patch", "mean")
+COMPANIONS = ("rankme", "participation_ratio", "twonn")
+
+
+@dataclass
+class Profile:
+    """Per-block measurements of one model on one image set.
+
+    ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions``
+    maps a measure's name to its per-block list.
+    """
+
+    n_eff: list[float]
+    eed_percent: list[float]
+    dim: int
+    tokens: str
+    center: bool
+    n_images: int
+    n_tokens: int
+    companions: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        return len(self.n_eff)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def select_tokens(block_output: torch.Tensor, tokens: str, num_prefix_tokens: int = 1) -> torch.Tensor:
+    """Rows that feed the metric, as a [N, D] matrix, from one block's output [B, T, D].
+
+    ``all``: every token of every image (B*T rows); ``cls``: the class token (B rows);
+    ``patch``: the patch tokens (B*(T - prefix) rows); ``mean``: each image's mean
+    patch token (B rows).
+    """
+    if tokens == "all":
+        selected = block_output
+    elif tokens == "cls":
+        selected = block_output[:, 0]
+    elif tokens == "patch":
+        selected = block_output[:, num_prefix_tokens:]
+    elif tokens == "mean":
+        selected = block_output[:, num_prefix_tokens:].mean(1)
+    else:
+        raise ValueError(f"tokens must be one of {TOKEN_CHOICES}, got {tokens!r}")
+    return selected.reshape(-1, block_output.shape[-1])
+
+
+class _TokenReservoir:
+    """A uniform random sample of at most ``size`` rows from a stream (for TwoNN)."""
+
+    def __init__(self, size: int, seed: int):
+        self.size = size
+        self.seen = 0
+        self.rows: torch.Tensor | None = None
+        self.keys: torch.Tensor | None = None
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def update(self, rows: torch.Tensor) -> None:
+        rows = rows.detach().float().cpu()
+        # Give every row seen so far an equal chance: keep the `size` smallest random keys.
+        keys = torch.rand(rows.shape[0], generator=self.generator)
+        if self.rows is None:
+            self.rows, self.keys = rows, keys
+        else:
+            self.rows, self.keys = torch.cat([self.rows, rows]), torch.cat([self.keys, keys])
+        if self.rows.shape[0] > self.size:
+            keep = torch.topk(self.keys, self.size, largest=False).indices
+            self.rows, self.keys = self.rows[keep], self.keys[keep]
+        self.seen += rows.shape[0]
+
+
+def _batches(images_or_loader) -> Iterable[torch.Tensor]:
+    if isinstance(images_or_loader, torch.Tensor):
+        yield images_or_loader
+        return
+    for batch in images_or_loader:
+        yield batch[0] if isinstance(batch, (tuple, list)) else batch
+
+
+@torch.no_grad()
+def profile_model(
+    model: torch.nn.Module,
+    images_or_loader,
+    tokens: str = "all",
+    center: bool = True,
+    companions: Sequence[str] = (),
+    device: torch.device | str | None = None,
+    twonn_samples: int = 2000,
+    seed: int = 0,
+    progress: bool = True,
+) -> Profile:
+    """Per-block EED (and optional companions) of a timm ViT, one forward pass per batch.
+
+    Args:
+        model: a timm ``VisionTransformer`` (anything with ``.blocks``).
+        images_or_loader: an image tensor [B, 3, H, W], or an iterable of such
+            tensors or of ``(images, labels)`` pairs (a ``DataLoader``).
+        tokens: which tokens feed the metric, see :func:`select_tokens`.
+        center: centred covariance (default) or uncentred :math:`H^\\top H / N`.
+        companions: any of ``rankme``, ``participation_ratio``, ``twonn``.
+        device: where to run; defaults to the model's device.
+        twonn_samples: tokens per block kept (uniformly at random) for TwoNN.
+        seed: seeds the TwoNN token sample.
+        progress: show a progress bar over batches.
+
+    The model is put in eval mode for the pass and restored afterwards. On CUDA the
+    forward runs under autocast (:func:`~ib_tutorial.precision.autocast`); the accumulators
+    are float64 everywhere.
+    """
+    if tokens not in TOKEN_CHOICES:
+        raise ValueError(f"tokens must be one of {TOKEN_CHOICES}, got {tokens!r}")
+    unknown = set(companions) - set(COMPANIONS)
+    if unknown:
+        raise ValueError(f"unknown companions {sorted(unknown)}; choose from {COMPANIONS}")
+    blocks = getattr(model, "blocks", None)
+    if blocks is None:
+        raise TypeError("profile_model needs a ViT with a `.blocks` list (e.g. from ib_tutorial.models.vit_small)")
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    dim = model.embed_dim
+    prefix = getattr(model, "num_prefix_tokens", 1)
+    accumulators = [CovarianceAccumulator(dim, center=center) for _ in blocks]
+    reservoirs = [_TokenReservoir(twonn_samples, seed + i) for i in range(len(blocks))] if "twonn" in companions else []
+
+    was_training = model.training
+    model.eval()
+    n_images = 0
+    try:
+        with _recording(blocks, accumulators, reservoirs, tokens, prefix), autocast(device):
+            for images in tqdm(_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
+                model.forward_features(images.to(device, non_blocking=True))
+                n_images += images.shape[0]
+    finally:
+        model.train(was_training)
+    return _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images)
+
+
+@contextlib.contextmanager
+def _recording(blocks, accumulators, reservoirs, tokens: str, prefix: int):
+    """Forward hooks, while open, that hand each block's selected tokens to its accumulator
+    (and, for TwoNN, to its reservoir)."""
+
+    def make_hook(index: int):
+        def hook(_module, _inputs, output):
+            rows = select_tokens(output, tokens, prefix)
+            accumulators[index].update(rows)
+            if reservoirs:
+                reservoirs[index].update(rows)
+
+        return hook
+
+    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(blocks)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images) -> Profile:
+    spectra = [acc.spectrum() for acc in accumulators]
+    n_eff = [effective_dimension_from_spectrum(s) for s in spectra]
+    extra: dict[str, list[float]] = {}
+    if "rankme" in companions:
+        extra["rankme"] = [acc.rankme() for acc in accumulators]
+    if "participation_ratio" in companions:
+        extra["participation_ratio"] = [participation_ratio_from_spectrum(s) for s in spectra]
+    if "twonn" in companions:
+        extra["twonn"] = [twonn_dimension(r.rows) for r in reservoirs]
+    return Profile(
+        n_eff=n_eff,
+        eed_percent=[eed_percent(n, dim) for n in n_eff],
+        dim=dim,
+        tokens=tokens,
+        center=center,
+        n_images=n_images,
+        n_tokens=accumulators[0].count,
+        companions=extra,
+    )
+
+
+@torch.no_grad()
+def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[float, int]:
+    r""":math:`N_\mathrm{eff}` of the raw pixel patches a ViT with ``patch_size`` would embed,
+    and their dimension :math:`3p^2`.
+
+    The patch embedding is linear, so this is the dimension of the image content that
+    enters block 0: a baseline that says how much of a profile is set by the data itself.
+    """
+    accumulator = None
+    for images in _batches(images_or_loader):
+        patches = torch.nn.functional.unfold(images.float(), patch_size, stride=patch_size)  # [B, 3p^2, T]
+        rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
+        accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)
+        accumulator.update(rows)
+    if accumulator is None:
+        raise ValueError("no images to measure")
+    return accumulator.effective_dimension(), accumulator.dim

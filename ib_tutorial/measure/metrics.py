@@ -1,0 +1,185 @@
+r"""Spectral measures of how many dimensions a representation uses.
+
+Everything here is a pure function of a feature matrix :math:`H \in \mathbb{R}^{N \times D}`
+(rows are samples: images or tokens) or of a covariance spectrum; the streaming
+accumulator of :mod:`~ib_tutorial.measure.covariance` lets millions of tokens pass
+without sitting in memory at once. No model code lives here.
+
+The central quantity is the Effective Encoding Dimension (EED). With
+:math:`\lambda_1 \ge \dots \ge \lambda_D \ge 0` the eigenvalues of the covariance
+:math:`C` of :math:`H` and :math:`p_k = \lambda_k / \sum_j \lambda_j`,
+
+.. math::
+
+    S = -\sum_k p_k \log p_k, \qquad N_\mathrm{eff} = e^{S}, \qquad
+    \mathrm{EED\%} = 100\, N_\mathrm{eff} / D .
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+Tensor = torch.Tensor
+
+
+def _check_features(features: Tensor) -> Tensor:
+    if features.ndim != 2:
+        raise ValueError(f"features must be a 2-D [N, D] matrix, got shape {tuple(features.shape)}")
+    if features.shape[1] < 1:
+        raise ValueError("features have no columns (D = 0)")
+    if features.shape[0] < 2:
+        raise ValueError(f"need at least 2 samples to estimate a covariance, got {features.shape[0]}")
+    if not torch.isfinite(features).all():
+        raise ValueError("features contain NaN or inf; check the model output or the input images")
+    return features.to(torch.float64)
+
+
+def _normalised(spectrum: Tensor) -> Tensor:
+    r""":math:`p_k = \lambda_k / \sum_j \lambda_j` in float64, negative round-off clamped to 0."""
+    lam = spectrum.to(torch.float64).flatten()
+    if not torch.isfinite(lam).all():
+        raise ValueError("the spectrum contains NaN or inf")
+    lam = lam.clamp_min(0)
+    total = lam.sum()
+    if total <= 0:
+        raise ValueError("the spectrum is empty or all zeros: the features are constant, so no dimension is used")
+    return lam / total
+
+
+def spectral_entropy(eigenvalues: Tensor) -> float:
+    r"""Shannon entropy (nats) of a non-negative spectrum normalised to sum to one.
+
+    :math:`S = -\sum_k p_k \log p_k` with :math:`p_k = \lambda_k / \sum_j \lambda_j`;
+    zero eigenvalues contribute nothing (:math:`0 \log 0 = 0`). An all-zero spectrum
+    (constant features) has no distribution and raises ``ValueError``.
+    """
+    p = _normalised(eigenvalues)
+    return float(-(torch.special.xlogy(p, p)).sum())
+
+
+def effective_dimension_from_spectrum(eigenvalues: Tensor) -> float:
+    r""":math:`N_\mathrm{eff} = \exp S` of a spectrum; between 1 and the number of eigenvalues."""
+    return math.exp(spectral_entropy(eigenvalues))
+
+
+def participation_ratio_from_spectrum(eigenvalues: Tensor) -> float:
+    r"""Participation ratio :math:`(\sum_k \lambda_k)^2 / \sum_k \lambda_k^2 = 1 / \sum_k p_k^2` of a spectrum.
+
+    Equals :math:`\exp` of the Rényi-2 entropy of :math:`p`, so it is never larger than
+    :math:`N_\mathrm{eff}` (Rényi entropies decrease with their order).
+    """
+    p = _normalised(eigenvalues)
+    return float(1 / (p**2).sum())
+
+
+def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
+    r"""Eigenvalues, largest first, of the covariance of ``features`` [N, D].
+
+    Centred: :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`.
+    Uncentred: :math:`C = H^\top H / N`. Computed in float64 whatever the input dtype
+    (this is the reference the streaming float32 path is tested against); the tiny
+    negative eigenvalues that round-off produces are clamped to zero. Constant features
+    give an all-zero centred spectrum.
+    """
+    h = _check_features(features)
+    if torch.equal(h, h[:1].expand_as(h)):  # one row repeated: exactly no spread, not round-off
+        return torch.zeros(h.shape[1], dtype=torch.float64) if center else sorted_eigenvalues(h[:1].T @ h[:1])
+    if center:
+        centred = h - h.mean(0)
+        return sorted_eigenvalues(centred.T @ centred / (h.shape[0] - 1))
+    return sorted_eigenvalues(h.T @ h / h.shape[0])
+
+
+def effective_encoding_dimension(features: Tensor, center: bool = True) -> float:
+    r"""Effective Encoding Dimension :math:`N_\mathrm{eff} = \exp S` of ``features`` [N, D].
+
+    :math:`S` is the spectral entropy of the covariance eigenvalues (see
+    :func:`covariance_spectrum`). :math:`N_\mathrm{eff} = D` for an isotropic
+    representation and 1 for a representation that varies along one direction only.
+    Invariant to rotations and to a global rescaling of the features.
+    """
+    return effective_dimension_from_spectrum(covariance_spectrum(features, center=center))
+
+
+def eed_percent(n_eff: float, dim: int) -> float:
+    r"""EED as a percentage of the width: :math:`100\, N_\mathrm{eff} / D`."""
+    if dim < 1:
+        raise ValueError(f"the width D must be at least 1, got {dim}")
+    return 100.0 * n_eff / dim
+
+
+def participation_ratio(features: Tensor, center: bool = True) -> float:
+    r"""Participation ratio of the covariance spectrum of ``features`` [N, D]; see
+    :func:`participation_ratio_from_spectrum`."""
+    return participation_ratio_from_spectrum(covariance_spectrum(features, center=center))
+
+
+def rankme_from_singular_values(singular_values: Tensor, eps: float = 1e-7) -> float:
+    r"""RankMe (Garrido et al. 2023) from the singular values :math:`\sigma_k` of a feature matrix.
+
+    :math:`p_k = \sigma_k / \lVert\sigma\rVert_1 + \varepsilon`, and
+    :math:`\mathrm{RankMe} = \exp(-\sum_k p_k \log p_k)`. Same entropy as EED, but over
+    singular values of the *uncentred* matrix rather than eigenvalues of the
+    covariance: since :math:`\lambda_k \propto \sigma_k^2` for centred data, RankMe
+    weights small directions more and is larger than :math:`N_\mathrm{eff}`
+    whenever the spectrum is not flat.
+    """
+    p = _normalised(singular_values) + eps
+    return float(torch.exp(-(p * torch.log(p)).sum()))
+
+
+def rankme(features: Tensor, eps: float = 1e-7) -> float:
+    r"""RankMe of ``features`` [N, D]: effective rank over the singular values of
+    :math:`H` itself (no centring), see :func:`rankme_from_singular_values`."""
+    h = _check_features(features)
+    return rankme_from_singular_values(torch.linalg.svdvals(h), eps=eps)
+
+
+def twonn_dimension(features: Tensor, discard_fraction: float = 0.1) -> float:
+    r"""TwoNN intrinsic dimension (Facco et al. 2017) of the points ``features`` [N, D].
+
+    For each point, :math:`\mu_i = r_2 / r_1`, the ratio of the distances to its second and
+    first nearest neighbours. If the density is locally uniform on a
+    :math:`d`-dimensional manifold, :math:`\mu` is Pareto distributed,
+    :math:`F(\mu) = 1 - \mu^{-d}`, so :math:`-\log(1 - F(\mu)) = d \log \mu`.
+    :math:`d` is the slope of a least-squares line through the origin fitted to the
+    empirical :math:`F`, after discarding the largest ``discard_fraction`` of the
+    :math:`\mu` (they are the most sensitive to noise), as in the original paper.
+
+    Unlike EED it is a *non-linear*, local measure: a curved one-dimensional manifold
+    spanning many directions has TwoNN close to 1 but a large EED.
+    """
+    h = _check_features(features)
+    n = h.shape[0]
+    if n < 3:
+        raise ValueError(f"TwoNN needs at least 3 points, got {n}")
+    r1, r2 = _two_nearest_distances(h)
+    if (r1 <= 0).any():
+        raise ValueError("TwoNN needs distinct points: some samples are exact duplicates; drop them first")
+    mu = torch.sort(r2 / r1).values
+    keep = int(math.floor(n * (1 - discard_fraction)))
+    empirical_cdf = torch.arange(1, n + 1, dtype=torch.float64) / n
+    x = torch.log(mu[:keep])
+    y = -torch.log1p(-empirical_cdf[:keep])
+    return float((x * y).sum() / (x * x).sum())
+
+
+def _two_nearest_distances(h: Tensor, chunk: int = 2048) -> tuple[Tensor, Tensor]:
+    """Distances to the first and second nearest other point, computed in row chunks."""
+    first, second = [], []
+    for start in range(0, h.shape[0], chunk):
+        # The direct (not matrix-product) distance is exact, so duplicates give exactly 0.
+        d = torch.cdist(h[start : start + chunk], h, compute_mode="donot_use_mm_for_euclid_dist")
+        rows = torch.arange(d.shape[0])
+        d[rows, rows + start] = math.inf  # a point is not its own neighbour
+        two = torch.topk(d, 2, dim=1, largest=False).values
+        first.append(two[:, 0])
+        second.append(two[:, 1])
+    return torch.cat(first), torch.cat(second)
+
+
+def sorted_eigenvalues(matrix: Tensor) -> Tensor:
+    """Eigenvalues of a symmetric matrix, largest first, negatives from round-off clamped to 0."""
+    symmetric = (matrix + matrix.T) / 2
+    return torch.linalg.eigvalsh(symmetric).clamp_min(0).flip(0)

@@ -1,0 +1,152 @@
+r"""Targeted spectral pruning: how many principal directions of a block's tokens does the
+k-NN accuracy of its features need?
+
+The paper points to pruning as the use of a low effective dimension. For block
+:math:`l` of a trained teacher, the tokens of the training images define principal
+directions: the eigenvectors :math:`U` of their covariance, largest variance first, and
+their mean :math:`\mu`. Pruning to :math:`k` directions keeps a token's coordinates on the
+first :math:`k`, :math:`h \mapsto U_k^\top (h - \mu)`. An image's feature is the mean of its
+pruned patch tokens (``pool="mean"``; the projection is affine, so this is the pruned mean
+token) or its pruned CLS token (``pool="cls"``), and the weighted k-NN of
+:mod:`ib_tutorial.measure.knn` says how well the pruned features still separate the classes, for
+every :math:`k` from 1 to :math:`D`. At :math:`k = D` nothing is pruned (:math:`U` is a
+rotation, and cosine similarity ignores it); a representation of rank :math:`r` loses
+nothing at :math:`k = r`. :func:`smallest_sufficient_k` is the fewest directions that keep
+95 % of the unpruned accuracy: set beside the block's :math:`N_\mathrm{eff}`, it answers
+whether a block needs only about :math:`N_\mathrm{eff}` directions.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from ..precision import autocast
+from .block_profile import select_tokens
+from .covariance import CovarianceAccumulator
+from .knn import POOLS, knn_accuracy
+
+KEEP_FRACTION = 0.95
+
+
+@dataclass
+class BlockFeatures:
+    """Per block: the pooled feature of every image [N, D] and, when requested, the
+    accumulated covariance of all its tokens (the principal directions)."""
+
+    pooled: list[torch.Tensor]
+    labels: torch.Tensor
+    tokens: list[CovarianceAccumulator] | None
+
+
+@torch.no_grad()
+def block_features(model: torch.nn.Module, dataset: Dataset, pool: str = "mean", with_tokens: bool = False,
+                   batch_size: int = 64, device: torch.device | str = "cpu") -> BlockFeatures:
+    """Every block's pooled features of ``dataset`` (``(image, label)`` pairs) in one pass,
+    and with ``with_tokens`` the covariance of every block's tokens (all of them, CLS and
+    patches, as EED measures them)."""
+    if pool not in POOLS:
+        raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+    device = torch.device(device)
+    blocks, prefix, dim = model.blocks, getattr(model, "num_prefix_tokens", 1), model.embed_dim
+    pooled: list[list[torch.Tensor]] = [[] for _ in blocks]
+    tokens = [CovarianceAccumulator(dim) for _ in blocks] if with_tokens else None
+
+    def make_hook(index: int):
+        def hook(_module, _inputs, output):
+            pooled[index].append(select_tokens(output, "mean" if pool == "mean" else "cls", prefix).double().cpu())
+            if tokens is not None:
+                tokens[index].update(select_tokens(output, "all", prefix))
+        return hook
+
+    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(blocks)]
+    was_training, labels = model.training, []
+    model.eval()
+    try:
+        with autocast(device):
+            for images, targets in DataLoader(dataset, batch_size=batch_size):
+                model.forward_features(images.to(device))
+                labels.append(torch.as_tensor(targets))
+    finally:
+        for handle in handles:
+            handle.remove()
+        model.train(was_training)
+    return BlockFeatures([torch.cat(chunks) for chunks in pooled], torch.cat(labels), tokens)
+
+
+def principal_directions(tokens: CovarianceAccumulator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean [D] and the eigenvectors [D, D] (columns, largest variance first) of the tokens' covariance."""
+    _, vectors = torch.linalg.eigh(tokens.covariance().double().cpu())
+    return tokens.mean.double().cpu(), vectors.flip(-1)
+
+
+def pruned_accuracy(train: torch.Tensor, train_labels: torch.Tensor, held_out: torch.Tensor,
+                    held_out_labels: torch.Tensor, mean: torch.Tensor, directions: torch.Tensor | None,
+                    ks: Sequence[int], num_classes: int, k_neighbours: int = 20, temperature: float = 0.07) -> list[float]:
+    """k-NN top-1 accuracy (%) of the features pruned to each number of directions in
+    ``ks``; with ``directions=None``, of the features centred on ``mean`` and not pruned
+    (one value): what pruning to all D directions must give, since cosine similarity
+    ignores a rotation."""
+    def top1(train_features: torch.Tensor, held_out_features: torch.Tensor) -> float:
+        return knn_accuracy(F.normalize(train_features.float(), dim=1), train_labels,
+                            F.normalize(held_out_features.float(), dim=1), held_out_labels, num_classes,
+                            k_neighbours, temperature)["top1"]
+
+    train, held_out = train - mean, held_out - mean
+    if directions is None:
+        return [top1(train, held_out)]
+    # Coordinates on every direction at once; pruning to k keeps the first k columns.
+    train, held_out = train @ directions, held_out @ directions
+    return [top1(train[:, :k], held_out[:, :k]) for k in ks]
+
+
+def smallest_sufficient_k(ks: Sequence[int], accuracies: Sequence[float], unpruned: float,
+                          keep: float = KEEP_FRACTION) -> int:
+    """The fewest directions whose accuracy reaches ``keep`` of ``unpruned`` (the last ``k`` if none before)."""
+    return next((k for k, accuracy in zip(ks, accuracies) if accuracy >= keep * unpruned), ks[-1])
+
+
+@dataclass
+class BlockPruning:
+    """One block's pruning curve: accuracy (%) at each ``k``; the unpruned accuracy (of the
+    pooled features centred on the training tokens' mean, which ``k = D`` reproduces); the
+    smallest ``k`` keeping 95 % of it; and the N_eff of the block's training tokens, and
+    how many tokens the directions were fitted on."""
+
+    block: int
+    ks: list[int]
+    accuracy: list[float]
+    unpruned: float
+    sufficient_k: int
+    n_eff: float
+    n_tokens: int
+
+
+def prune_blocks(model: torch.nn.Module, train_set: Dataset, held_out_set: Dataset, num_classes: int,
+                 pool: str = "mean", ks: Sequence[int] | None = None, k_neighbours: int = 20,
+                 temperature: float = 0.07, device: torch.device | str = "cpu") -> list[BlockPruning]:
+    """The pruning curve of every block: directions fitted on ``train_set``'s tokens, k-NN
+    of ``held_out_set`` against ``train_set`` (default ``ks``: every k from 1 to D)."""
+    train = block_features(model, train_set, pool, with_tokens=True, device=device)
+    held_out = block_features(model, held_out_set, pool, device=device)
+    ks = list(ks) if ks is not None else list(range(1, model.embed_dim + 1))
+    curves = []
+    for block, (train_features, held_out_features, tokens) in enumerate(zip(train.pooled, held_out.pooled, train.tokens)):
+        mean, directions = principal_directions(tokens)
+        accuracy = pruned_accuracy(train_features, train.labels, held_out_features, held_out.labels, mean, directions,
+                                   ks, num_classes, k_neighbours, temperature)
+        unpruned = pruned_accuracy(train_features, train.labels, held_out_features, held_out.labels, mean,
+                                   None, (), num_classes, k_neighbours, temperature)[0]
+        curves.append(BlockPruning(block, ks, accuracy, unpruned, smallest_sufficient_k(ks, accuracy, unpruned),
+                                   tokens.effective_dimension(), tokens.count))
+    return curves
+
+
+def pruning_record(curves: list[BlockPruning], pool: str, num_classes: int, provenance: dict) -> dict:
+    """JSON-ready data of a run's pruning curves with their provenance; ``chance`` is the
+    k-NN accuracy (%) of guessing, 100 / number of classes."""
+    return {"pool": pool, "keep_fraction": KEEP_FRACTION, "chance": 100 / num_classes,
+            "blocks": [asdict(c) for c in curves], "provenance": provenance}

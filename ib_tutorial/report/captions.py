@@ -1,0 +1,45 @@
+"""The caption line of every figure drawn from stored results: what was measured, on
+which data, by which code, and whether the run was reduced.
+"""
+from __future__ import annotations
+
+from ..models import MODEL_NAMES
+from ..reproduction.bundles import Bundle
+from ..reproduction.dataset_runs import DatasetRun
+
+
+def profile_caption(record: dict) -> str:
+    """The caption line of a figure drawn from a profile record: preset (flagged when
+    reduced), model and width, images, tokens, centring, and the code that measured it."""
+    p, profile = record["provenance"], record["profile"]
+    reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
+    model = MODEL_NAMES.get(profile["dim"], "ViT")
+    centring = "centred" if profile["center"] else "uncentred"
+    what = record["label"] if record["label"].startswith(p["dataset"]) else f"{p['dataset']}: {record['label']}"
+    return (f"preset {p['preset']}{reduced}; {what}; {model} (D = {profile['dim']}; "
+            f"EED% of {profile['dim']}), {p['n_images']} held-out images, {p['n_tokens']:,} tokens "
+            f"({profile['tokens']}, {centring}); code {p['code_version'][:10]}, {p['date'][:10]}")
+
+
+def pruning_caption(record: dict) -> str:
+    """The caption line of a figure drawn from a pruning record: what was pruned, on which
+    images, by which code."""
+    p = record["provenance"]
+    reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
+    return (f"preset {p['preset']}{reduced}; {p['dataset']}: teacher of epoch {record['epoch']}, {record['pool']}-pooled "
+            f"features; directions fitted on {record['blocks'][0]['n_tokens']:,} training tokens; k-NN over "
+            f"{p['n_images']:,} images (train against held-out); code {p['code_version'][:10]}")
+
+
+def bundle_caption(bundle: Bundle) -> str:
+    """What made the bundle, from the newest profile of its first run (see
+    :func:`profile_caption`), with every run's held-out images."""
+    newest = next(iter(bundle.runs.values())).profiles[-1]
+    images = ", ".join(f"{spec} {run.profiles[-1]['provenance']['n_images']}" for spec, run in bundle.runs.items())
+    return f"bundle {bundle.name}: {profile_caption(newest)}; held-out images per dataset: {images}"
+
+
+def run_caption(entry: DatasetRun) -> str:
+    """What made a dataset run's figures: the bundle, the run, and its last profile's
+    provenance (:func:`profile_caption`)."""
+    return f"bundle {entry.bundle.name}, run {entry.spec}: {profile_caption(entry.run.profiles[-1])}"

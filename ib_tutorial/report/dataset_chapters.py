@@ -1,0 +1,338 @@
+"""What a dataset chapter of the Results part shows: the data on disk, its sizes at every
+tier, the paper's row, every committed run of the dataset
+(:mod:`ib_tutorial.reproduction.dataset_runs` finds them), and the commands that make the
+runs that are not there yet.
+
+The functions here turn the runs into the chapter's tables, sentences and gallery, so
+that the chapters are built the same way and compute nothing themselves.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import textwrap
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
+from ..data.spec import parse_spec
+from ..models import ARCHITECTURES, MODEL_NAMES
+from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository
+from ..presets import PRESETS, Preset, get_preset
+from ..reproduction.bundles import Bundle
+from ..reproduction.comparison import ComparisonRow
+from ..reproduction.dataset_runs import DatasetRun, Family, dataset_name, dataset_runs
+from ..reproduction.paper import MIDDLE, PAPER_DATASETS, REPORTED
+from ..reproduction.bundles import middle_eed
+from ..reproduction.records import code_version
+from ..training.cost import estimate_run_time
+from .plots import add_caption
+from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
+
+REPOSITORY = "https://github.com/ib-tutorial/ib-tutorial"
+
+
+def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None) -> str:
+    """One sentence naming the committed runs of ``dataset`` that are not plain DINO runs
+    (other objectives or settings), which other chapters show."""
+    others = [entry for entry in dataset_runs(dataset, bundles, plain=False) if not entry.plain]
+    if not others:
+        return f"No other runs of {dataset} (other objectives or settings) are committed."
+    names = ", ".join(f"`{entry.spec}` ({entry.bundle.name})" for entry in others)
+    return (f"The committed bundles also hold {len(others)} other run(s) of {dataset}, not shown here: {names}. "
+            "The chapter \"Beyond the paper\" compares each with its DINO run.")
+
+
+def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
+    """For each tier of ``family`` with no committed run: that it is absent, and the command
+    that makes it (nothing is shown in its place)."""
+    if not in_repository():
+        return (f"**This installation of `ib_tutorial` is not a checkout of the repository**, so it holds none of the "
+                f"bundles committed under `results/`, and this chapter shows no run. To read them: `git clone "
+                f"{REPOSITORY}`, then `pip install -e ib-tutorial` (the Colab set-up cell does both).")
+    laptop, quick = run_commands(family)[:2]
+    lines = []
+    for tiers, command, on_gpu in (("laptop", laptop, False), ("GPU (quick or paper)", quick, True)):
+        spec = command.argv[command.argv.index("--datasets") + 1]
+        if any(entry.on_gpu == on_gpu and entry.spec == spec for entry in runs):
+            continue
+        lines.append(f"- **No {tiers} run of `{spec}` is committed under `results/`**, so this chapter shows none and "
+                     f"nothing stands in for it. This command makes it: `{command.line}` (see *Run it yourself*).")
+    return "\n".join(lines) or "Every tier of this chapter has a committed run."
+
+
+def run_markdown(entry: DatasetRun) -> str:
+    """The run's settings in one line, then its row of the bundle table
+    (:func:`~ib_tutorial.report.tables.bundle_markdown`)."""
+    config, run = entry.run.config, entry.run
+    knn = run.knn[-1]
+    classes = f", {100 / entry.chance:.0f} classes" if entry.chance else ""
+    images = f"{config.train_images_used:,}" if config.train_images_used else "all the"
+    settings = (f"**{entry.label}**: {MODEL_NAMES.get(config.model['embed_dim'], config.model['arch'])} "
+                f"(D = {config.model['embed_dim']}), {config.view.img_size} px / patch {config.view.patch_size}, "
+                f"{config.train.epochs} epochs of {images} images{classes}; k-NN on "
+                f"{knn['n_train']:,} train and {knn['n_eval']:,} {config.held_out_split} images; profiles on "
+                f"{run.profiles[-1]['provenance']['n_images']} {config.held_out_split} images.")
+    return settings + "\n\n" + bundle_markdown(dataclasses.replace(entry.bundle, runs={entry.spec: run}))
+
+
+# --- what the runs say ---------------------------------------------------------------
+
+
+def knn_markdown(entry: DatasetRun) -> str:
+    """The k-NN accuracy from the random initialisation to the end, against chance."""
+    knn = entry.run.knn
+    first, last = knn[0], knn[-1]
+    best = max(knn, key=lambda r: r["top1"])
+    chance = f"; guessing gives {entry.chance:.1f} %" if entry.chance else ""
+    mean = (f" On the mean patch token: {first['top1_mean']:.1f} % -> {last['top1_mean']:.1f} %."
+            if "top1_mean" in first and "top1_mean" in last else "")
+    return (f"k-NN top-1 on the CLS token: {first['top1']:.1f} % at the random initialisation, {last['top1']:.1f} % "
+            f"after epoch {last['epoch']} ({last['top1'] - first['top1']:+.1f} points; best {best['top1']:.1f} % at "
+            f"epoch {best['epoch']}){chance}.{mean}")
+
+
+def baseline_markdown(entry: DatasetRun) -> str:
+    """The raw pixel patches' N_eff, the floor of block 0, beside block 0 before and after training."""
+    summary, config = entry.run.summary, entry.run.config
+    n_eff, dim = summary["raw_patch_n_eff"], summary["raw_patch_dim"]
+    first, last = entry.run.profiles[0]["profile"], entry.run.profiles[-1]["profile"]
+    return (f"Raw pixel patches ({config.view.patch_size} x {config.view.patch_size} x 3 = {dim} values at "
+            f"{config.view.img_size} px): N_eff = {n_eff:.1f} of {dim}. Block 0 holds N_eff = {first['n_eff'][0]:.1f} "
+            f"at the random initialisation and {last['n_eff'][0]:.1f} after epoch {entry.run.profiles[-1]['epoch']}, "
+            f"of D = {last['dim']} ({first['eed_percent'][0]:.1f} % -> {last['eed_percent'][0]:.1f} %).")
+
+
+def shape_markdown(entry: DatasetRun) -> str:
+    """Per saved epoch: where the profile is lowest and highest, the mean of the middle
+    blocks (where the paper finds its minimum), and whether the minimum lies there."""
+    blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
+    lines = [f"| epoch | lowest block | highest block | spread (points) | middle {blocks} mean | minimum in {blocks}? |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for record in entry.run.profiles:
+        eed = record["profile"]["eed_percent"]
+        low, high = int(np.argmin(eed)), int(np.argmax(eed))
+        lines.append(f"| {record['epoch']} | L{low} ({eed[low]:.1f} %) | L{high} ({eed[high]:.1f} %) | "
+                     f"{eed[high] - eed[low]:.1f} | {middle_eed(record):.1f} % | {'yes' if low in MIDDLE else 'no'} |")
+    return "\n".join(lines)
+
+
+def comparison_table(entry: DatasetRun) -> str:
+    """The run's comparison rows with the paper (from ``summary.json``) as a table, and a
+    line on what they mean when the paper did not study the dataset."""
+    rows = [ComparisonRow(**row) for row in entry.run.summary["comparison"]]
+    if not rows:
+        return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
+    table = comparison_markdown(rows)
+    if dataset_name(entry.spec) not in REPORTED:
+        table += (f"\nThe paper did not study {dataset_name(entry.spec)}, so every row says \"not studied\"; "
+                  "the profile's shape above is what can be set beside the paper's claims.\n")
+    return table
+
+
+# --- the data ------------------------------------------------------------------------
+
+
+def _on_disk(spec: str, split: str, root) -> tuple[object | None, str]:
+    """``(get_dataset(...), "")`` for ``spec``, or ``(None, why)`` when its files are not
+    under ``root``. A subset's warning is silenced: the chapter states the classes itself."""
+    name, options = parse_spec(spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            return get_dataset(name, split, root=root, **options), ""
+        except DatasetNotFoundError as missing:
+            return None, str(missing)
+
+
+def data_status_markdown(spec: str, root=None) -> str:
+    """What of ``spec`` is on disk under the data root (classes, train and held-out
+    images), or where to put it and how to download it."""
+    root = data_root(root)
+    name, options = parse_spec(spec)
+    shown = display_path(root)
+    train, why = _on_disk(spec, "train", root)
+    if train is None:
+        fetch = ("" if "folder" in options else
+                 f"\n\nTo download it: `python -c \"from ib_tutorial.data import get_dataset; "
+                 f"get_dataset('{name}', 'train', download=True)\"` (or `--download` on any `ib-tutorial` command).")
+        return (f"**`{spec}` is not on disk** under the data root `{shown}` (set `{DATA_ENV_VAR}` to the folder "
+                f"that holds it), so no images are shown.\n\n```text\n{why.replace(str(root), shown)}\n```{fetch}")
+    split = held_out_split(name, options)
+    held, _ = _on_disk(spec, split, root)
+    classes = list(train.classes)
+    listed = ", ".join(classes[:12]) + (f" and {len(classes) - 12} more" if len(classes) > 12 else "")
+    return (f"**`{spec}` on disk** under `{shown}`: {len(classes)} classes, {len(train):,} train and "
+            f"{len(held):,} {split} images (the full dataset: {DATASETS[name].description}). Classes: {listed}.")
+
+
+def gallery(spec: str, root=None, classes: int = 8, per_class: int = 3, preset: str | Preset | None = None) -> plt.Figure | None:
+    """Train images of ``spec`` as stored under the data root: ``per_class`` images of
+    ``classes`` classes spread over the class list, one column per class named above it.
+    None when the data is not on disk (:func:`data_status_markdown` says where it goes)."""
+    dataset, _ = _on_disk(spec, "train", root)
+    if dataset is None:
+        return None
+    preset = preset if isinstance(preset, Preset) else get_preset(preset)
+    name, _ = parse_spec(spec)
+    targets = np.asarray(dataset.targets)
+    labels = sorted({int(round(x)) for x in np.linspace(0, len(dataset.classes) - 1, min(classes, len(dataset.classes)))})
+    fig, axes = plt.subplots(per_class, len(labels), figsize=(1.3 * len(labels), 1.3 * per_class + 1.2),
+                             layout="constrained", squeeze=False)
+    sizes = set()
+    for column, label in enumerate(labels):
+        picks = np.flatnonzero(targets == label)[:per_class]
+        for row in range(per_class):
+            ax = axes[row, column]
+            ax.set(xticks=[], yticks=[])
+            if row < len(picks):
+                image = dataset[int(picks[row])][0]
+                sizes.add(image.size)
+                ax.imshow(image)
+        axes[0, column].set_title(textwrap.fill(str(dataset.classes[label]), 12), fontsize=8)
+    sides = sorted(side for size in sizes for side in size)
+    stored = f"{sides[0]} x {sides[0]} px" if sides[0] == sides[-1] else f"{sides[0]}-{sides[-1]} px a side"
+    view = preset.view(name)
+    fig.suptitle(f"{spec}: {len(labels)} of its {len(dataset.classes)} classes on disk, {per_class} train images each")
+    add_caption(fig, f"images as stored under {display_path(data_root(root))} ({stored}); preset {preset.name} "
+                     f"trains {name} at {view.img_size} px, patch {view.patch_size}, "
+                     f"{MODEL_NAMES.get(_width(preset), 'ViT')} (D = {_width(preset)}); code {code_version()[:10]}")
+    return fig
+
+
+def _width(preset: Preset) -> int:
+    """The model width D a preset trains."""
+    return ARCHITECTURES[preset.train.arch]["embed_dim"]
+
+
+def sizes_markdown(spec: str) -> str:
+    """The dataset's facts from the registry (kind, native size, train images) and, per
+    tier, the model and the geometry it trains at."""
+    name, options = parse_spec(spec)
+    info = DATASETS[name]
+    native = f"{info.native_size} x {info.native_size} px" if info.native_size else "varies from image to image"
+    # With options (e.g. a DTD folder) the split is not the published one the registry counts.
+    split_images = None if options else info.train_images
+    images = f"{split_images:,} images" if split_images else "as many images as its options select"
+    lines = [f"`{spec}`: {info.kind}; {info.description}. Stored images: {native}; train split: {images}; "
+             f"held out: `{held_out_split(name, options)}`.", "",
+             "| preset | device | model | input px | patch px | tokens per global crop | local crops | epochs x images per epoch |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for preset in PRESETS.values():
+        view, train = preset.view(name), preset.train
+        per_epoch = f"{train.train_images:,}" if train.train_images else (f"{split_images:,} (the split)" if split_images else "the split")
+        lines.append(f"| `{preset.name}` | {'CPU' if preset.device == 'cpu' else 'GPU'} | {MODEL_NAMES.get(_width(preset), train.arch)} "
+                     f"(D = {_width(preset)}) | {view.img_size} | {view.patch_size} | "
+                     f"{(view.img_size // view.patch_size) ** 2 + 1} | {train.local_crops_number} x {view.local_crop_size} px | "
+                     f"{train.epochs} x {per_epoch} |")
+    return "\n".join(lines)
+
+
+def paper_row_markdown(dataset: str) -> str:
+    """The paper's reported EED% for ``dataset`` (:data:`~ib_tutorial.reproduction.paper.REPORTED`) as a
+    table row, or a line saying that the paper did not study it."""
+    reported = REPORTED.get(dataset)
+    if reported is None:
+        return (f"The paper did not study `{dataset}`; its datasets are "
+                + ", ".join(f"`{name}`" for name in PAPER_DATASETS) + ".")
+
+    def span(blocks, values):
+        return "-" if values is None else f"{values[0]:.1f}-{values[1]:.1f} % (L{blocks[0]}-L{blocks[-1]})"
+
+    flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
+    return "\n".join([
+        "| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |",
+        f"| `{dataset}` | {span(reported.early_blocks, reported.early_eed)} | "
+        f"{span(reported.middle_blocks, reported.minimum_eed)} | {span(reported.late_blocks, reported.late_eed)} | {flat} |",
+    ]) + ("\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384; a dash is a value it does not "
+          "state as a number.")
+
+
+# --- run it yourself -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """One ``ib-tutorial`` command of a chapter's *Run it yourself* section.
+
+    Attributes:
+        tier: the preset it runs.
+        where: the machine it is meant for.
+        argv: its arguments after ``ib-tutorial`` (what :func:`ib_tutorial.cli.build_parser` parses).
+        note: what to know before running it.
+    """
+
+    tier: str
+    where: str
+    argv: tuple[str, ...]
+    note: str
+
+    @property
+    def line(self) -> str:
+        return "ib-tutorial " + shlex.join(self.argv)
+
+
+def _reproduce_argv(spec: str, tier: str, out: str | None = None, export: bool = False) -> tuple[str, ...]:
+    name, options = parse_spec(spec)
+    argv = ["reproduce", "--preset", tier, "--datasets", spec]
+    argv += [] if "folder" in options else ["--download"]
+    argv += ["--out", out] if out else []
+    argv += ["--export", f"results/{tier}-{name}"] if export else []
+    return tuple(argv)
+
+
+def run_commands(family: Family) -> list[RunCommand]:
+    """The commands that make each tier's run of ``family``: the laptop tier on a CPU, the
+    ``quick`` and ``paper`` tiers on a GPU (exported under ``results/``, where the
+    chapter finds them), and ``quick`` in Colab, its run folder on Google Drive so that a
+    new session resumes it."""
+    cpu, gpu = family.cpu_spec, family.gpu_spec
+    name = parse_spec(gpu)[0]
+    folder_note = (f" `{cpu}` reads `images/<class>/` under the data root without downloading; "
+                   f"`--datasets {parse_spec(cpu)[0]} --download` fetches the official dataset instead."
+                   if "folder" in parse_spec(cpu)[1] else
+                   " `--download` fetches the dataset into the data root when it is not there; a data root that "
+                   "holds a subset in the same layout (as for the committed `laptop` runs) trains on that subset.")
+    return [
+        RunCommand("laptop", "a laptop CPU", _reproduce_argv(cpu, "laptop"),
+                   f"{get_preset('laptop').description}.{folder_note}"),
+        RunCommand("quick", "one GPU", _reproduce_argv(gpu, "quick", export=True),
+                   f"{get_preset('quick').description}; from the repository's root, so that `--export` writes the "
+                   f"bundle where this chapter looks for it (`results/quick-{name}`); commit that folder."),
+        RunCommand("paper", "one GPU", _reproduce_argv(gpu, "paper", export=True),
+                   f"{get_preset('paper').description}; 100 epochs, ten times `quick`."),
+        RunCommand("quick", "Colab's free GPU",
+                   _reproduce_argv(gpu, "quick", out=f"/content/drive/MyDrive/ib-tutorial/quick-{name}", export=True),
+                   "the cell below mounts Google Drive, installs the package and runs `quick` with its run folder "
+                   "on Drive; after a disconnection, run the cell again and it resumes from the checkpoint there."),
+    ]
+
+
+def run_commands_markdown(family: Family) -> str:
+    """*Run it yourself*: each command of :func:`run_commands` with its note, Colab's set-up
+    cell, and the estimated time of ``quick`` and ``paper`` there (:mod:`ib_tutorial.training.cost`)."""
+    commands = run_commands(family)
+    name = parse_spec(family.gpu_spec)[0]
+    parts = []
+    for command in commands[:-1]:
+        parts.append(f"**On {command.where} (`{command.tier}`)**: {command.note}\n\n```bash\n{command.line}\n```")
+    colab = commands[-1]
+    parts.append(
+        f"**In Colab** (Runtime > Change runtime type > GPU): {colab.note}\n\n```ipython3\n"
+        f"from google.colab import drive\ndrive.mount('/content/drive')\n"
+        f"!git clone -q {REPOSITORY} && pip install -q -e ib-tutorial\n%cd ib-tutorial\n"
+        f"!{colab.line}\n```\n\nThen download `results/quick-{name}` (a few hundred kB) and commit it.")
+    quick, paper = estimate_run_time(name, "quick"), estimate_run_time(name, "paper")
+    if quick is None:
+        parts.append("No benchmark records are next to this package, so no time is estimated here.")
+    else:
+        low, high = paper.seconds
+        parts.append(estimate_markdown(quick) + f"\n\nOn the same estimate `paper` takes {duration_text(low)} to "
+                     f"{duration_text(high)}. A free Colab session can end without notice after some hours; the same "
+                     "command, run again, resumes from the checkpoint on Drive.")
+    return "\n\n".join(parts)

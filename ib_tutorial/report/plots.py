@@ -1,0 +1,357 @@
+"""Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
+from __future__ import annotations
+
+import functools
+import textwrap
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from ..measure.block_profile import Profile
+from ..reproduction.bundles import Bundle, BundleRun
+from ..reproduction.paper import ReportedProfile
+from ..reproduction.records import profile_from_record
+from .captions import bundle_caption
+
+#: The PNG text keyword (one the PNG standard defines) under which :func:`add_caption`
+#: also saves a figure's caption: drawn into the pixels, it cannot be read from a built page.
+CAPTION_KEY = "Description"
+
+
+def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
+    """The paper's reported EED% ranges as grey boxes over the blocks they refer to."""
+    spans = [(reported.early_blocks, reported.early_eed, "paper: early"),
+             (reported.middle_blocks, reported.minimum_eed, "paper: minimum"),
+             (reported.late_blocks, reported.late_eed, "paper: late")]
+    for blocks, values, _name in spans:
+        if values is None:
+            continue
+        low, high = values
+        ax.fill_between([min(blocks) - 0.3, max(blocks) + 0.3], low, high, color=color, alpha=0.25, lw=0)
+    if reported.flat_above is not None:
+        ax.axhline(reported.flat_above, color=color, ls="--", lw=1)
+    ax.plot([], [], color=color, alpha=0.5, lw=6, label="paper's reported range")
+
+
+def plot_block_profile(
+    profiles: Mapping[str, Profile],
+    caption: str,
+    ax: plt.Axes | None = None,
+    title: str = "Effective Encoding Dimension per block",
+    reported: ReportedProfile | None = None,
+    full_range: bool = False,
+) -> plt.Axes:
+    """EED% against block index, one line per labelled profile.
+
+    Args:
+        profiles: label -> :class:`~ib_tutorial.measure.block_profile.Profile`. A label containing
+            "random init" is drawn dashed and grey, so it stays visible under the others.
+        caption: what was run (preset, data, model, number of images); drawn under the axes.
+        ax: axes to draw on; a new figure when omitted.
+        reported: the paper's values for this dataset, drawn as reference boxes.
+        full_range: a 0-100 % axis; by default the axis ends a little above the highest
+            value drawn (profiles and reported boxes), so small differences stay visible.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    highest = 0.0
+    if reported is not None:
+        draw_reported(ax, reported)
+        highest = max([v[1] for v in (reported.early_eed, reported.minimum_eed, reported.late_eed) if v is not None]
+                      + [reported.flat_above or 0.0])
+    for label, profile in profiles.items():
+        ax.plot(range(profile.depth), profile.eed_percent, label=label, **line_style(label))
+        highest = max(highest, max(profile.eed_percent))
+    depth = max(p.depth for p in profiles.values())
+    ax.set_xticks(range(depth))
+    ax.set_xlabel("block index l (0 = first transformer block)")
+    ax.set_ylabel("EED (% of width D)")
+    ax.set_ylim(0, 100 if full_range else min(100.0, 1.15 * highest + 1.0))
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
+def line_style(label: str) -> dict:
+    """Matplotlib keywords for a labelled line: the random initialisation grey, dashed and with
+    open squares (drawn above, so it stays visible under a trained line it meets); others
+    the colour cycle with round markers."""
+    if "random init" in label:
+        return dict(color="0.45", linestyle="--", marker="s", markerfacecolor="none", zorder=3)
+    return dict(marker="o")
+
+
+def plot_datasets(
+    profiles: Mapping[str, Mapping[str, Profile]],
+    caption: str,
+    reported: Mapping[str, ReportedProfile] | None = None,
+) -> plt.Figure:
+    """One panel per dataset (side by side, shared y axis), each with its labelled profiles
+    and, where known, the paper's reported ranges."""
+    reported = reported or {}
+    fig, axes = panel_grid(len(profiles), 4.5, 3.6, sharey=not reported)
+    for ax, (dataset, by_label) in zip(axes, profiles.items()):
+        plot_block_profile(by_label, caption="", ax=ax, title=dataset, reported=reported.get(dataset))
+    fig.suptitle("EED per block, by dataset")
+    add_caption(fig, caption)
+    return fig
+
+
+def epoch_label(record: dict) -> str:
+    """``epoch N``, with ``(random init)`` for epoch 0: the legend entry of a stored profile."""
+    return f"epoch {record['epoch']}" + (" (random init)" if record["epoch"] == 0 else "")
+
+
+def plot_bundle(bundle: Bundle) -> tuple[plt.Figure, plt.Figure]:
+    """The two figures of a results bundle (:func:`~ib_tutorial.reproduction.bundles.load_bundle`): each
+    dataset's profile at the random initialisation and at the last epoch, and every saved
+    epoch as a heatmap; both captioned with what made the bundle."""
+    profiles = {spec: {epoch_label(r): profile_from_record(r) for r in (run.profiles[0], run.profiles[-1])}
+                for spec, run in bundle.runs.items()}
+    curves = plot_datasets(profiles, bundle_caption(bundle))
+    heatmaps, axes = panel_grid(len(bundle.runs), 4.5, 3.8)
+    for ax, (spec, run) in zip(axes, bundle.runs.items()):
+        plot_eed_heatmap([r["epoch"] for r in run.profiles], [r["profile"]["eed_percent"] for r in run.profiles],
+                         caption="", ax=ax, title=spec)
+    add_caption(heatmaps, bundle_caption(bundle))
+    return curves, heatmaps
+
+
+def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figure:
+    """Runs of one dataset that differ in one setting (objective, width), block by block:
+    EED% of the width (left) and N_eff in directions (right), each run's last teacher solid
+    and its random initialisation dashed in the same colour."""
+    fig, (percent, directions) = panel_grid(2, 5.0, 3.8)
+    for index, (label, run) in enumerate(runs.items()):
+        color = f"C{index}"
+        for record, style in ((run.profiles[-1], "-"), (run.profiles[0], "--")):
+            name = f"{label}, {epoch_label(record)}"
+            for ax, key in ((percent, "eed_percent"), (directions, "n_eff")):
+                values = record["profile"][key]
+                ax.plot(range(len(values)), values, style, color=color, marker="o" if style == "-" else "s",
+                        markerfacecolor=None if style == "-" else "none", label=name)
+    depth = len(next(iter(runs.values())).profiles[-1]["profile"]["n_eff"])
+    for ax, ylabel in ((percent, "EED (% of width D)"), (directions, "N_eff (directions)")):
+        ax.set_xticks(range(depth))
+        ax.set_xlabel("block index l (0 = first transformer block)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    percent.set_title("EED per block, as a share of the width")
+    directions.set_title("effective directions per block")
+    percent.legend(fontsize="x-small")
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_run_epochs(records: Sequence[dict], caption: str, title: str = "",
+                    reported: ReportedProfile | None = None) -> plt.Figure:
+    """One run's profile at every saved epoch (``records``, epoch 0 the random
+    initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
+    the same numbers; with the paper's ranges when ``reported`` is given."""
+    fig, (curves, heatmap) = panel_grid(2, 5.6, 4.2)
+    plot_block_profile({epoch_label(r): profile_from_record(r) for r in records}, caption="", ax=curves,
+                       title=f"{title}: EED per block, every saved epoch" if title else "EED per block, every saved epoch",
+                       reported=reported)
+    plot_eed_heatmap([r["epoch"] for r in records], [r["profile"]["eed_percent"] for r in records], caption="",
+                     ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11)) -> plt.Figure:
+    """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record: k-NN
+    accuracy against the number of principal directions kept for a few blocks, each
+    block's N_eff marked on its curve; and per block, the fewest directions that keep 95 %
+    of the unpruned accuracy beside N_eff."""
+    fig, axes = plt.subplots(len(records), 2, figsize=(9.5, 3.4 * len(records)), layout="constrained", squeeze=False)
+    for (curves, sufficient), (label, record) in zip(axes, records.items()):
+        by_block = {b["block"]: b for b in record["blocks"]}
+        for index, block in enumerate(blocks):
+            entry = by_block[block]
+            line, = curves.plot(entry["ks"], entry["accuracy"], label=f"L{block}", color=f"C{index}")
+            curves.axvline(entry["n_eff"], color=line.get_color(), linestyle=":", lw=1)
+        curves.set_xscale("log")
+        curves.set(xlabel="principal directions kept, k (log scale; dotted: N_eff)", ylabel="k-NN top-1 (%)",
+                   title=f"{label}: accuracy of pruned features")
+        curves.legend(fontsize="x-small")
+        order = sorted(by_block)
+        sufficient.plot(order, [by_block[b]["sufficient_k"] for b in order], marker="o",
+                        label=f"fewest k keeping {record['keep_fraction']:.0%} of the accuracy")
+        sufficient.plot(order, [by_block[b]["n_eff"] for b in order], marker="s", linestyle="--", label="N_eff of the tokens")
+        sufficient.set(xlabel="block index l", ylabel="directions", title=f"{label}: directions needed", yscale="log")
+        sufficient.set_xticks(order)
+        sufficient.legend(fontsize="x-small")
+        for ax in (curves, sufficient):
+            ax.grid(alpha=0.3, which="both")
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_measurements(profiles: Mapping[str, Sequence[dict]], caption: str, ax: plt.Axes | None = None,
+                      title: str = "") -> plt.Axes:
+    """The same teachers measured several ways (label -> profile records by epoch): each
+    measurement's EED% per block at the random initialisation (dashed) and at the last
+    epoch (solid), in one colour per measurement."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    for index, (label, records) in enumerate(profiles.items()):
+        first, last = records[0], records[-1]
+        ax.plot(last["profile"]["eed_percent"], marker="o", color=f"C{index}", label=f"{label}, epoch {last['epoch']}")
+        ax.plot(first["profile"]["eed_percent"], linestyle="--", color=f"C{index}", alpha=0.7)
+    ax.plot([], [], linestyle="--", color="0.4", label="dashed: random init")
+    ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)", title=title)
+    ax.set_xticks(range(len(last["profile"]["eed_percent"])))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
+def plot_texture_knob(
+    texture_weights: Sequence[float],
+    eed_by_label: Mapping[str, Sequence[float]],
+    blocks: Sequence[int],
+    caption: str,
+    ax: plt.Axes | None = None,
+) -> plt.Axes:
+    """Mean EED% over ``blocks`` against the synthetic worlds' ``texture_weight`` (0 = objects,
+    1 = textures), one series per labelled set of profiles (e.g. random init and trained),
+    styled as in :func:`plot_block_profile`. Points are joined only when there are three or
+    more: two measured worlds say nothing about the values between them."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    order = np.argsort(texture_weights)
+    for label, values in eed_by_label.items():
+        style = line_style(label)
+        if len(texture_weights) < 3:
+            style["linestyle"] = "none"
+        ax.plot(np.asarray(texture_weights)[order], np.asarray(values)[order], label=label, **style)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_xlabel("texture_weight (0 = object world, 1 = texture world)")
+    ax.set_ylabel(f"mean EED of blocks L{min(blocks)}-L{max(blocks)} (% of width D)")
+    ax.set_title("Middle-block EED across the texture knob")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
+def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,
+                     ax: plt.Axes | None = None, title: str = "EED over training") -> plt.Axes:
+    """Block x epoch heatmap of EED%: how the profile changes as training goes on.
+
+    Args:
+        epochs: the epoch of each profile (x axis), ascending.
+        eed_by_epoch: ``eed_by_epoch[i][l]`` is the EED% of block ``l`` at ``epochs[i]``.
+    """
+    values = np.asarray(eed_by_epoch, dtype=float).T  # [blocks, epochs]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    # The colour range follows the data (small changes stay visible); the numbers are printed
+    # in the cells when there are few enough epochs to read them.
+    image = ax.imshow(values, aspect="auto", origin="lower", cmap="viridis")
+    if values.shape[1] <= 12:
+        middle = (values.min() + values.max()) / 2
+        for (block, column), value in np.ndenumerate(values):
+            ax.text(column, block, f"{value:.1f}", ha="center", va="center", fontsize="x-small",
+                    color="white" if value < middle else "black")
+    ax.set_xticks(range(len(epochs)), [str(e) for e in epochs])
+    ax.set_yticks(range(values.shape[0]))
+    ax.set_xlabel("epoch (0 = random initialisation)")
+    ax.set_ylabel("block index l")
+    ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label="EED (% of width D)")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
+def plot_companions(profile: Profile, caption: str, ax: plt.Axes | None = None,
+                    title: str = "EED beside its companions") -> plt.Axes:
+    """N_eff and every companion measure stored in ``profile``, in dimensions, per block
+    (log scale: the measures differ by orders of magnitude)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    names = {"rankme": "RankMe", "participation_ratio": "participation ratio", "twonn": "TwoNN intrinsic dim."}
+    ax.plot(range(profile.depth), profile.n_eff, marker="o", label="N_eff (EED)")
+    for key, values in profile.companions.items():
+        ax.plot(range(profile.depth), values, marker="s", label=names.get(key, key))
+    ax.set_yscale("log")
+    ax.set_xticks(range(profile.depth))
+    ax.set_xlabel("block index l (0 = first transformer block)")
+    ax.set_ylabel("dimensions (of D = %d)" % profile.dim)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    if caption:
+        add_caption(ax.figure, caption)
+    return ax
+
+
+def plot_knn_curves(
+    curves: Mapping[str, Sequence[Mapping]],
+    caption: str,
+    chance: Mapping[str, float] | None = None,
+) -> plt.Figure:
+    """k-NN top-1 accuracy against epoch, one panel per labelled run: the CLS token (solid)
+    and mean-pooled patch tokens (dashed), the random initialisation (epoch 0) marked by a
+    dotted line, chance by a grey band edge.
+
+    Args:
+        curves: label -> the run's ``"knn"`` records of ``metrics.jsonl``.
+        chance: label -> chance accuracy in percent (100 / number of classes).
+    """
+    fig, axes = panel_grid(len(curves), 4.5, 3.2)
+    for ax, (label, records) in zip(axes, curves.items()):
+        epochs = [r["epoch"] for r in records]
+        ax.plot(epochs, [r["top1"] for r in records], marker="o", label="CLS token")
+        if all("top1_mean" in r for r in records):
+            ax.plot(epochs, [r["top1_mean"] for r in records], marker="s", linestyle="--", label="mean patch token")
+        ax.axhline(records[0]["top1"], color="0.4", linestyle=":", lw=1, label="CLS at random init")
+        if chance and label in chance:
+            ax.axhline(chance[label], color="0.7", lw=1, label="chance")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("k-NN top-1 (%)")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="x-small")
+    fig.suptitle("k-NN accuracy over training (of the teacher, for DINO runs)")
+    add_caption(fig, caption)
+    return fig
+
+
+def panel_grid(count: int, width: float, height: float, sharey: bool = False) -> tuple[plt.Figure, list[plt.Axes]]:
+    """``count`` panels of ``width`` x ``height`` inches, at most two a row, so a figure of
+    several datasets stays legible at the page's width; unused cells are hidden."""
+    columns = min(count, 2)
+    rows = -(-count // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), sharey=sharey,
+                             layout="constrained", squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return fig, flat[:count]
+
+
+def add_caption(figure: plt.Figure, caption: str) -> None:
+    """Write ``caption`` (what was run) under the whole figure, wrapped to its width; the
+    constrained layout leaves room for it without squeezing the axes.
+
+    On an Agg canvas (pyplot's, and a notebook's inline display) every PNG of the figure
+    also carries the caption as text under :data:`CAPTION_KEY`, so a check of the built
+    book (``tests/book_pages.py``) can tell a captioned figure from one without."""
+    wrapped = textwrap.fill(caption, width=int(figure.get_figwidth() * 15))
+    figure.supxlabel(wrapped, fontsize="small", color="0.35")
+    # Matplotlib takes PNG metadata only as an argument of each save: the figure's own
+    # canvas supplies it by default (an explicit ``metadata=`` still wins). A Figure made
+    # without pyplot has no such canvas; saving it borrows a new one, without the caption.
+    if isinstance(figure.canvas, FigureCanvasAgg):
+        figure.canvas.print_png = functools.partial(figure.canvas.print_png, metadata={CAPTION_KEY: caption})

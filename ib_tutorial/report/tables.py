@@ -1,0 +1,127 @@
+"""Markdown tables of computed results: the comparison with the paper, a bundle's runs,
+the training recipes, and a run's estimated cost.
+
+Each function takes the records that :mod:`ib_tutorial.reproduction` and
+:mod:`ib_tutorial.training.cost` compute and only formats them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from ..files import atomic_write
+from ..models import ARCHITECTURES, MODEL_NAMES
+from ..presets import get_preset
+from ..reproduction.bundles import Bundle, middle_eed
+from ..reproduction.comparison import ComparisonRow
+from ..reproduction.paper import MIDDLE
+from ..reproduction.recipes import Recipe
+from ..training.cost import RunTimeEstimate, crop_pixels
+from ..training.run_config import resolve_settings
+
+
+def comparison_markdown(rows: list[ComparisonRow]) -> str:
+    """The rows as a Markdown table."""
+    lines = ["| dataset | statistic | ours | paper | verdict | deviation |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} | {r.verdict} | {r.deviation} |"
+              for r in rows]
+    return "\n".join(lines) + "\n"
+
+def bundle_markdown(bundle: Bundle) -> str:
+    """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from
+    the random initialisation to the end (best in brackets), the raw-patch baseline, the
+    middle and last blocks' EED% from the random initialisation to the end, wall time and
+    median throughput."""
+    blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
+    lines = [f"| `{bundle.name}` | k-NN top-1 %, CLS: init -> end (best) | k-NN top-1 %, mean patch: init -> end (best) "
+             f"| raw patches N_eff | middle EED% ({blocks}): init -> end | last block EED%: init -> end | wall time | images/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for spec, run in bundle.runs.items():
+        cls, mean = [r["top1"] for r in run.knn], [r.get("top1_mean") for r in run.knn]
+        mean_text = "-" if None in mean else f"{mean[0]:.1f} -> {mean[-1]:.1f} ({max(mean):.1f})"
+        first, last = run.profiles[0], run.profiles[-1]
+        rates = sorted(r["images_per_s"] for r in run.train)
+        wall = f"{run.knn[-1]['wall_s'] / 60:.0f} min" if "wall_s" in run.knn[-1] else "-"
+        lines.append(
+            f"| {spec} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
+            f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']} | "
+            f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} | "
+            f"{first['profile']['eed_percent'][-1]:.1f} -> {last['profile']['eed_percent'][-1]:.1f} | "
+            f"{wall} | {rates[len(rates) // 2]:.0f} |")
+    return "\n".join(lines)
+
+def recipe_markdown(recipes: list[Recipe]) -> str:
+    """A Markdown table of the recipes: changes, k-NN at every evaluation, teacher state, time.
+    One dataset per table (say which in the text around it)."""
+    lines = ["| run | settings changed | epochs | k-NN top-1 %, CLS | k-NN top-1 %, mean patch | "
+             "teacher H / log K | teacher information (nats) | wall time |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in recipes:
+        changes = ", ".join(f"{key}={_short(value)}" for key, value in sorted(r.changes.items())) or "(the reference)"
+        info = "-" if r.teacher_information is None else f"{r.teacher_information:.2f}"
+        wall = "-" if r.wall_minutes is None else f"{r.wall_minutes:.0f} min"
+        lines.append(f"| {r.name} | {changes} | {' '.join(map(str, r.epochs))} | {_curve(r.knn_cls)} | "
+                     f"{_curve(r.knn_mean)} | {r.teacher_entropy:.2f} | {info} | {wall} |")
+    return "\n".join(lines)
+
+def _curve(values: list[float]) -> str:
+    """``20.9 22.3``, one value per evaluation; ``-`` for a run that did not measure it (NaN)."""
+    return "-" if all(math.isnan(v) for v in values) else " ".join(f"{v:.1f}" for v in values)
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ",".join(_short(v) for v in value)
+    return str(value)
+
+def duration_text(seconds: float) -> str:
+    """``"14 min"`` or ``"1.9 h"``."""
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+def estimate_markdown(estimate: RunTimeEstimate) -> str:
+    """The estimate in words, with how it was computed, as a Markdown list."""
+    low, high = estimate.seconds
+    slow, fast = estimate.loader_images_per_s
+    loader = (estimate.images / fast, estimate.images / slow)
+    train, view = resolve_settings(get_preset(estimate.preset), estimate.dataset, {})
+    crops, _ = crop_pixels(view, train)
+    share = f"{estimate.utilisation * 100:.0f} %"
+    if loader[0] >= estimate.gpu_seconds:
+        pace = "the data loader sets the pace, not the GPU"
+    elif loader[1] <= estimate.gpu_seconds:
+        pace = "the GPU's arithmetic sets the pace"
+    else:
+        pace = "the GPU or the data loader sets the pace, depending on which scaling holds"
+    return "\n".join([
+        f"**{estimate.machine.name}: about {duration_text(low)} to {duration_text(high)} of training for "
+        f"`{estimate.preset}` on {estimate.dataset}.** An estimate, not a measurement: no GPU has been timed yet.",
+        "",
+        f"- Work: {estimate.epochs} epochs, {estimate.images:,} images, each {estimate.gflop_per_image:.1f} GFLOP per "
+        f"step (counted from the settings: {MODEL_NAMES.get(ARCHITECTURES[train.arch]['embed_dim'], train.arch)}, {crops} crops of {view.img_size} and {view.local_crop_size} px).",
+        f"- GPU: at {share} of {estimate.machine.peak_flops / 1e12:.0f} TFLOP/s "
+        f"({estimate.machine.peak_source}) the arithmetic takes {duration_text(estimate.gpu_seconds)}. "
+        f"{share} is the best fraction of its own matrix-product peak that a benchmarked step "
+        f"reached on the benchmark machine's CPU ({estimate.utilisation_source}); a GPU at these short token "
+        "sequences will likely reach less.",
+        f"- Loader: the augmentation runs on the CPU. The benchmark machine made {estimate.reference}; scaled to "
+        f"{crops} crops by their number, or by the pixels they hold, {estimate.machine.loader_cores} such cores make "
+        f"{slow:.0f}-{fast:.0f} images/s ({duration_text(loader[0])} to {duration_text(loader[1])}); its own cores "
+        "may be slower.",
+        f"- So {pace}. Not counted: k-NN evaluations, profiles, pruning and the download.",
+    ])
+
+
+def write_comparison_table(out: str | os.PathLike) -> Path:
+    """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.reproduction.reproduce.reproduce`):
+    the final network of each DINO run against the paper's reported values, from its ``summary.json``."""
+    out = Path(out)
+    summary = json.loads((out / "summary.json").read_text())
+    rows = [ComparisonRow(**row) for entry in summary["datasets"].values() for row in entry["comparison"]]
+    table = (f"Preset `{summary['preset']}`: final teacher of each run against the paper's reported values "
+             f"(EED% of the model's width D: 384 for ViT-S, 192 for ViT-Ti; all tokens, centred).\n\n"
+             + comparison_markdown(rows))
+    atomic_write(out / "comparison.md", lambda f: f.write(table.encode()))
+    return out / "comparison.md"

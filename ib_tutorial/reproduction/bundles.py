@@ -1,0 +1,110 @@
+"""Results bundles: what ``ib-tutorial reproduce`` writes, and ``--export`` commits under
+``results/``, read back whole.
+
+A bundle is a folder with ``summary.json`` and one run folder per dataset (its
+``config.json``, ``metrics.jsonl`` and ``profiles/``). :func:`load_bundle` finds a
+committed bundle by name from the package's location, so a notebook reads the same files
+whatever its working directory; :func:`ib_tutorial.report.tables.bundle_markdown` and
+:func:`ib_tutorial.report.plots.plot_bundle` turn one into the table and figures of the book.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import stored_results
+from ..training.run_config import RunConfig, parse_run_spec
+from ..training.runs import RunDirectory
+from .paper import MIDDLE
+from .run_profiles import VARIANTS, load_run_profiles, variant_label
+
+
+@dataclass(frozen=True)
+class BundleRun:
+    """One dataset of a bundle.
+
+    Attributes:
+        spec: the run as ``reproduce`` named it (``NAME[:KEY=VALUE,...][@SETTING=VALUE,...]``).
+        config: the run's configuration.
+        summary: its entry in ``summary.json`` (raw-patch baseline, comparison, ...).
+        profiles: its profile records by epoch; the first is the random initialisation.
+        knn: its k-NN records (``metrics.jsonl``), epoch 0 first.
+        train: its training records, for throughput and the teacher's state.
+        pruning: its pruning records (:func:`~ib_tutorial.reproduction.run_pruning.prune_run`), if any.
+        variants: the profile records of each other measurement
+            (:data:`~ib_tutorial.reproduction.run_profiles.VARIANTS`) that the run holds, by its label.
+    """
+
+    spec: str
+    config: RunConfig
+    summary: dict
+    profiles: list[dict]
+    knn: list[dict]
+    train: list[dict]
+    pruning: list[dict]
+    variants: dict[str, list[dict]]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A results folder: its name, preset and runs by dataset spec."""
+
+    name: str
+    path: Path
+    preset: str
+    runs: dict[str, BundleRun]
+
+
+def load_bundle(where: str | os.PathLike) -> Bundle:
+    """The bundle in folder ``where``, or the committed one of that name under ``results/``
+    (e.g. ``"laptop-real"``).
+
+    Raises:
+        FileNotFoundError: naming the folder and how a bundle is made.
+    """
+    path = Path(where)
+    if not (path / "summary.json").exists():
+        path = stored_results(str(where))
+    if not (path / "summary.json").exists():
+        raise FileNotFoundError(
+            f"No results bundle at {where} (nor {path}): make one with `ib-tutorial reproduce --export DEST`, "
+            "or clone the repository, whose results/ folder holds the committed bundles.")
+    summary = json.loads((path / "summary.json").read_text())
+    runs = {}
+    for spec, entry in summary["datasets"].items():
+        run = RunDirectory(path / entry["run"])
+        pruning = [json.loads(p.read_text()) for p in sorted((run.path / "pruning").glob("*.json"))]
+        variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
+        runs[spec] = BundleRun(spec, run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
+                               run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs})
+    return Bundle(path.name, path, summary["preset"], runs)
+
+
+def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, BundleRun]]:
+    """The runs of ``bundle`` made with ``setting`` overridden (``tiny-imagenet@objective=supervised``),
+    each beside the plain run of the same dataset: dataset spec -> {value of ``setting``: run},
+    the plain run first."""
+    groups: dict[str, dict[str, BundleRun]] = {}
+    for spec, run in bundle.runs.items():
+        dataset_spec, overrides = parse_run_spec(spec)
+        plain = bundle.runs.get(dataset_spec)
+        if set(overrides) == {setting} and plain is not None:
+            group = groups.setdefault(dataset_spec, {str(getattr(plain.config.train, setting)): plain})
+            group[str(overrides[setting])] = run
+    return groups
+
+
+def stored_bundles() -> list[str]:
+    """The names of the bundles committed under ``results/`` (none for an installed package)."""
+    return sorted(p.parent.name for p in stored_results().glob("*/summary.json"))
+
+
+def middle_eed(record: dict) -> float:
+    """Mean EED% of the middle blocks (:data:`~ib_tutorial.reproduction.paper.MIDDLE`), where the paper
+    finds its minimum."""
+    eed = record["profile"]["eed_percent"]
+    return sum(eed[block] for block in MIDDLE) / len(MIDDLE)
+
+

@@ -1,0 +1,111 @@
+"""The committed runs of a dataset, found in the bundles under ``results/``.
+
+A chapter of the Results part covers one family of datasets (:data:`FAMILIES`): the
+dataset the ``laptop`` tier trains on a CPU, and the one the GPU tiers (``quick``,
+``paper``) train, the same dataset or its neighbour (the DTD subset on a CPU, UC Merced
+on a GPU). :func:`dataset_runs` finds the runs of a dataset in the committed bundles;
+:mod:`ib_tutorial.report.dataset_chapters` turns them into the chapter's tables,
+sentences and gallery.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data.spec import parse_spec
+from ..models import VIT_SMALL
+from ..presets import PRESETS
+from ..training.run_config import parse_run_spec
+from .bundles import Bundle, BundleRun, load_bundle, stored_bundles
+from .paper import REPORTED, ReportedProfile
+
+# Tiers that run on a GPU: what a bundle from a GPU run was made with.
+GPU_TIERS = tuple(name for name, preset in PRESETS.items() if preset.device != "cpu")
+
+@dataclass(frozen=True)
+class Family:
+    """The datasets of one chapter.
+
+    Attributes:
+        cpu_spec: the dataset spec (``NAME[:KEY=VALUE,...]``) the ``laptop`` tier trains.
+        gpu_spec: the one the GPU tiers train.
+    """
+
+    cpu_spec: str
+    gpu_spec: str
+
+    @property
+    def specs(self) -> tuple[str, ...]:
+        """The family's dataset specs, the CPU tier's first."""
+        return tuple(dict.fromkeys((self.cpu_spec, self.gpu_spec)))
+
+#: The chapters of the Results part, by key: each one's CPU and GPU datasets.
+FAMILIES: dict[str, Family] = {
+    "tiny-imagenet": Family("tiny-imagenet", "tiny-imagenet"),
+    "textures": Family("dtd:folder=dtd", "uc-merced"),
+    "cifar100": Family("cifar100", "cifar100"),
+}
+
+def dataset_name(spec: str) -> str:
+    """The dataset a run spec trains: ``"dtd:folder=dtd@arch=vit_small"`` -> ``"dtd"``."""
+    return parse_spec(parse_run_spec(spec)[0])[0]
+
+@dataclass(frozen=True)
+class DatasetRun:
+    """One committed run of a dataset, with the bundle that holds it."""
+
+    bundle: Bundle
+    spec: str
+    run: BundleRun
+
+    @property
+    def overrides(self) -> dict:
+        """The training settings its spec changes after ``@`` (none for a plain run)."""
+        return parse_run_spec(self.spec)[1]
+
+    @property
+    def plain(self) -> bool:
+        """A DINO run with the tier's own settings: what a dataset chapter shows."""
+        return not self.overrides and self.run.config.train.objective == "dino"
+
+    @property
+    def tier(self) -> str:
+        return self.bundle.preset
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.tier in GPU_TIERS
+
+    @property
+    def label(self) -> str:
+        """``"tiny-imagenet (laptop-real, preset laptop)"``: a run's name on a figure."""
+        return f"{self.spec} ({self.bundle.name}, preset {self.tier})"
+
+    @property
+    def reported(self) -> ReportedProfile | None:
+        """The paper's values for the run's dataset when the run has the paper's width
+        (ViT-S, D = 384); None otherwise, where EED% would be a share of another width."""
+        same_width = self.run.config.model["embed_dim"] == VIT_SMALL["embed_dim"]
+        return REPORTED.get(dataset_name(self.spec)) if same_width else None
+
+    @property
+    def chance(self) -> float | None:
+        """Chance k-NN accuracy in percent (100 / classes), as its pruning record states it."""
+        return self.run.pruning[-1]["chance"] if self.run.pruning else None
+
+def dataset_runs(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None,
+                 plain: bool = True) -> list[DatasetRun]:
+    """The runs of ``dataset`` (a name, e.g. ``"dtd"``) in ``bundles`` (default: every
+    bundle committed under ``results/``), CPU tiers first.
+
+    Args:
+        plain: only the DINO runs with the tier's own settings (:attr:`DatasetRun.plain`);
+            ``False`` for every run, e.g. ``tiny-imagenet@objective=supervised`` too.
+    """
+    loaded = [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
+    order = list(PRESETS)
+    runs = [DatasetRun(bundle, spec, run) for bundle in loaded for spec, run in bundle.runs.items()
+            if dataset_name(spec) == dataset]
+    runs = [entry for entry in runs if entry.plain or not plain]
+    return sorted(runs, key=lambda e: (order.index(e.tier) if e.tier in order else len(order), e.bundle.name))

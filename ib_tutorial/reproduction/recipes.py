@@ -1,0 +1,114 @@
+"""Training recipes side by side: what each run changed, and what it learned.
+
+A recipe is a training run (a directory written by :func:`ib_tutorial.training.loop.train`) read as
+one table row: the settings in which it differs from a reference configuration, its
+k-NN accuracy at every evaluation (CLS token and mean-pooled patch tokens), the
+teacher's entropy as a fraction of :math:`\\log K` (1 = uniform collapse, 0 = one-hot)
+and its information about the image, and the wall time and throughput. The DINO
+chapter builds its table of CPU recipes from these rows, read from the committed
+metrics.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..presets import Preset, TrainSettings, ViewSettings
+from ..training.runs import RunDirectory
+
+# Settings that describe the bookkeeping of a run, not its recipe.
+NOT_RECIPE = ("knn_every", "checkpoint_every", "log_every", "num_workers", "threads", "precision",
+              "knn_train_images", "knn_eval_images", "knn_k", "knn_temperature", "eval_split")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One run as a row of the recipe table.
+
+    Attributes:
+        name: the run directory's name.
+        dataset: the dataset it trained on (with its options, ``NAME:KEY=VALUE``).
+        changes: ``{setting: value}`` where the run differs from the reference.
+        epochs: the epochs at which k-NN accuracy was measured (0 = random initialisation).
+        knn_cls, knn_mean: top-1 accuracy (%) at those epochs on the CLS token and on
+            mean-pooled patch tokens.
+        teacher_entropy: mean teacher entropy over the last logged tenth of training,
+            as a fraction of :math:`\\log K`.
+        teacher_information: the same for the teacher's information about the image, in nats.
+        wall_minutes: wall time of the run when its last k-NN evaluation finished.
+        images_per_s: median training throughput.
+    """
+
+    name: str
+    dataset: str
+    changes: dict
+    epochs: list[int]
+    knn_cls: list[float]
+    knn_mean: list[float]
+    teacher_entropy: float
+    teacher_information: float | None
+    wall_minutes: float | None
+    images_per_s: float
+
+    @property
+    def gain(self) -> float:
+        """Final minus initial k-NN top-1 on the CLS token, in points."""
+        return self.knn_cls[-1] - self.knn_cls[0]
+
+
+def recipe_settings(train: TrainSettings, view: ViewSettings) -> dict:
+    """The settings that make a run's recipe, flat: every training and view setting but
+    bookkeeping (``arch`` is one of the training settings)."""
+    settings = {**dataclasses.asdict(view), **dataclasses.asdict(train)}
+    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
+
+
+def preset_recipe(preset: Preset, dataset: str) -> dict:
+    """:func:`recipe_settings` of what ``preset`` would run on ``dataset``."""
+    return recipe_settings(preset.train, preset.view(dataset))
+
+
+def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
+    """One run as a :class:`Recipe`, its changes taken against ``reference`` (the output of
+    :func:`recipe_settings` for the reference run or preset)."""
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    settings = recipe_settings(config.train, config.view)
+    changes = {key: value for key, value in settings.items() if reference.get(key) != value}
+    knn, steps = run.read_metrics("knn"), run.read_metrics("train")
+    if not knn or not steps:
+        raise ValueError(f"{run.path} has no k-NN evaluation or no training step logged yet")
+    tail = steps[-max(1, len(steps) // 10):]
+    log_k = math.log(settings["out_dim"])
+    information = [r["teacher_information"] for r in tail if "teacher_information" in r]
+    rates = sorted(r["images_per_s"] for r in steps)
+    return Recipe(
+        name=run.path.name,
+        dataset=config.dataset + "".join(f":{k}={v}" for k, v in config.dataset_options.items()),
+        changes=changes,
+        epochs=[r["epoch"] for r in knn],
+        knn_cls=[r["top1"] for r in knn],
+        knn_mean=[r.get("top1_mean", math.nan) for r in knn],
+        teacher_entropy=sum(r["teacher_entropy"] for r in tail) / len(tail) / log_k,
+        teacher_information=sum(information) / len(information) if information else None,
+        wall_minutes=knn[-1]["wall_s"] / 60 if "wall_s" in knn[-1] else None,
+        images_per_s=rates[len(rates) // 2],
+    )
+
+
+def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
+    """Every DINO run directly under ``folder``, as recipes, by name (a supervised control
+    beside them is not a DINO recipe, and logs no teacher)."""
+    runs = sorted(p for p in Path(folder).iterdir() if (p / "config.json").exists())
+    return [read_recipe(run, reference) for run in runs if RunDirectory(run).read_config().train.objective == "dino"]
+
+
+def _plain(value):
+    """JSON-comparable form (tuples become lists), so a config read back equals a preset."""
+    return json.loads(json.dumps(value))
+
+

@@ -1,0 +1,188 @@
+"""Profile every saved teacher of a training run on a fixed, seeded, held-out image set.
+
+For each backbone a run saved (epoch 0 is the random initialisation it started from),
+:func:`profile_run` writes ``profiles/<epoch>.json`` in the run directory (other token
+choices and the uncentred variant go to ``profiles/<variant>/<epoch>.json``), each a
+schema-valid record with its provenance (see :mod:`ib_tutorial.reproduction.records`). Files that
+already hold the same measurement are skipped, so an interrupted pass resumes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Subset
+from tqdm.auto import tqdm
+
+from ..data import get_dataset
+from ..measure.block_profile import COMPANIONS, patch_eed, profile_model
+from ..models import PRETRAINED_DINO, pretrained_dino_vit_small
+from ..presets import get_preset, resolve_device
+from ..training.augment import eval_transform
+from ..training.run_config import RunConfig
+from ..training.runs import RunDirectory
+from .records import (
+    load_profile_record,
+    profile_record,
+    provenance,
+    save_profile_record,
+)
+
+PROFILE_SEED_OFFSET = 1000  # the profile images differ from the k-NN subsets drawn from the same seed
+
+
+def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
+    """``profiles/`` for the default measurement (all tokens, centred), else a named subfolder."""
+    variant = ("" if tokens == "all" else tokens) + ("" if center else "-uncentred")
+    return run.path / "profiles" / variant.strip("-") if variant else run.path / "profiles"
+
+
+#: The measurement choices the paper leaves open, beside the default (all tokens, centred):
+#: which tokens feed the covariance, and whether it is centred.
+VARIANTS = (("cls", True), ("patch", True), ("mean", True), ("all", False))
+
+
+def variant_label(tokens: str, center: bool) -> str:
+    """``all tokens, centred``, ``cls, uncentred``, ...: how a figure names a measurement."""
+    return f"{'all tokens' if tokens == 'all' else tokens}, {'centred' if center else 'uncentred'}"
+
+
+def profile_images(config: RunConfig, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
+    """The run's held-out split at its input size (or ``img_size``), reduced to a seeded
+    subset of ``images``.
+
+    The same run always gets the same images, so every epoch is measured on one set.
+    """
+    dataset = get_dataset(config.dataset, config.held_out_split, root=root, download=download,
+                          transform=eval_transform(img_size or config.view.img_size), **config.dataset_options)
+    if images > len(dataset):
+        raise ValueError(f"asked for {images} profile images but the {config.held_out_split} split of "
+                         f"{config.dataset} has {len(dataset)}; lower --images")
+    generator = torch.Generator().manual_seed(config.seed + PROFILE_SEED_OFFSET)
+    return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
+
+
+def default_profile_count(config: RunConfig, preset, root=None, download: bool = False) -> int:
+    """The preset's number of profile images, or the whole held-out split when it is smaller
+    (DTD's 144 test images of the 6-class subset), with a printed note."""
+    split = len(get_dataset(config.dataset, config.held_out_split, root=root, download=download,
+                            **config.dataset_options))
+    if split < preset.profile.images:
+        print(f"{config.dataset}: the {config.held_out_split} split has {split} images, fewer than the "
+              f"{preset.profile.images} of preset {preset.name!r}; profiling all {split}.")
+        return split
+    return preset.profile.images
+
+
+def _is_done(path: Path, n_images: int, companions) -> bool:
+    if not path.exists():
+        return False
+    try:
+        record = load_profile_record(path)
+    except ValueError:
+        return False  # unreadable: measure again (the atomic write replaces it)
+    return record["profile"]["n_images"] == n_images and set(companions) <= set(record["profile"]["companions"])
+
+
+def profile_run(
+    run_dir: str | os.PathLike,
+    tokens: str = "all",
+    center: bool = True,
+    images: int | None = None,
+    companions=COMPANIONS,
+    root=None,
+    download: bool = False,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> list[Path]:
+    """Profile each saved teacher backbone of ``run_dir``; return the profile files.
+
+    Args:
+        run_dir: a directory written by :func:`ib_tutorial.training.loop.train`.
+        tokens, center, companions: as for :func:`~ib_tutorial.measure.block_profile.profile_model`.
+        images: profile images (default: the run preset's ``profile.images``).
+        root, download: where the run's dataset lives (for real datasets).
+        device: default: the run preset's (:func:`~ib_tutorial.presets.resolve_device`).
+    """
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    preset = get_preset(config.preset)
+    images = images or default_profile_count(config, preset, root, download)
+    device = torch.device(device) if device is not None else resolve_device(preset)
+    folder = profile_folder(run, tokens, center)
+    epochs = run.backbone_epochs()
+    todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions)]
+    if todo:
+        loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
+    for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress):
+        model = run.load_backbone(epoch, device)
+        profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
+                                twonn_samples=preset.profile.twonn_samples, seed=config.seed, progress=False)
+        origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset,
+                            n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
+        network = "teacher" if config.train.objective == "dino" else "network"  # a supervised run has no teacher
+        record = profile_record(profile, label=f"{config.dataset} {network}, epoch {epoch}", epoch=epoch,
+                                provenance=origin)
+        save_profile_record(folder / f"{epoch}.json", record)
+    return [folder / f"{e}.json" for e in epochs]
+
+
+def profile_variants(run_dir: str | os.PathLike, root=None, download: bool = False, progress: bool = True
+                     ) -> dict[str, list[Path]]:
+    """:func:`profile_run` for every measurement in :data:`VARIANTS` (EED alone, no
+    companions): the same teachers on the same images, measured each way the paper leaves open."""
+    return {variant_label(tokens, center): profile_run(run_dir, tokens=tokens, center=center, companions=(), root=root,
+                                                       download=download, progress=progress)
+            for tokens, center in VARIANTS}
+
+
+def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
+                  ) -> tuple[float, int]:
+    r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's profile images, and their
+    dimension :math:`3p^2` (see :func:`~ib_tutorial.measure.block_profile.patch_eed`): the image content that
+    can enter block 0, the data's own part of every profile."""
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    preset = get_preset(config.preset)
+    images = images or default_profile_count(config, preset, root, download)
+    loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
+    return patch_eed(loader, config.view.patch_size)
+
+
+def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True) -> list[dict]:
+    """The profile records of a run, by epoch."""
+    folder = profile_folder(RunDirectory(run_dir), tokens, center)
+    paths = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
+    return [load_profile_record(p) for p in paths]
+
+
+PRETRAINED_SIZE = 224  # the input size timm's DINO ViT-S/16 was trained at
+
+
+def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False,
+                       device: str | torch.device | None = None) -> Path | None:
+    """Profile timm's pretrained DINO ViT-S/16 on the run's profile images (resized to 224 px)
+    and write ``controls/pretrained-dino.json``; ``None``, with a printed reason, when its
+    weights cannot be fetched."""
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    preset = get_preset(config.preset)
+    images = images or default_profile_count(config, preset, root, download)
+    path = run.path / "controls" / "pretrained-dino.json"
+    if _is_done(path, images, ()):
+        return path
+    model = pretrained_dino_vit_small()
+    if model is None:
+        return None
+    device = torch.device(device) if device is not None else resolve_device(preset)
+    loader = DataLoader(profile_images(config, images, root, download, img_size=PRETRAINED_SIZE),
+                        batch_size=preset.profile.batch_size)
+    profile = profile_model(model.to(device), loader, device=device, progress=False)
+    # The control's own model and input size replace the run's in its provenance.
+    control_config = {**config.to_dict(), "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
+    origin = provenance(preset=preset.name, config=control_config, dataset=config.dataset,
+                        n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
+    save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
+                                             provenance=origin))
+    return path

@@ -1,0 +1,197 @@
+"""What a training run costs: the FLOPs of one DINO step, counted from its settings, and
+the time of a whole run on a machine where none was timed, estimated from the benchmark
+records in ``benchmarks/results/``.
+
+FLOPs are counted as ``torch.utils.flop_counter`` counts them (the benchmarks use it):
+``2 m n k`` for every matrix product, elementwise work not counted. A linear layer of
+``a`` inputs and ``b`` outputs costs ``2 a b`` per token forward and twice that backward
+(gradients of its input and of its weights), so one token through one transformer block
+of width :math:`D` costs
+
+.. math::
+    2\\,(3D^2 + D^2 + 4D^2 + 4D^2) = 24 D^2
+    \\quad\\text{plus}\\quad 4 T D \\text{ for attention over } T \\text{ tokens.}
+
+A DINO step runs the teacher forward on the two global crops and the student forward and
+backward (three forwards' worth) on every crop; each crop's CLS token goes through the
+head (``in -> hidden -> hidden -> bottleneck -> K``). :func:`image_flops` adds it up per
+image; with ``attention=False`` it gives what the benchmark counted on the CPU, where
+PyTorch's fused attention is not counted (a test checks both records).
+
+:func:`estimate_run_time` turns that into a time for a machine described by its data
+sheet (:data:`COLAB_FREE_GPU`), with the two limits a GPU run meets: the GPU's arithmetic
+at the best fraction of peak the benchmarks measured, and the loader's augmentation on the
+machine's CPU cores, scaled from the rate the benchmarks measured. It is an estimate, and
+says so: nothing in it was timed on that machine.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..data import DATASETS
+from ..models import ARCHITECTURES
+from ..presets import TrainSettings, ViewSettings, get_preset
+from ..paths import stored_benchmark
+from .run_config import resolve_settings
+
+# The records the estimate reads: FLOPs, fraction of the matmul peak and augmentation rate
+# of each CPU tier's step (benchmarks/bench_utilisation.py).
+UTILISATION_RECORD = "bench_utilisation_cpu.json"
+
+
+def tokens_per_crop(side: int, patch_size: int) -> int:
+    """Patch tokens of a square crop plus the CLS token: ``(side / patch)^2 + 1``."""
+    return (side // patch_size) ** 2 + 1
+
+
+def backbone_flops(width: int, depth: int, tokens: int, patch_size: int, attention: bool = True) -> tuple[float, float]:
+    """(FLOPs of the transformer blocks, FLOPs of the patch embedding) of one crop's forward
+    pass: ``depth (24 D^2 T + 4 T^2 D)`` and ``2 (3 p^2) D (T - 1)``."""
+    blocks = depth * (24 * width**2 * tokens + (4 * tokens**2 * width if attention else 0))
+    embedding = 2 * 3 * patch_size**2 * width * (tokens - 1)
+    return float(blocks), float(embedding)
+
+
+def head_flops(width: int, train: TrainSettings) -> float:
+    """FLOPs of the DINO head's forward pass on one CLS token."""
+    hidden, bottleneck = train.hidden_dim, train.bottleneck_dim
+    return 2.0 * (width * hidden + hidden * hidden + hidden * bottleneck + bottleneck * train.out_dim)
+
+
+def image_flops(view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
+    """FLOPs one training image costs in one DINO step (:mod:`ib_tutorial.training.dino_step`).
+
+    Per crop of :math:`T` tokens: teacher forward (global crops only) plus student forward
+    and backward (every crop, three forwards), the head on the CLS token; the patch
+    embedding's backward computes its weight gradient only (the images need none).
+
+    Args:
+        view: the crops' geometry (global and local side, patch size).
+        train: the backbone (``arch``), the number of local crops and the head's shape.
+        attention: count the attention products (``False``: as the CPU benchmark counted).
+    """
+    if train.objective != "dino":
+        raise ValueError(f"image_flops counts a DINO step; this run trains with objective {train.objective!r}")
+    shape = ARCHITECTURES[train.arch]
+    width, depth = shape["embed_dim"], shape["depth"]
+    total = 0.0
+    for side, crops, teacher_sees in ((view.img_size, 2, True), (view.local_crop_size, train.local_crops_number, False)):
+        blocks, embedding = backbone_flops(width, depth, tokens_per_crop(side, view.patch_size), view.patch_size, attention)
+        forward = blocks + head_flops(width, train)
+        total += crops * (3 * forward + 2 * embedding + ((forward + embedding) if teacher_sees else 0.0))
+    return total
+
+
+def crop_pixels(view: ViewSettings, train: TrainSettings) -> tuple[int, int]:
+    """(crops, output pixels) the multi-crop augmentation writes per image."""
+    crops = 2 + train.local_crops_number
+    return crops, 2 * view.img_size**2 + train.local_crops_number * view.local_crop_size**2
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine the run was not timed on, by its data sheet.
+
+    Attributes:
+        name: what to call it.
+        peak_flops: its arithmetic peak in the precision the run would use (FLOP/s).
+        peak_source: where that number comes from.
+        loader_cores: CPU cores the data loader can use.
+    """
+
+    name: str
+    peak_flops: float
+    peak_source: str
+    loader_cores: int
+
+
+# Colab's free tier: an NVIDIA T4 (no bf16, so `auto` precision trains in fp16 with loss
+# scaling) beside two virtual CPU cores.
+COLAB_FREE_GPU = Machine("Colab's free GPU (NVIDIA T4)", 65e12,
+                         "fp16 on its tensor cores, NVIDIA's T4 data sheet", loader_cores=2)
+
+
+@dataclass(frozen=True)
+class RunTimeEstimate:
+    """The time of a run's training steps on a machine, and how it was reckoned.
+
+    Attributes:
+        dataset, preset: what runs.
+        machine: where (:class:`Machine`).
+        images: training images over the whole run (epochs x images per epoch).
+        epochs: epochs of the run.
+        gflop_per_image: :func:`image_flops` of its step, in GFLOP.
+        utilisation: the fraction of peak assumed, the best the benchmarks measured.
+        utilisation_source: which benchmark record measured it.
+        gpu_seconds: the arithmetic alone at that fraction.
+        loader_images_per_s: (low, high) augmentation rate on the machine's cores, the measured
+            rate per core scaled by crops and by pixels written.
+        reference: the measured rate per core and the geometry it was measured at.
+    """
+
+    dataset: str
+    preset: str
+    machine: Machine
+    images: int
+    epochs: int
+    gflop_per_image: float
+    utilisation: float
+    utilisation_source: str
+    gpu_seconds: float
+    loader_images_per_s: tuple[float, float]
+    reference: str
+
+    @property
+    def seconds(self) -> tuple[float, float]:
+        """(low, high) seconds of training: GPU and loader overlap, so the slower one sets
+        the pace."""
+        slow, fast = self.loader_images_per_s
+        return max(self.gpu_seconds, self.images / fast), max(self.gpu_seconds, self.images / slow)
+
+
+def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = COLAB_FREE_GPU,
+                      record: dict | None = None) -> RunTimeEstimate | None:
+    """Estimate the training time of ``preset`` on ``dataset`` on ``machine`` from a
+    utilisation record (default: the stored ``bench_utilisation_cpu.json``); None when no
+    record is at hand.
+
+    - GPU: ``images x image_flops / (peak x u)``, with ``u`` the best fraction of its own
+      matmul peak a benchmarked step reached (an optimistic bound for a GPU).
+    - Loader: the measured augmentation rate per core, at the benchmarked tier's crops,
+      scaled to this run's crops by their number (if a crop's fixed cost dominates) and by
+      the pixels written (if the pixel work dominates): the two ends of the range.
+
+    k-NN evaluations, profiles, pruning and the download are not counted.
+    """
+    if record is None:
+        stored = stored_benchmark(UTILISATION_RECORD)
+        if not stored.exists():
+            return None
+        record = json.loads(stored.read_text())
+    tier, measured = max(record["results"].items(), key=lambda item: item[1]["fraction_of_peak"])
+    reference_train, reference_view = resolve_settings(get_preset(tier), measured["dataset"], {})
+    if (reference_view.img_size, reference_train.local_crops_number) != (measured["img_size"], measured["local_crops"]):
+        raise ValueError(f"The {tier} tier's crops changed since {UTILISATION_RECORD} was written; "
+                         "run benchmarks/bench_utilisation.py again.")
+    train, view = resolve_settings(get_preset(preset), dataset, {})
+    per_epoch = train.train_images or DATASETS[dataset].train_images
+    if per_epoch is None:
+        raise ValueError(f"{dataset} has no fixed number of training images; the estimate needs one.")
+    images = train.epochs * per_epoch
+    flops = image_flops(view, train)
+    crops, pixels = crop_pixels(view, train)
+    reference_crops, reference_pixels = crop_pixels(reference_view, reference_train)
+    per_core = measured["augmentation_images_per_s"]
+    rates = sorted(machine.loader_cores * per_core * ratio for ratio in (reference_crops / crops, reference_pixels / pixels))
+    return RunTimeEstimate(
+        dataset=dataset, preset=preset, machine=machine, images=images, epochs=train.epochs,
+        gflop_per_image=flops / 1e9, utilisation=measured["fraction_of_peak"],
+        utilisation_source=f"benchmarks/results/{UTILISATION_RECORD}, tier {tier}",
+        gpu_seconds=images * flops / (machine.peak_flops * measured["fraction_of_peak"]),
+        loader_images_per_s=(rates[0], rates[1]),
+        reference=(f"{per_core:.0f} images/s per core at the {tier} tier's {reference_crops} crops of "
+                   f"{reference_view.img_size} and {reference_view.local_crop_size} px"),
+    )
+
+

@@ -1,0 +1,79 @@
+"""What the training loop reads: the augmented views of the training images, and the
+plain images its k-NN evaluations (and a run's pruning) compare.
+
+Both are seeded subsets of the dataset, so a run (and anything measured on it later)
+sees the same images on every machine and after every resume.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, Subset
+
+from ..data import get_dataset
+from ..seeding import epoch_indices, subset_indices
+from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
+from .distributed import Processes
+from .run_config import RunConfig
+
+
+@dataclass
+class TrainingData:
+    """The augmented training views, and the plain images k-NN compares."""
+
+    train_views: MultiCropDataset
+    knn_train: Subset
+    knn_eval: Subset
+    num_classes: int
+
+
+def build_data(config: RunConfig, root, download: bool) -> TrainingData:
+    name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
+    images = get_dataset(name, "train", root=root, download=download, **options)
+    subset = Subset(images, epoch_indices(len(images), train.train_images, seed))
+    # Supervised training learns from the global views only: no local crops to make.
+    augmentation = MultiCropAugmentation(config.view, train.local_crops_number if train.objective == "dino" else 0)
+    knn_train, knn_eval = knn_image_sets(config, root, download)
+    return TrainingData(MultiCropDataset(subset, augmentation, seed), knn_train, knn_eval, len(images.classes))
+
+
+def knn_image_sets(config: RunConfig, root, download: bool) -> tuple[Subset, Subset]:
+    """The plain (unaugmented) training and held-out images a run's k-NN compares: seeded
+    subsets of ``knn_train_images`` and ``knn_eval_images`` (all when None)."""
+    name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
+    plain = eval_transform(config.view.img_size)
+    knn_train = get_dataset(name, "train", root=root, download=download, transform=plain, **options)
+    knn_eval = get_dataset(name, config.held_out_split, root=root, download=download, transform=plain, **options)
+    return (Subset(knn_train, subset_indices(len(knn_train), train.knn_train_images, seed + 1)),
+            Subset(knn_eval, subset_indices(len(knn_eval), train.knn_eval_images, seed + 2)))
+
+
+class ResumableSampler(DistributedSampler):
+    """A :class:`~torch.utils.data.DistributedSampler` that can leave out the first ``skip``
+    images of this process's share of an epoch: the batches a run stopped mid-epoch had done."""
+
+    skip = 0
+
+    def __iter__(self):
+        return iter(list(super().__iter__())[self.skip:])
+
+    def __len__(self) -> int:
+        return super().__len__() - self.skip
+
+
+def build_loader(data: TrainingData, config: RunConfig, processes: Processes, device: torch.device) -> DataLoader:
+    sampler = ResumableSampler(
+        data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True, seed=config.seed
+    )
+    # The loader's own generator: starting an epoch then draws nothing from the global one, so
+    # a run resumed mid-epoch finds the global generator (stochastic depth) where it was saved.
+    loader = DataLoader(data.train_views, batch_size=config.batch_per_process, sampler=sampler,
+                        num_workers=config.train.num_workers, pin_memory=device.type == "cuda", drop_last=True,
+                        generator=torch.Generator().manual_seed(config.seed + processes.rank))
+    if len(loader) == 0:
+        raise ValueError(
+            f"The global batch ({config.train.batch_size}) is larger than the "
+            f"{len(data.train_views)} training images; lower --batch-size or raise --train-images."
+        )
+    return loader

@@ -1,0 +1,329 @@
+"""Train a ViT with DINO (or, as a control, with labels): the loop, and what a run records
+as it goes.
+
+One function, :func:`train`, runs everything. It resolves the preset and overrides into
+one :class:`~ib_tutorial.training.run_config.RunConfig`, builds student and teacher
+(:mod:`ib_tutorial.training.dino_step`) and the multi-crop data (:mod:`ib_tutorial.training.augment`), then
+for every DINO step:
+
+1. sets this step's learning rate and weight decay;
+2. runs the teacher on the two global views and the student on all views;
+3. computes the DINO loss (which also moves the centre) and stops on a non-finite value;
+4. back-propagates, clips gradients, drops the last layer's gradients in the first
+   epoch(s), and takes an AdamW step;
+5. moves the teacher towards the student (EMA).
+
+With ``objective="supervised"`` the same loop trains the same backbone with a linear
+classifier by cross-entropy on the two global views (:mod:`ib_tutorial.training.supervised_step`).
+
+Launched by ``torchrun`` it runs one process per device with PyTorch DDP (NCCL on GPUs,
+gloo on CPUs): a distributed sampler splits every global batch, the centre and the
+logged metrics are averaged over processes, and only rank 0 writes files.
+
+Reproducibility: a run is a function of its configuration and seed. Augmentations
+depend only on ``(seed, epoch, image index)``, and checkpoints carry every random
+state (:mod:`ib_tutorial.seeding`), so a resumed run continues exactly as an
+uninterrupted one would.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import signal
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from ..measure.knn import evaluate_knn
+from ..presets import Preset, get_preset, resolve_device
+from ..seeding import rng_state, seed_all, set_rng_state
+from .data import TrainingData, build_data, build_loader
+from .dino import Schedules
+from .dino_step import DINOTraining, build_schedules
+from .distributed import Processes
+from .run_config import RunConfig, default_run_dir
+from .runs import RunDirectory
+from .stopping import StopRequests, TrainingStopped, resume_command
+from .supervised_step import SupervisedTraining
+
+# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
+# or teacher information (what the output says about the image) below this fraction of
+# log K, raises a CollapseWarning.
+COLLAPSE_FRACTION = 0.02
+INFORMATION_FRACTION = 0.05
+
+
+# What one step changes and a checkpoint holds, for either objective (the same interface).
+TrainingState = DINOTraining | SupervisedTraining
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the run stopped before the bad step changed any weight."""
+
+
+class CollapseWarning(UserWarning):
+    """The teacher's output distribution is close to uniform or to one-hot."""
+
+
+# ============ the run ============
+def train(
+    dataset: str,
+    preset: str | Preset | None = None,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    root: str | os.PathLike | None = None,
+    download: bool = False,
+    dataset_options: dict | None = None,
+    progress: bool = True,
+    **overrides,
+) -> Path:
+    """Train a ViT (ViT-Small by default) with DINO on ``dataset`` and return the run directory
+    (with labels instead when the override ``objective="supervised"`` is given).
+
+    Args:
+        dataset: a name :func:`ib_tutorial.data.get_dataset` knows (e.g. ``synthetic-objects``).
+        preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
+        out: the run directory (default ``<data root>/runs/<dataset>-<preset>``).
+        resume: continue from the run directory's checkpoint (start afresh when it has none).
+        root, download: passed to :func:`~ib_tutorial.data.get_dataset`.
+        dataset_options: extra keyword arguments for the dataset (e.g. ``texture_weight``).
+        progress: show a progress bar.
+        **overrides: any :class:`~ib_tutorial.presets.TrainSettings` or
+            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``
+            (e.g. ``epochs=3, lr=1e-3, patch_size=4``).
+
+    A second process training into the same ``out`` is refused (:class:`~ib_tutorial.training.runs.RunLockedError`).
+    SIGTERM or Ctrl-C stops the run after the step under way, with a checkpoint there
+    (:mod:`ib_tutorial.training.stopping`).
+
+    Raises:
+        NonFiniteLossError: when the loss becomes NaN or infinite; the checkpoint on disk is
+            the last good one.
+        TrainingStopped: on SIGTERM or SIGINT, after the checkpoint; its message is the
+            command that resumes the run.
+        CheckpointError: ``resume`` found a checkpoint it cannot read (the message names the
+            previous one).
+    """
+    preset = preset if isinstance(preset, Preset) else get_preset(preset)
+    preset = preset.replace(device=overrides.get("device", preset.device))
+    threads = overrides.get("threads", preset.train.threads)
+    if threads:
+        torch.set_num_threads(threads)
+    processes = Processes.start("cuda" if preset.device != "cpu" and torch.cuda.is_available() else "cpu")
+    try:
+        device = choose_device(preset, processes)
+        config = RunConfig.resolve(dataset, preset, overrides, dataset_options, processes.world_size, device)
+        run = RunDirectory(out if out is not None else default_run_dir(dataset, preset.name))
+        resume_hint = resume_command(config, preset, run.path, root)
+        with run.lock() if processes.is_main else contextlib.nullcontext(), StopRequests() as stop:
+            return _train(config, run, resume, root, download, progress, processes, device, stop, resume_hint)
+    finally:
+        processes.stop()
+
+
+def choose_device(preset: Preset, processes: Processes) -> torch.device:
+    """The preset's device; on CUDA, the GPU of this process's local rank."""
+    device = resolve_device(preset)
+    if device.type == "cuda":
+        device = torch.device("cuda", processes.local_rank)
+        torch.cuda.set_device(device)
+    return device
+
+
+def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: bool, progress: bool,
+           processes: Processes, device: torch.device, stop: StopRequests, resume_hint: str) -> Path:
+    if run.exists() and not resume:
+        raise FileExistsError(f"{run.path} already holds a run; pass --resume to continue it or --out to start a new one.")
+    seed_all(config.seed)  # the same data and initial weights in every process
+    data = build_data(config, root, download)
+    loader = build_loader(data, config, processes, device)
+    config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views))
+    if run.exists():
+        config.check_resumable(run.read_config(), run.path)
+    state = build_training(config, build_schedules(config.train, len(loader)), device, data.num_classes)
+    seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
+    start = _restore(run, state, processes, device) if resume else Position()
+    if processes.is_main:
+        if run.exists():  # drop what the interrupted run logged after its last checkpoint, and its unfinished files
+            run.truncate_metrics(start.step if start.step else -1)
+            run.remove_unfinished_files()
+            tqdm.write(f"resuming {run.path} at epoch {start.epoch}, step {start.step}")
+        run.write_config(config)
+    if processes.distributed:
+        state.distribute()
+    recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
+
+    step = start.step
+    for epoch in range(start.epoch, config.train.epochs):
+        first = start.batch if epoch == start.epoch else 0  # batches a mid-epoch checkpoint had done
+        loader.sampler.set_epoch(epoch)
+        loader.sampler.skip = first * config.batch_per_process
+        data.train_views.set_epoch(epoch)
+        for batch, (views, labels) in enumerate(loader, start=first):
+            result = state.forward(views, labels, epoch)
+            loss = processes.mean(result.loss.detach()).item()
+            if not math.isfinite(loss):  # stop before this step changes any weight
+                raise NonFiniteLossError(_non_finite_message(loss, epoch, step + 1, recorder.last_saved))
+            state.update(result.loss, epoch, step)
+            step += 1
+            recorder.step_done(result, loss, epoch, step)
+            if stop.requested(processes):
+                recorder.save(epoch, step, batch + 1)
+                raise TrainingStopped(_stopped_message(stop.received, recorder.last_saved, resume_hint),
+                                      stop.received or signal.SIGTERM)
+        recorder.epoch_done(epoch + 1, step)
+    recorder.close()
+    return run.path
+
+
+def build_training(config: RunConfig, schedules: Schedules, device: torch.device,
+                   num_classes: int) -> TrainingState:
+    """The networks, optimiser and state of the run's objective."""
+    if config.train.objective == "supervised":
+        return SupervisedTraining(config, schedules, device, num_classes)
+    return DINOTraining(config, schedules, device)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a run stands: in epoch ``epoch`` after its first ``batch`` batches (0 at an
+    epoch's start), ``step`` steps done in all, and its wall time so far (over resumptions)."""
+
+    epoch: int = 0
+    step: int = 0
+    wall_s: float = 0.0
+    batch: int = 0
+
+
+def _restore(run: RunDirectory, state: TrainingState, processes: Processes, device: torch.device) -> Position:
+    """Load the run's last checkpoint into ``state`` and this process's random generators."""
+    checkpoint = run.load_checkpoint(device)
+    if checkpoint is None:
+        return Position()
+    state.load_state_dict(checkpoint)
+    rng = checkpoint["rng"]
+    set_rng_state(rng[processes.rank] if len(rng) == processes.world_size else rng[0])
+    return Position(checkpoint["epoch"], checkpoint["step"], checkpoint.get("wall_s", 0.0), checkpoint.get("batch", 0))
+
+
+class RunRecorder:
+    """What a run writes as it goes, on rank 0: training metrics every ``log_every`` steps,
+    collapse warnings, one ``epoch`` record per epoch, k-NN evaluations and checkpoints when
+    due; and the progress bar. A new run starts by recording its random initialisation."""
+
+    def __init__(self, run: RunDirectory, config: RunConfig, state: TrainingState, data: TrainingData,
+                 processes: Processes, device: torch.device, start: Position, progress: bool):
+        self.run, self.config, self.settings, self.state = run, config, config.train, state
+        self.data, self.processes, self.device = data, processes, device
+        self.wall_before, self.started = start.wall_s, time.perf_counter()
+        self.last_saved = f"{run.checkpoint_path} (epoch {start.epoch}, step {start.step})" if start.step else None
+        self.warned_epoch, self.rate_since = -1, (time.perf_counter(), start.step)
+        self.epoch_started = time.perf_counter()
+        self.total_steps = config.train.epochs * config.steps_per_epoch
+        self.bar = tqdm(total=self.total_steps, initial=start.step, desc=f"{config.train.objective} {config.dataset}", unit="step",
+                        disable=not (progress and processes.is_main), dynamic_ncols=True)
+        if start.step == 0:
+            if processes.is_main:
+                run.save_backbone(state.backbone.state_dict(), 0)
+            self.evaluate(0, 0)  # the random initialisation: the baseline the k-NN curve starts from
+
+    def wall_s(self) -> float:
+        """Wall time of the run, summed over its resumptions."""
+        return self.wall_before + time.perf_counter() - self.started
+
+    def step_done(self, result, loss: float, epoch: int, step: int) -> None:
+        self.bar.update()
+        if step % self.settings.log_every and step != self.total_steps:
+            return
+        statistics = self.state.statistics(result)
+        averaged = self.processes.mean(torch.stack(list(statistics.values())))
+        since, since_step = self.rate_since
+        now = time.perf_counter()
+        images_per_s = (step - since_step) * self.settings.batch_size / (now - since)
+        self.rate_since = (now, step)
+        if not self.processes.is_main:
+            return
+        record = {"kind": "train", "epoch": epoch, "step": step, "loss": loss, **self.state.step_settings(epoch, step),
+                  **dict(zip(statistics, averaged.tolist())), "images_per_s": images_per_s}
+        self.run.append_metrics(record)
+        self.bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
+        warning = (collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim)
+                   if self.settings.objective == "dino" else None)
+        if warning and self.warned_epoch != epoch:
+            warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=3)
+            self.warned_epoch = epoch
+
+    def epoch_done(self, done: int, step: int) -> None:
+        """After ``done`` epochs: the epoch's wall time, then k-NN and a checkpoint when due."""
+        if self.processes.is_main:
+            self.run.append_metrics({"kind": "epoch", "epoch": done, "step": step,
+                                     "epoch_s": time.perf_counter() - self.epoch_started, "wall_s": self.wall_s()})
+        last = done == self.settings.epochs
+        if done % self.settings.knn_every == 0 or last:
+            self.evaluate(done, step)
+        if done % self.settings.checkpoint_every == 0 or last:
+            self.save(done, step)
+        self.epoch_started = time.perf_counter()
+
+    def evaluate(self, epoch: int, step: int) -> None:
+        if self.processes.is_main:
+            accuracy = evaluate_knn(self.state.backbone, self.data.knn_train, self.data.knn_eval,
+                                    self.data.num_classes, self.settings.knn_k, self.settings.knn_temperature,
+                                    self.device, self.settings.num_workers)
+            record = {"kind": "knn", "epoch": epoch, "step": step, **accuracy, "wall_s": self.wall_s()}
+            self.run.append_metrics(record)
+            self.bar.write(f"epoch {epoch}: k-NN top-1 {record['top1']:.1f}% on the CLS token, "
+                           f"{record['top1_mean']:.1f}% on mean-pooled patch tokens ({record['wall_s'] / 60:.1f} min)")
+        self.processes.barrier()
+
+    def save(self, epoch: int, step: int, batch: int = 0) -> None:
+        """A checkpoint in epoch ``epoch`` after ``batch`` of its batches (0: at its start,
+        where the teacher backbone of the epoch is saved too)."""
+        rng = self.processes.gather(rng_state())  # every process's generators, so each resumes its own
+        if self.processes.is_main:
+            if batch == 0:
+                self.run.save_backbone(self.state.backbone.state_dict(), epoch)
+            self.run.save_checkpoint({**self.state.state_dict(), "rng": rng, "epoch": epoch, "step": step,
+                                      "batch": batch, "wall_s": self.wall_s()})
+        self.last_saved = f"{self.run.checkpoint_path} (epoch {epoch}, step {step})"
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:
+    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), or when
+    the teacher's output carries almost no information about its image (either collapse
+    under way: :class:`~ib_tutorial.training.dino.DINOLossOutput`), else None."""
+    limit = math.log(out_dim)
+    if teacher_entropy > (1 - COLLAPSE_FRACTION) * limit:
+        kind = f"entropy {teacher_entropy:.3f} nats is near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
+    elif teacher_entropy < COLLAPSE_FRACTION * limit:
+        kind = f"entropy {teacher_entropy:.3f} nats is near 0 (one-hot collapse: try a higher --center-momentum or a higher --teacher-temp)"
+    elif teacher_information < INFORMATION_FRACTION * limit:
+        kind = (f"output carries {teacher_information:.3f} nats about the image, under {INFORMATION_FRACTION:.0%} of "
+                f"log K = {limit:.2f}: every image gets nearly the same distribution (entropy {teacher_entropy:.2f} "
+                "nats; try a lower --teacher-temp or a lower --momentum-teacher)")
+    else:
+        return None
+    return f"teacher {kind}"
+
+
+def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> str:
+    name = signal.Signals(number).name if number else "a stop request"
+    return f"{name} received: training stopped after writing {last_saved}. Resume it with\n  {resume_hint}"
+
+
+def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:
+    where = f"the last good checkpoint is {last_saved}" if last_saved else "no checkpoint had been written yet"
+    return (
+        f"The loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
+        f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
+        "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume."
+    )

@@ -1,0 +1,177 @@
+"""One training run's resolved settings, as one frozen object.
+
+:meth:`RunConfig.resolve` applies overrides to a preset for one dataset, the number of
+processes and the device; the run writes the result to ``config.json`` with
+:func:`dataclasses.asdict` (:meth:`RunConfig.to_dict`) and every reader gets the same type
+back (:meth:`RunConfig.from_dict`). A resumed run must have the same configuration up to
+the settings in :data:`RESUMABLE_DIFFERENCES` (:meth:`RunConfig.check_resumable`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import timm
+import torch
+
+from ..data import held_out_split
+from ..data.spec import parse_option, parse_spec
+from ..models import ARCHITECTURES
+from ..paths import data_root
+from ..precision import resolve_precision
+from ..presets import Preset, TrainSettings, ViewSettings, training_overrides
+
+# What a run can train for: DINO (ib_tutorial.training.dino_step) or labels (ib_tutorial.training.supervised_step).
+OBJECTIVES = ("dino", "supervised")
+# Settings that may differ when a run is resumed (they do not change its trajectory).
+RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every resolved setting of a training run.
+
+    Attributes:
+        dataset, dataset_options: what :func:`~ib_tutorial.data.get_dataset` loads.
+        held_out_split: the split k-NN and block profiles evaluate on.
+        preset, seed, device, precision: the tier, its seed, ``cpu``/``cuda`` and the
+            resolved precision (:func:`~ib_tutorial.precision.resolve_precision`).
+        world_size, batch_per_process: processes, and the batch each one sees.
+        model: the backbone's architecture name and shape (``arch``, ``embed_dim``, ...).
+        view, train: input geometry and training settings, overrides applied.
+        versions: torch and timm versions of the run.
+        steps_per_epoch, train_images_used: known once the data is loaded.
+    """
+
+    dataset: str
+    dataset_options: dict
+    held_out_split: str
+    preset: str
+    seed: int
+    device: str
+    precision: str
+    world_size: int
+    batch_per_process: int
+    model: dict
+    view: ViewSettings
+    train: TrainSettings
+    versions: dict = field(default_factory=dict)
+    steps_per_epoch: int | None = None
+    train_images_used: int | None = None
+
+    @classmethod
+    def resolve(cls, dataset: str, preset: Preset, overrides: dict, dataset_options: dict | None = None,
+                world_size: int = 1, device: torch.device = torch.device("cpu")) -> "RunConfig":
+        """The configuration of ``preset`` on ``dataset`` with ``overrides`` (names from
+        :func:`~ib_tutorial.presets.training_overrides`; ``seed`` and ``device`` included)."""
+        train, view = resolve_settings(preset, dataset, overrides)
+        if train.batch_size % world_size:
+            raise ValueError(f"batch_size {train.batch_size} must be divisible by the number of processes ({world_size})")
+        if train.num_workers is None:  # one per core, shared by the training processes of this node
+            per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+            train = dataclasses.replace(train, num_workers=max(1, (os.cpu_count() or 1) // per_node))
+        options = dict(dataset_options or {})
+        return cls(
+            dataset=dataset, dataset_options=options,
+            held_out_split=train.eval_split or held_out_split(dataset, options),
+            preset=preset.name, seed=overrides.get("seed", preset.seed), device=device.type,
+            precision=resolve_precision(train.precision, device),
+            world_size=world_size, batch_per_process=train.batch_size // world_size,
+            model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
+            versions={"torch": torch.__version__, "timm": timm.__version__},
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-ready data (``config.json``): :func:`dataclasses.asdict`, tuples as lists."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        """The configuration :meth:`to_dict` wrote. Settings added to the package after a
+        run was made are absent from its file and read as their defaults."""
+        return _from_dict(cls, data)
+
+    def check_resumable(self, saved: "RunConfig", where: str | os.PathLike) -> None:
+        """Refuse to resume the run in ``where`` (configured as ``saved``) with settings that
+        would change its trajectory."""
+        old, new = _flatten(saved.to_dict()), _flatten(self.to_dict())
+        changed = sorted(
+            key for key in set(old) | set(new)
+            if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and old.get(key) != new.get(key)
+        )
+        if changed:
+            raise ValueError(
+                f"{where} holds a run with different settings ({', '.join(changed)}). "
+                "Resume it with its own settings, or start a new run with a different --out."
+            )
+
+
+def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[TrainSettings, ViewSettings]:
+    """A preset's training settings and ``dataset``'s view with ``overrides`` applied."""
+    known = training_overrides()
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        raise ValueError(f"Unknown training setting(s) {unknown}. Known: {', '.join(sorted(known))}.")
+    view_names = {f.name for f in dataclasses.fields(ViewSettings)}
+    train_names = {f.name for f in dataclasses.fields(TrainSettings)}
+    train = dataclasses.replace(preset.train, **{k: v for k, v in overrides.items() if k in train_names})
+    view = dataclasses.replace(preset.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
+    if train.objective not in OBJECTIVES:
+        raise ValueError(f"Unknown objective {train.objective!r}; known: {', '.join(OBJECTIVES)}.")
+    for size in (view.img_size, view.local_crop_size):
+        if size % view.patch_size:
+            raise ValueError(f"crop size {size} is not a multiple of patch_size {view.patch_size}")
+    return train, view
+
+
+def parse_run_spec(spec: str) -> tuple[str, dict]:
+    """``"DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]"`` -> ``(dataset spec, training overrides)``.
+
+    What follows ``@`` overrides the preset for this run only, e.g.
+    ``tiny-imagenet@objective=supervised`` (the supervised control) or
+    ``tiny-imagenet@arch=vit_small`` (the same run at the paper's width). Dataset options
+    and setting names are checked.
+    """
+    dataset_spec, _, override_text = spec.partition("@")
+    parse_spec(dataset_spec)
+    overrides = dict(parse_option(part) for part in override_text.split(",")) if override_text else {}
+    unknown = sorted(set(overrides) - set(training_overrides()))
+    if unknown:
+        raise ValueError(f"Unknown training setting(s) {unknown} in {spec!r}. Known: {', '.join(sorted(training_overrides()))}.")
+    return dataset_spec, overrides
+
+
+def default_run_dir(dataset: str, preset: str) -> Path:
+    """``<data root>/runs/<dataset>-<preset>``: outside the repository, like the data."""
+    return data_root() / "runs" / f"{dataset}-{preset}"
+
+
+def _from_dict(cls, data: dict):
+    """``cls`` from JSON data: nested dataclasses rebuilt, lists made tuples where the field is one."""
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for item in dataclasses.fields(cls):
+        if item.name not in data:
+            continue  # a setting newer than the file: its default
+        value, hint = data[item.name], hints[item.name]
+        if dataclasses.is_dataclass(hint):
+            value = _from_dict(hint, value)
+        elif typing.get_origin(hint) is tuple and isinstance(value, list):
+            value = tuple(value)
+        values[item.name] = value
+    return cls(**values)
+
+
+def _flatten(config: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -1,0 +1,242 @@
+"""The on-disk layout of a training run, and how to read one back.
+
+A run directory holds::
+
+    config.json                 every resolved setting of the run
+    metrics.jsonl               one JSON record per line: {"kind": "train", ...} every few
+                                steps, {"kind": "epoch", ...} (its wall time) after each
+                                epoch, {"kind": "knn", ...} after each k-NN evaluation
+    checkpoint.pt               the latest full training state (see ib_tutorial.training.dino_step)
+    checkpoint-previous.pt      the one before it, in case the latest cannot be read
+    run.lock                    held by the process training into the folder
+    backbones/teacher-epoch0000.pt, ...
+                                the teacher backbone's weights at initialisation and at
+                                every checkpoint, for measuring how the blocks change
+
+Every file is written whole to a temporary name and then renamed, so an interruption
+never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line, and a
+last line cut short by a kill is ignored. One process at a time trains into a folder: it
+holds an OS lock on ``run.lock``, which the OS releases when the process ends, however it
+ends.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import json
+import os
+import re
+import socket
+from pathlib import Path
+
+import torch
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # Windows: byte-range locks from the C runtime
+    fcntl = None
+    import msvcrt
+
+from ..files import DiskFullError, atomic_write, write_json_atomic
+from ..models import build_vit
+from .run_config import RunConfig
+
+BACKBONE_PATTERN = re.compile(r"teacher-epoch(\d{4,})\.pt")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be read: truncated, corrupted, or not a checkpoint of this package."""
+
+
+class RunLockedError(RuntimeError):
+    """Another process is training into the same run directory."""
+
+
+class RunDirectory:
+    """Paths and atomic reads and writes of one run's files."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path).expanduser()
+        self.config_path = self.path / "config.json"
+        self.metrics_path = self.path / "metrics.jsonl"
+        self.checkpoint_path = self.path / "checkpoint.pt"
+        self.previous_checkpoint_path = self.path / "checkpoint-previous.pt"
+        self.lock_path = self.path / "run.lock"
+        self.backbones = self.path / "backbones"
+
+    def exists(self) -> bool:
+        """Whether a run was started here (it wrote its configuration)."""
+        return self.config_path.exists()
+
+    # --- configuration ---------------------------------------------------------
+    def write_config(self, config: RunConfig) -> None:
+        write_json_atomic(self.config_path, config.to_dict())
+
+    def read_config(self) -> RunConfig:
+        if not self.exists():
+            raise FileNotFoundError(f"{self.path} is not a training run (no config.json); train one with `ib-tutorial train`.")
+        return RunConfig.from_dict(json.loads(self.config_path.read_text()))
+
+    # --- metrics ---------------------------------------------------------------
+    def append_metrics(self, record: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with self.metrics_path.open("a") as file:
+            file.write(json.dumps(record) + "\n")
+
+    def read_metrics(self, kind: str | None = None) -> list[dict]:
+        """All records, or those of one ``kind`` (``"train"``, ``"epoch"`` or ``"knn"``), in order.
+        A last line without its newline was cut short by a kill, and is left out."""
+        if not self.metrics_path.exists():
+            return []
+        lines = self.metrics_path.read_text().split("\n")[:-1]  # the part after the last newline is unfinished
+        records = [json.loads(line) for line in lines if line.strip()]
+        return [r for r in records if kind is None or r["kind"] == kind]
+
+    def truncate_metrics(self, last_step: int) -> None:
+        """Drop the records after step ``last_step`` (those a resumed run will write again)."""
+        kept = [r for r in self.read_metrics() if r["step"] <= last_step]
+        text = "".join(json.dumps(r) + "\n" for r in kept)
+        atomic_write(self.metrics_path, lambda f: f.write(text.encode()))
+
+    # --- checkpoints -----------------------------------------------------------
+    def save_checkpoint(self, state: dict) -> None:
+        """Write ``state`` as the latest checkpoint; the latest so far becomes the previous one."""
+        staged = self.path / ".checkpoint-next.pt"
+        try:
+            atomic_write(staged, lambda f: torch.save(state, f))  # complete before anything is renamed
+        except DiskFullError as error:
+            raise DiskFullError(errno.ENOSPC, f"No space left on the device to write the checkpoint "
+                                              f"{self.checkpoint_path}; the checkpoints on disk are unchanged. Free "
+                                              "some space and continue with --resume.") from error
+        if self.checkpoint_path.exists():
+            os.replace(self.checkpoint_path, self.previous_checkpoint_path)
+        os.replace(staged, self.checkpoint_path)
+
+    def load_checkpoint(self, map_location: str | torch.device = "cpu") -> dict | None:
+        """The latest checkpoint (the previous one when a kill came between their renames), or
+        ``None`` when the run has none yet. Loaded with ``weights_only=True``: tensors and
+        plain data only, never code.
+
+        Raises:
+            CheckpointError: the checkpoint cannot be read; the message names it, and the
+                previous checkpoint when that one can be read, with what to do.
+        """
+        path = self.checkpoint_path
+        if not path.exists():
+            path = self.previous_checkpoint_path
+            if not path.exists():
+                return None
+            print(f"{self.checkpoint_path.name} is missing; resuming from {path}")
+        try:
+            return torch.load(path, map_location=map_location, weights_only=True)
+        except Exception as error:  # truncated zip, bad pickle, a refused object: all unreadable
+            raise CheckpointError(self._unreadable_message(path, error)) from None
+
+    def _unreadable_message(self, path: Path, error: Exception) -> str:
+        reason = f"{path} cannot be read ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        previous = self.previous_checkpoint_path
+        if path != previous and previous.exists():
+            try:
+                epoch = torch.load(previous, map_location="cpu", weights_only=True)["epoch"]
+            except Exception:
+                return f"{reason}, and neither can the previous one, {previous}. Start a new run with another --out."
+            return (f"{reason}. The previous checkpoint, {previous} (epoch {epoch}), can be: move the broken one "
+                    f"aside (`mv {path} {path}.broken`) and run the same command with --resume again; training "
+                    f"continues from epoch {epoch}.")
+        return f"{reason}, and no earlier checkpoint is left. Start a new run with another --out."
+
+    # --- one process at a time --------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold the run's lock while training into it.
+
+        Raises:
+            RunLockedError: another process holds it (the message says which).
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as file:
+            if not _try_lock(file):
+                raise RunLockedError(
+                    f"{self.path} is in use by another training process ({_holder(file)}); "
+                    "wait for it to finish, or train into another --out.")
+            file.seek(0)
+            file.truncate()
+            since = datetime.datetime.now().isoformat(timespec="seconds")
+            file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n")
+            file.flush()
+            try:
+                yield
+            finally:
+                _unlock(file)
+
+    def remove_unfinished_files(self) -> None:
+        """Delete the files a killed write left beside the final ones: temporary files, and a
+        staged checkpoint that was never renamed into place."""
+        leftovers = [*self.path.glob(".*.tmp"), *self.backbones.glob(".*.tmp"), self.path / ".checkpoint-next.pt"]
+        for leftover in leftovers:
+            leftover.unlink(missing_ok=True)
+
+    def save_backbone(self, state_dict: dict, epoch: int) -> None:
+        atomic_write(self.backbone_path(epoch), lambda f: torch.save(state_dict, f))
+
+    def backbone_path(self, epoch: int) -> Path:
+        return self.backbones / f"teacher-epoch{epoch:04d}.pt"
+
+    def backbone_epochs(self) -> list[int]:
+        """Epochs with a saved teacher backbone (0 is the random initialisation)."""
+        if not self.backbones.exists():
+            return []
+        found = (BACKBONE_PATTERN.fullmatch(p.name) for p in self.backbones.iterdir())
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def load_backbone(self, epoch: int | None = None, device: str | torch.device = "cpu") -> torch.nn.Module:
+        """The teacher ViT of ``epoch`` (default: the latest saved), in eval mode.
+
+        Built with the run's input and patch size; epoch 0 is the initialisation the
+        run started from, the baseline against which training is judged.
+        """
+        epochs = self.backbone_epochs()
+        if not epochs:
+            raise FileNotFoundError(f"No backbones saved under {self.backbones}; has the run started?")
+        chosen = epochs[-1] if epoch is None else epoch
+        if chosen not in epochs:
+            raise FileNotFoundError(f"No backbone for epoch {chosen} in {self.backbones}; saved epochs: {epochs}")
+        config = self.read_config()
+        model = build_vit(config.model["arch"], config.view.img_size, config.view.patch_size)
+        state = torch.load(self.backbone_path(chosen), map_location="cpu", weights_only=True)
+        model.load_state_dict(state)
+        return model.to(device).eval()
+
+
+# The run lock is an operating-system lock, which the system releases however its holder
+# ends (a crash or SIGKILL included), so a stale lock never blocks the next run.
+def _try_lock(file) -> bool:
+    """Take the exclusive lock of the open ``file`` without waiting; False if another process holds it."""
+    try:
+        if fcntl is not None:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            file.seek(0)
+            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
+    except OSError:  # BlockingIOError on POSIX, PermissionError on Windows
+        return False
+    return True
+
+
+def _unlock(file) -> None:
+    if fcntl is not None:
+        fcntl.flock(file, fcntl.LOCK_UN)
+    else:
+        file.seek(0)
+        msvcrt.locking(file.fileno(), msvcrt.LK_UNLCK, 1)
+
+
+def _holder(file) -> str:
+    """What the lock's holder wrote into the file (Windows may refuse to show a locked file)."""
+    try:
+        file.seek(0)
+        return file.read().strip() or "unknown"
+    except OSError:
+        return "unknown"
+

@@ -1,0 +1,128 @@
+"""What a dataset chapter shows: the committed runs of a dataset, the data on disk, the
+paper's row and the commands that make the missing runs."""
+import json
+import shlex
+import shutil
+import zipfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+from archive_builders import TINY_WNIDS, TINY_WORDS, tiny_imagenet_zip
+
+from ib_tutorial.cli import build_parser
+from ib_tutorial.report import plots
+from ib_tutorial.report.captions import run_caption
+from ib_tutorial.report.dataset_chapters import data_status_markdown, gallery, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown
+from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
+from ib_tutorial.reproduction.bundles import load_bundle
+from ib_tutorial.paths import stored_results
+
+laptop_real = pytest.mark.skipif(not (stored_results("laptop-real") / "summary.json").exists(),
+                                 reason="the committed bundle results/laptop-real is not next to this package")
+
+
+@laptop_real
+def test_dataset_runs_finds_the_committed_laptop_runs_of_one_dataset():
+    tiny = dataset_runs("tiny-imagenet")
+    assert [(r.bundle.name, r.spec, r.tier) for r in tiny] == [("laptop-real", "tiny-imagenet", "laptop")]
+    assert tiny[0].plain and not tiny[0].on_gpu and tiny[0].chance == pytest.approx(5.0)
+    assert [r.spec for r in dataset_runs("dtd")] == ["dtd:folder=dtd"]
+    assert dataset_runs("cifar100") == [] and dataset_runs("uc-merced") == []
+
+
+@laptop_real
+def test_runs_with_other_settings_are_listed_apart_from_the_plain_ones(tmp_path):
+    source = stored_results("laptop-real")
+    summary = json.loads((source / "summary.json").read_text())
+    entry = summary["datasets"]["tiny-imagenet"]
+    supervised = "tiny-imagenet@objective=supervised"
+    for spec in ("tiny-imagenet", supervised):
+        shutil.copytree(source / entry["run"], tmp_path / "bundle" / spec)
+    (tmp_path / "bundle" / "summary.json").write_text(json.dumps(
+        {"preset": "laptop", "datasets": {spec: {**entry, "run": spec} for spec in ("tiny-imagenet", supervised)}}))
+    bundles = [load_bundle(tmp_path / "bundle")]
+    assert [r.spec for r in dataset_runs("tiny-imagenet", bundles)] == ["tiny-imagenet"]
+    assert [r.spec for r in dataset_runs("tiny-imagenet", bundles, plain=False)] == ["tiny-imagenet", supervised]
+    assert supervised in other_runs_markdown("tiny-imagenet", bundles)
+    assert other_runs_markdown("dtd", bundles).startswith("No other runs")
+
+
+@laptop_real
+def test_a_tier_without_a_committed_run_is_named_with_its_command():
+    textures = FAMILIES["textures"]
+    text = missing_runs_markdown(textures, dataset_runs("dtd") + dataset_runs("uc-merced"))
+    assert "No GPU (quick or paper) run of `uc-merced`" in text and "laptop run" not in text
+    assert "ib-tutorial reproduce --preset quick --datasets uc-merced" in text
+    cifar = missing_runs_markdown(FAMILIES["cifar100"], [])
+    assert "No laptop run of `cifar100`" in cifar and "No GPU (quick or paper) run of `cifar100`" in cifar
+
+
+@laptop_real
+def test_the_shape_table_has_one_row_per_saved_epoch():
+    run = dataset_runs("tiny-imagenet")[0]
+    rows = shape_markdown(run).splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| ") for row in rows] == [str(r["epoch"]) for r in run.run.profiles]
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_command_is_one_the_command_line_accepts(family):
+    commands = run_commands(FAMILIES[family])
+    assert {c.tier for c in commands} == {"laptop", "quick", "paper"}
+    for command in commands:
+        args = build_parser().parse_args(list(command.argv))
+        assert args.command == "reproduce" and args.preset == command.tier
+        assert shlex.split(command.line)[1:] == list(command.argv)
+    text = run_commands_markdown(FAMILIES[family])
+    assert all(command.line in text for command in commands)
+    assert "estimate, not a measurement" in text
+
+
+def test_gpu_commands_export_where_the_chapter_looks():
+    quick = run_commands(FAMILIES["textures"])[1]
+    assert quick.argv[-2:] == ("--export", "results/quick-uc-merced") and "--download" in quick.argv
+    laptop = run_commands(FAMILIES["textures"])[0]
+    assert "--download" not in laptop.argv  # a folder spec reads what is on disk
+
+
+def test_the_gallery_skips_when_the_data_is_absent(tmp_path):
+    assert gallery("tiny-imagenet", root=tmp_path) is None
+    status = data_status_markdown("tiny-imagenet", root=tmp_path)
+    assert "is not on disk" in status and "download=True" in status and "wnids.txt" in status
+    folder_status = data_status_markdown("dtd:folder=dtd", root=tmp_path)
+    assert "is not on disk" in folder_status and "images/<class>/" in folder_status
+
+
+def test_the_gallery_draws_real_files_with_their_class_names(tmp_path):
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "tiny.zip")) as archive:
+        archive.extractall(tmp_path / "root")
+    fig = gallery("tiny-imagenet", root=tmp_path / "root", classes=8, per_class=2, preset="ci")
+    names = [TINY_WORDS[wnid].split(",")[0] for wnid in TINY_WNIDS]
+    titles = [ax.get_title().replace("\n", " ") for ax in fig.axes if ax.get_title()]
+    assert titles == names  # fewer classes than asked: all of them, in wnids.txt order
+    assert sum(len(ax.images) for ax in fig.axes) == 2 * len(names)
+    caption = " ".join(fig.get_supxlabel().split())
+    assert "preset ci" in caption and "64 x 64 px" in caption
+    status = data_status_markdown("tiny-imagenet", root=tmp_path / "root")
+    assert "3 classes, 9 train and 6 val images" in status and names[0] in status
+
+
+def test_sizes_and_the_paper_row_come_from_the_registry_presets_and_paper():
+    sizes = sizes_markdown("tiny-imagenet")
+    assert "64 x 64 px" in sizes and "| `quick` | GPU | ViT-S (D = 384) | 64 | 8 | 65 |" in sizes
+    assert "| `laptop` | CPU | ViT-Ti (D = 192) | 32 | 8 | 17 |" in sizes
+    assert "29.5-31.5 % (L2-L4)" in paper_row_markdown("tiny-imagenet")
+    assert "above 90 % at every block" in paper_row_markdown("uc-merced")
+    assert paper_row_markdown("dtd").startswith("The paper did not study")
+
+
+@laptop_real
+def test_a_run_is_drawn_at_every_saved_epoch():
+    run = dataset_runs("tiny-imagenet")[0]
+    fig = plots.plot_run_epochs(run.run.profiles, run_caption(run), title=run.spec)
+    curves, heatmap = fig.axes[:2]
+    assert len(curves.get_lines()) == len(run.run.profiles)
+    assert heatmap.images[0].get_array().shape == (12, len(run.run.profiles))
+    assert "bundle laptop-real" in " ".join(fig.get_supxlabel().split())

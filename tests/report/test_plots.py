@@ -1,0 +1,82 @@
+"""Figures from stored profile records: axes, lines and captions."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+from PIL import Image
+from profile_records import bundle_run, make_record
+
+from ib_tutorial.report.information_plane import plot_layer_eed
+from ib_tutorial.report import plots
+from ib_tutorial.reproduction.paper import REPORTED
+from ib_tutorial.reproduction.records import profile_from_record
+
+
+def test_plots_build_from_stored_records(tmp_path):
+    records = [make_record(epoch) for epoch in (0, 1, 2)]
+    profiles = {f"epoch {r['epoch']}": profile_from_record(r) for r in records}
+    ax = plots.plot_block_profile(profiles, "caption", reported=REPORTED["tiny-imagenet"])
+    assert ax.get_xlabel().startswith("block index") and ax.get_ylabel().startswith("EED")
+    assert len(ax.get_lines()) >= 3
+    heat = plots.plot_eed_heatmap([0, 1, 2], [r["profile"]["eed_percent"] for r in records], "caption")
+    assert heat.images[0].get_array().shape == (12, 3)
+    fig = plots.plot_datasets({"cifar100": profiles, "uc-merced": profiles}, "caption", reported=REPORTED)
+    assert len(fig.axes) == 2
+    comp = plots.plot_companions(profiles["epoch 0"], "caption")
+    assert len(comp.get_lines()) == 2
+
+
+def test_knob_plot_orders_points_by_texture_weight():
+    ax = plots.plot_texture_knob([1.0, 0.0, 0.5], {"trained": [30.0, 10.0, 20.0], "random init": [5.0, 4.0, 6.0]},
+                                 blocks=(2, 3, 4), caption="caption")
+    trained = ax.get_lines()[0]
+    assert list(trained.get_xdata()) == [0.0, 0.5, 1.0] and list(trained.get_ydata()) == [10.0, 20.0, 30.0]
+    assert "L2-L4" in ax.get_ylabel() and ax.get_xlabel().startswith("texture_weight")
+
+
+def test_every_figure_carries_its_caption_under_the_axes():
+    profiles = {"epoch 0": profile_from_record(make_record(0))}
+    figures = [
+        plots.plot_block_profile(profiles, "run A").figure,
+        plots.plot_datasets({"cifar100": profiles}, "run B"),
+        plots.plot_eed_heatmap([0, 1], [[10.0] * 12, [12.0] * 12], "run C").figure,
+        plots.plot_companions(profiles["epoch 0"], "run D").figure,
+        plots.plot_knn_curves({"a": [{"epoch": 0, "top1": 10.0}, {"epoch": 1, "top1": 12.0}]}, "run E"),
+        plot_layer_eed([0, 1, 10], np.ones((3, 6)), "run F").figure,
+    ]
+    for figure, caption in zip(figures, "ABCDEF"):
+        assert figure.get_supxlabel() == f"run {caption}"
+
+
+def test_knob_plot_styles_the_random_init_as_the_profiles_do_and_joins_only_three_or_more_points():
+    two = plots.plot_texture_knob([0.0, 1.0], {"trained": [10.0, 20.0], "random init": [5.0, 4.0]},
+                                  blocks=(2, 3, 4), caption="caption")
+    trained, init = two.get_lines()
+    assert trained.get_linestyle() == "None" and init.get_linestyle() == "None"
+    assert init.get_color() == "0.45" and init.get_marker() == "s"
+    three = plots.plot_texture_knob([0.0, 0.5, 1.0], {"trained": [1.0, 2.0, 3.0]}, blocks=(2,), caption="caption")
+    assert three.get_lines()[0].get_linestyle() == "-"
+
+
+def test_run_comparison_draws_both_runs_in_percent_and_in_directions():
+    runs = {"dino": bundle_run("tiny-imagenet", width=192), "wide": bundle_run("tiny-imagenet@arch=vit_small", width=384)}
+    fig = plots.plot_run_comparison(runs, "run G")
+    percent, directions = fig.axes[:2]
+    assert len(percent.get_lines()) == len(directions.get_lines()) == 4  # last and first epoch of each run
+    assert percent.get_ylabel().startswith("EED") and directions.get_ylabel().startswith("N_eff")
+    wide_last = directions.get_lines()[2]
+    assert list(wide_last.get_ydata()) == runs["wide"].profiles[-1]["profile"]["n_eff"]
+    assert fig.get_supxlabel() == "run G"
+
+
+def test_a_captioned_figure_saves_its_caption_in_the_png(tmp_path):
+    profiles = {"epoch 0": profile_from_record(make_record(0))}
+    figure = plots.plot_block_profile(profiles, "run A on 12 images").figure
+    figure.savefig(tmp_path / "captioned.png")
+    plain, _ = plt.subplots()
+    plain.savefig(tmp_path / "plain.png")
+    with Image.open(tmp_path / "captioned.png") as captioned, Image.open(tmp_path / "plain.png") as uncaptioned:
+        assert captioned.text[plots.CAPTION_KEY] == "run A on 12 images"
+        assert plots.CAPTION_KEY not in uncaptioned.text

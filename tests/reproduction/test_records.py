@@ -1,0 +1,95 @@
+"""Profile files: schema, provenance, captions, atomic writes."""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from profile_records import make_profile, make_record
+
+from ib_tutorial.reproduction import records
+from ib_tutorial.report.captions import profile_caption
+from ib_tutorial.reproduction.records import code_version, config_hash, load_profile_record, profile_from_record, save_profile_record, validate_profile_record
+
+
+def test_record_round_trips(tmp_path):
+    record = make_record()
+    save_profile_record(tmp_path / "profiles" / "3.json", record)
+    loaded = load_profile_record(tmp_path / "profiles" / "3.json")
+    assert loaded == json.loads(json.dumps(record))
+    assert profile_from_record(loaded) == make_profile()
+    assert list((tmp_path / "profiles").iterdir()) == [tmp_path / "profiles" / "3.json"]  # no temp files left
+
+
+def test_provenance_names_its_sources():
+    prov = make_record()["provenance"]
+    assert prov["preset"] == "ci" and prov["dataset"] == "synthetic-objects"
+    assert prov["n_tokens"] == 64 * 65
+    assert {"torch", "timm", "python", "ib-tutorial"} <= set(prov["packages"])
+    assert prov["code_version"] == code_version()
+
+
+def test_code_version_is_the_checkout_commit_and_says_when_it_is_dirty():
+    """The commit the package was loaded from, ``+dirty`` exactly when tracked files differ
+    from it; the package version outside a git checkout."""
+    version = code_version()
+    git = ["git", "-C", str(Path(records.__file__).parent)]
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        assert version.startswith("ib-tutorial ")
+        return
+    changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", version)
+    assert version == head.stdout.strip() + ("+dirty" if changed else "")
+
+
+def test_the_caption_of_a_record_names_its_source():
+    caption = profile_caption(make_record())
+    assert caption.startswith("preset ci (reduced") and "synthetic-objects" in caption and "ViT-S (D = 384" in caption
+    assert "64 held-out images" in caption and "4,160 tokens (all, centred)" in caption
+
+
+def test_config_hash_ignores_key_order_but_not_values():
+    assert config_hash({"a": 1, "b": 2}) == config_hash({"b": 2, "a": 1})
+    assert config_hash({"a": 1, "b": 2}) != config_hash({"a": 1, "b": 3})
+
+
+@pytest.mark.parametrize(
+    "breakage, where",
+    [
+        (lambda r: r["profile"].update(tokens="some"), "profile/tokens"),
+        (lambda r: r["profile"]["eed_percent"].__setitem__(0, 140.0), "profile/eed_percent/0"),
+        (lambda r: r["provenance"].pop("preset"), "provenance"),
+        (lambda r: r.update(schema="other/1"), "schema"),
+    ],
+)
+def test_invalid_records_name_the_field(breakage, where):
+    record = make_record()
+    breakage(record)
+    with pytest.raises(ValueError, match=where):
+        validate_profile_record(record)
+
+
+def test_a_broken_file_is_named_and_left_alone(tmp_path):
+    path = tmp_path / "0.json"
+    path.write_text('{"schema": ')
+    with pytest.raises(ValueError, match="0.json"):
+        load_profile_record(path)
+    assert path.read_text() == '{"schema": '
+
+
+def test_runs_differing_in_one_setting_are_grouped_with_their_plain_run():
+    from profile_records import bundle_run
+
+    from ib_tutorial.reproduction.bundles import Bundle, runs_differing_in
+
+    specs = ["tiny-imagenet", "tiny-imagenet@objective=supervised", "tiny-imagenet@arch=vit_small",
+             "dtd:folder=dtd@objective=supervised", "synthetic-objects"]
+    bundle = Bundle("b", None, "laptop", {spec: bundle_run(spec) for spec in specs})
+    objectives = runs_differing_in(bundle, "objective")
+    assert list(objectives) == ["tiny-imagenet"]  # dtd's supervised run has no plain run beside it
+    assert list(objectives["tiny-imagenet"]) == ["dino", "supervised"]
+    assert objectives["tiny-imagenet"]["supervised"].spec == "tiny-imagenet@objective=supervised"
+    widths = runs_differing_in(bundle, "arch")
+    assert list(widths["tiny-imagenet"]) == ["vit_tiny", "vit_small"]

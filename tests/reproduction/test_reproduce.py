@@ -1,0 +1,171 @@
+"""From a training run to profiles, and the whole reproduce bundle, on the ci preset."""
+import json
+from pathlib import Path
+
+import pytest
+
+from ib_tutorial.cli import main
+from ib_tutorial.data import get_dataset
+from ib_tutorial.data.spec import parse_spec, spec_folder
+from ib_tutorial.presets import get_preset
+from ib_tutorial.report.tables import write_comparison_table
+from ib_tutorial.reproduction.records import validate_profile_record
+from ib_tutorial.reproduction.reproduce import reproduce
+from ib_tutorial.reproduction.run_profiles import load_run_profiles, profile_run
+from ib_tutorial.training.runs import RunDirectory
+
+DATASETS = ["synthetic-objects", "synthetic-mix:texture_weight=0.75"]
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    reproduce("ci", datasets=DATASETS, out=out, progress=False)
+    write_comparison_table(out)  # as `ib-tutorial reproduce` does
+    return out
+
+
+def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
+    summary = json.loads((bundle / "summary.json").read_text())
+    assert summary["preset"] == "ci" and list(summary["datasets"]) == DATASETS
+    for dataset in DATASETS:
+        name, options = parse_spec(dataset)
+        run = RunDirectory(bundle / spec_folder(dataset))
+        epochs = run.backbone_epochs()
+        config = run.read_config()
+        assert epochs[0] == 0 and epochs[-1] == config.train.epochs
+        assert config.dataset == name and config.dataset_options == options
+        records = load_run_profiles(bundle / spec_folder(dataset))
+        assert [r["epoch"] for r in records] == epochs
+        for record in records:
+            validate_profile_record(record)
+            assert record["provenance"]["dataset"] == name
+            assert record["provenance"]["preset"] == "ci"
+            assert len(record["profile"]["eed_percent"]) == 12
+            assert set(record["profile"]["companions"]) == {"rankme", "participation_ratio", "twonn"}
+        entry = summary["datasets"][dataset]
+        assert entry["random_init_eed_percent"] == records[0]["profile"]["eed_percent"]
+        assert entry["final_eed_percent"] == records[-1]["profile"]["eed_percent"]
+        assert entry["knn_accuracy"] is not None and entry["knn_accuracy_first"]["epoch"] == 0
+        patch = config.view.patch_size
+        assert entry["raw_patch_dim"] == 3 * patch**2 and 1 <= entry["raw_patch_n_eff"] <= entry["raw_patch_dim"]
+        assert all(row["verdict"] == "not reported" for row in entry["comparison"])
+    table = (bundle / "comparison.md").read_text()
+    assert all(dataset in table for dataset in DATASETS)
+
+
+def test_rerunning_skips_finished_work(bundle, capsys):
+    before = {p: p.stat().st_mtime_ns for p in bundle.rglob("*") if p.is_file() and p.suffix in (".pt", ".json")}
+    before.pop(bundle / "summary.json")
+    reproduce("ci", datasets=DATASETS, out=bundle, progress=False)
+    assert "training finished earlier" in capsys.readouterr().out
+    after = {p: p.stat().st_mtime_ns for p in before}
+    assert after == before
+
+
+def test_other_token_choices_go_to_their_own_folder(bundle):
+    paths = profile_run(bundle / DATASETS[0], tokens="cls", center=False, images=32, companions=(), progress=False)
+    assert all(p.parent.name == "cls-uncentred" for p in paths)
+    records = load_run_profiles(bundle / DATASETS[0], tokens="cls", center=False)
+    assert all(r["profile"]["tokens"] == "cls" and not r["profile"]["center"] for r in records)
+    assert all(r["profile"]["n_tokens"] == 32 for r in records)
+
+
+def test_profile_command_names_a_missing_run(tmp_path):
+    with pytest.raises(SystemExit, match="not a training run"):
+        main(["profile", str(tmp_path / "nothing")])
+
+
+def test_profile_command_rejects_more_images_than_the_split_has(bundle):
+    with pytest.raises(SystemExit, match="lower --images"):
+        main(["profile", str(bundle / DATASETS[0]), "--tokens", "mean", "--images", "1000000", "--no-progress"])
+
+
+def test_export_copies_results_but_no_weights(bundle, tmp_path):
+    from ib_tutorial.reproduction.reproduce import export_bundle
+
+    dest = export_bundle(bundle, tmp_path / "results", allow_dirty=True)  # this checkout may have local changes
+    copied = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
+    assert {"summary.json", "comparison.md", "synthetic-objects/config.json",
+            "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json",
+            f"{spec_folder(DATASETS[1])}/config.json"} <= copied
+    assert not any(name.endswith(".pt") for name in copied)
+    runs = [entry["run"] for entry in json.loads((dest / "summary.json").read_text())["datasets"].values()]
+    assert runs == [spec_folder(d) for d in DATASETS]  # relative to the bundle: no machine's paths
+    assert load_run_profiles(dest / "synthetic-objects") == load_run_profiles(bundle / "synthetic-objects")
+
+
+def test_pretrained_control_is_skipped_cleanly_offline(bundle, monkeypatch, capsys):
+    import huggingface_hub.constants
+
+    from ib_tutorial.reproduction.run_profiles import profile_pretrained
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", "/nonexistent-hf-cache")
+    assert profile_pretrained(bundle / DATASETS[0]) is None
+    assert "vit_small_patch16_224.dino" in capsys.readouterr().out
+    assert not (bundle / DATASETS[0] / "controls").exists()
+    reproduce("ci", datasets=DATASETS[:1], out=bundle, progress=False, pretrained_control=True)
+    assert "pretrained_dino_eed_percent" not in json.loads((bundle / "summary.json").read_text())["datasets"][DATASETS[0]]
+
+
+def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeypatch):
+    # Stand in for the hub download with a randomly initialised ViT-S/16 of the same shape:
+    # this checks the writing path, not the pretrained weights.
+    from ib_tutorial import models
+    from ib_tutorial.reproduction import run_profiles
+    from ib_tutorial.reproduction.run_profiles import profile_pretrained
+
+    monkeypatch.setattr(run_profiles, "pretrained_dino_vit_small", lambda: models.vit_small(224, 16))
+    path = profile_pretrained(bundle / spec_folder(DATASETS[1]), images=8)
+    record = json.loads(path.read_text())
+    validate_profile_record(record)
+    assert record["epoch"] is None and record["provenance"]["n_images"] == 8
+    assert record["profile"]["n_tokens"] == 8 * 197
+    # The provenance hashes the control's own model and input size, not the run's.
+    from ib_tutorial.reproduction.records import config_hash
+    from ib_tutorial.training.runs import RunDirectory
+
+    config = RunDirectory(bundle / spec_folder(DATASETS[1])).read_config().to_dict()
+    expected = {**config, "model": models.PRETRAINED_DINO, "img_size": 224}
+    assert record["provenance"]["config_hash"] == config_hash(expected) != config_hash(config)
+
+
+DTD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "dtd-sample"
+
+
+@pytest.mark.skipif(not DTD_SAMPLE.is_dir(), reason=f"no DTD sample at {DTD_SAMPLE}")
+def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small(tmp_path, capsys):
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "dtd").symlink_to(DTD_SAMPLE, target_is_directory=True)
+    spec = "dtd:folder=dtd"  # relative to the data root: no machine's path in the run's settings
+    out = reproduce("ci", datasets=[spec], out=tmp_path / "bundle", root=root, progress=False)
+    config = RunDirectory(out / spec_folder(spec)).read_config()
+    assert config.held_out_split == "test" and config.dataset_options == {"folder": "dtd"}
+    test_images = sum(1 for _ in get_dataset("dtd", "test", root=root, folder="dtd"))
+    assert test_images < get_preset("ci").profile.images
+    assert all(r["profile"]["n_images"] == test_images for r in load_run_profiles(out / spec_folder(spec)))
+    assert f"profiling all {test_images}" in capsys.readouterr().out
+
+
+def test_export_refuses_profiles_of_uncommitted_code(bundle, tmp_path):
+    import shutil
+
+    from ib_tutorial.reproduction.reproduce import export_bundle
+
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy, ignore=shutil.ignore_patterns("*.pt"))
+    for path in copy.glob("*/profiles/**/*.json"):
+        record = json.loads(path.read_text())
+        record["provenance"]["code_version"] = "0123abc"
+        path.write_text(json.dumps(record))
+    assert export_bundle(copy, tmp_path / "clean").exists()
+    profile = next(copy.glob("*/profiles/0.json"))
+    record = json.loads(profile.read_text())
+    record["provenance"]["code_version"] = "0123abc+dirty"
+    profile.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="uncommitted code.*--allow-dirty"):
+        export_bundle(copy, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    assert export_bundle(copy, tmp_path / "allowed", allow_dirty=True).exists()

@@ -1,0 +1,165 @@
+"""What a new reader meets first: the README's set-up installs what the README then runs,
+the chapters find the committed results wherever they run (or say truthfully that they
+cannot), the licence, and the published book's workflow and Binder configuration."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent  # this environment's executables, as the README's set-up made them
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_readme_local_notebook_command_starts_jupyterlab(tmp_path):
+    """README, "Running the notebooks": `jupyter lab book/` after the set-up. The server must
+    start and answer on its port (no browser, no token, a throw-away config folder)."""
+    readme = (REPO / "README.md").read_text()
+    assert "`jupyter lab book/`" in readme
+    jupyter = BIN / "jupyter"
+    assert jupyter.exists(), "the set-up installed no `jupyter` command"
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "run")}
+    server = subprocess.Popen(
+        [str(jupyter), "lab", "book/", "--no-browser", f"--port={port}", "--ServerApp.token=", "--ServerApp.password=",
+         "--ServerApp.ip=127.0.0.1", *(["--allow-root"] if os.geteuid() == 0 else [])], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, status = time.monotonic() + 90, None
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=5) as response:
+                    status = response.status
+                    page = response.read().decode()
+                break
+            except OSError:
+                time.sleep(1)
+        assert server.poll() is None, f"`jupyter lab` exited:\n{server.stdout.read()[-3000:]}"
+        assert status == 200 and "JupyterLab" in page
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def run_python(code: str, pythonpath: Path) -> str:
+    """``code`` in a fresh interpreter that imports ``ib_tutorial`` from ``pythonpath`` only."""
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(pythonpath)!r})\n{code}"],
+                            env=env, capture_output=True, text=True, cwd=pythonpath.parent)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+CHAPTER_VIEW = """
+import ib_tutorial
+from ib_tutorial.reproduction.bundles import stored_bundles
+from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
+from ib_tutorial.report.dataset_chapters import missing_runs_markdown
+print(ib_tutorial.__file__)
+print(stored_bundles())
+print(missing_runs_markdown(FAMILIES["tiny-imagenet"], dataset_runs("tiny-imagenet")))
+"""
+
+
+def test_an_installed_copy_says_it_has_no_committed_results(tmp_path):
+    """A copy installed into site-packages has no results/ beside it: the Results chapters
+    must say so and how to get them, not that no run was ever committed."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(REPO / "ib_tutorial", site / "ib_tutorial", ignore=shutil.ignore_patterns("__pycache__"))
+    out = run_python(CHAPTER_VIEW, site)
+    assert str(site) in out and "[]" in out
+    assert "not a checkout of the repository" in out and "git clone" in out
+    assert "is committed under" not in out
+
+
+def test_the_colab_set_up_finds_the_committed_results(tmp_path):
+    """What the chapters' Colab cell does: clone the repository, import the package from the
+    clone. The clone holds results/, so the chapters show the committed runs."""
+    clone = tmp_path / "ib-tutorial"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPO.as_uri(), str(clone)], check=True)
+    committed = sorted(p.parent.name for p in (clone / "results").glob("*/summary.json"))
+    assert committed, "the repository commits no bundle"
+    out = run_python(CHAPTER_VIEW, clone)
+    assert str(clone / "ib_tutorial") in out and str(committed) in out
+    assert "not a checkout" not in out
+
+
+def test_the_run_lock_works_where_fcntl_does_not_exist(tmp_path):
+    """On Windows there is no fcntl: the command line must still start, and the run lock
+    (msvcrt's byte lock there, emulated here on top of flock) must still refuse a second holder."""
+    code = f"""
+import fcntl as real, subprocess, sys, types
+import torch  # what imports subprocess-like Windows checks runs before the stand-in below exists
+msvcrt = types.ModuleType("msvcrt")
+msvcrt.LK_NBLCK, msvcrt.LK_UNLCK = 2, 0
+def locking(fd, mode, nbytes):
+    try:
+        real.flock(fd, (real.LOCK_EX | real.LOCK_NB) if mode == msvcrt.LK_NBLCK else real.LOCK_UN)
+    except BlockingIOError:
+        raise PermissionError(13, "locked") from None
+msvcrt.locking = locking
+sys.modules["msvcrt"], sys.modules["fcntl"] = msvcrt, None
+import ib_tutorial.cli
+from ib_tutorial.training import runs
+from ib_tutorial.training.runs import RunDirectory, RunLockedError
+assert runs.fcntl is None
+with RunDirectory({str(tmp_path / 'run')!r}).lock():
+    other = subprocess.run([sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a+'); "
+                            "fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)", {str(tmp_path / 'run' / 'run.lock')!r}])
+    assert other.returncode != 0, "a second process took the lock"
+    try:
+        with RunDirectory({str(tmp_path / 'run')!r}).lock():
+            pass
+    except RunLockedError as error:
+        print("refused:", error)
+with RunDirectory({str(tmp_path / 'run')!r}).lock():
+    print("taken again")
+"""
+    out = run_python(code, REPO)
+    assert "refused:" in out and "pid" in out and "taken again" in out
+
+
+def test_licence_and_its_spdx_form():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    licence = (REPO / "LICENSE").read_text()
+    assert licence.startswith("MIT License") and "their own terms" in licence
+    assert "| licence |" in (REPO / "README.md").read_text()
+
+
+def pins(path: Path) -> dict[str, str]:
+    return dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s+]+)", path.read_text(), re.M))
+
+
+def test_the_workflow_installs_cpu_wheels_of_the_pinned_torch():
+    """GitHub's runners have no GPU: every job installs the CPU wheels of the versions that
+    requirements.txt pins, before requirements.txt (whose pins they then satisfy)."""
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "book.yml").read_text())
+    pinned = pins(REPO / "requirements.txt")
+    installs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"]
+                if "pip install -r requirements.txt" in step.get("run", "")]
+    assert len(installs) == 2
+    for run in installs:
+        cpu = re.search(r"pip install torch==(\S+) torchvision==(\S+) --index-url https://download.pytorch.org/whl/cpu", run)
+        assert cpu and cpu.groups() == (pinned["torch"], pinned["torchvision"]), run
+        assert run.index("whl/cpu") < run.index("pip install -r requirements.txt")
+
+
+def test_binder_installs_cpu_wheels_and_the_project_pins():
+    binder = (REPO / "binder" / "requirements.txt").read_text()
+    pinned = pins(REPO / "requirements.txt")
+    assert f"torch=={pinned['torch']}+cpu" in binder and f"torchvision=={pinned['torchvision']}+cpu" in binder
+    assert "-r ../requirements.txt" in binder and "download.pytorch.org/whl/cpu" in binder
+    assert (REPO / "binder" / "runtime.txt").read_text().strip() == "python-3.11"

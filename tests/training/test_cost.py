@@ -1,0 +1,54 @@
+"""The FLOPs of a DINO step counted from its settings, and the run-time estimate built on them."""
+import copy
+import json
+
+import pytest
+
+from ib_tutorial.presets import get_preset
+from ib_tutorial.paths import stored_benchmark
+from ib_tutorial.report.tables import estimate_markdown
+from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, estimate_run_time, image_flops
+from ib_tutorial.training.run_config import resolve_settings
+
+stored = stored_benchmark(UTILISATION_RECORD)
+record = json.loads(stored.read_text()) if stored.exists() else None
+needs_record = pytest.mark.skipif(record is None, reason="no benchmark records next to this package")
+
+
+@needs_record
+@pytest.mark.parametrize("tier", ["ci", "laptop"])
+def test_the_count_matches_what_the_benchmark_counted(tier):
+    """torch's flop counter on the CPU counts the matrix products but not the fused attention."""
+    measured = record["results"][tier]
+    train, view = resolve_settings(get_preset(tier), measured["dataset"], {})
+    assert image_flops(view, train, attention=False) * measured["batch"] == pytest.approx(measured["gflop_per_step"] * 1e9, rel=1e-6)
+    assert image_flops(view, train) > image_flops(view, train, attention=False)
+
+
+def test_a_supervised_step_is_not_counted_as_dino():
+    train, view = resolve_settings(get_preset("ci"), "tiny-imagenet", {"objective": "supervised"})
+    with pytest.raises(ValueError, match="supervised"):
+        image_flops(view, train)
+
+
+@needs_record
+def test_the_estimate_is_the_slower_of_the_gpu_and_the_loader():
+    estimate = estimate_run_time("tiny-imagenet", "quick")
+    assert estimate.images == 10 * 100_000 and estimate.machine is COLAB_FREE_GPU
+    flops = estimate.gflop_per_image * 1e9
+    assert estimate.gpu_seconds == pytest.approx(estimate.images * flops / (65e12 * estimate.utilisation))
+    slow, fast = estimate.loader_images_per_s
+    assert slow < fast
+    low, high = estimate.seconds
+    assert low == max(estimate.gpu_seconds, estimate.images / fast) and high == max(estimate.gpu_seconds, estimate.images / slow)
+    text = estimate_markdown(estimate)
+    assert "not a measurement" in text and UTILISATION_RECORD in text
+
+
+@needs_record
+def test_a_record_of_other_crops_than_the_tier_is_refused():
+    changed = copy.deepcopy(record)
+    for measured in changed["results"].values():
+        measured["img_size"] += 8
+    with pytest.raises(ValueError, match="bench_utilisation"):
+        estimate_run_time("cifar100", record=changed)

@@ -154,7 +154,8 @@ def plot_run_epochs(records: Sequence[dict], caption: str, title: str = "",
     """One run's profile at every saved epoch (``records``, epoch 0 the random
     initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
     the same numbers; with the paper's ranges when ``reported`` is given."""
-    fig, (curves, heatmap) = panel_grid(2, 5.6, 4.2)
+    # One panel a row, each the page's width: side by side, the heatmap's numbers shrank below legibility.
+    fig, (curves, heatmap) = plt.subplots(2, 1, figsize=(7.5, 9.5), layout="constrained")
     plot_block_profile({epoch_label(r): profile_from_record(r) for r in records}, caption="", ax=curves,
                        title=f"{title}: EED per block, every saved epoch" if title else "EED per block, every saved epoch",
                        reported=reported)
@@ -261,7 +262,8 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
     if values.shape[1] <= 12:
         middle = (values.min() + values.max()) / 2
         for (block, column), value in np.ndenumerate(values):
-            ax.text(column, block, f"{value:.1f}", ha="center", va="center", fontsize="x-small",
+            ax.text(column, block, f"{value:.1f}", ha="center", va="center",
+                    fontsize="small" if values.shape[1] <= 8 else "x-small",
                     color="white" if value < middle else "black")
     ax.set_xticks(range(len(epochs)), [str(e) for e in epochs])
     ax.set_yticks(range(values.shape[0]))

@@ -29,6 +29,7 @@ from ..measure.block_profile import Profile
 SCHEMA_ID = "ib-tutorial/profile/1"
 
 _PER_BLOCK = {"type": "array", "items": {"type": "number"}, "minItems": 1}
+#: The JSON Schema every profile file validates against.
 PROFILE_SCHEMA: dict = {
     "type": "object",
     "required": ["schema", "label", "epoch", "profile", "provenance"],

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..data.spec import parse_spec, spec_folder
 from ..files import atomic_folder, write_json_atomic
-from ..paths import data_root
+from ..paths import data_root, display_path
 from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_config import parse_run_spec
@@ -69,7 +69,7 @@ def train_or_resume(spec: str, preset: Preset, run_dir: Path, root, download: bo
     ``run_dir`` unless it is finished; resume a partial run."""
     run = RunDirectory(run_dir)
     if run_finished(run):
-        print(f"{spec}: training finished earlier in {run_dir}; skipped")
+        print(f"{spec}: training finished earlier in {display_path(run_dir)}; skipped")
         return
     dataset_spec, overrides = parse_run_spec(spec)
     dataset, options = parse_spec(dataset_spec)

@@ -24,11 +24,10 @@ from ..data.spec import parse_spec
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository
 from ..presets import PRESETS, Preset, get_preset
-from ..reproduction.bundles import Bundle
+from ..reproduction.bundles import Bundle, middle_eed
 from ..reproduction.comparison import ComparisonRow
 from ..reproduction.dataset_runs import DatasetRun, Family, dataset_name, dataset_runs
 from ..reproduction.paper import MIDDLE, PAPER_DATASETS, REPORTED
-from ..reproduction.bundles import middle_eed
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from .plots import add_caption

@@ -20,8 +20,10 @@ from ..training.run_config import parse_run_spec
 from .bundles import Bundle, BundleRun, load_bundle, stored_bundles
 from .paper import REPORTED, ReportedProfile
 
+
 # Tiers that run on a GPU: what a bundle from a GPU run was made with.
 GPU_TIERS = tuple(name for name, preset in PRESETS.items() if preset.device != "cpu")
+
 
 @dataclass(frozen=True)
 class Family:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,14 +10,31 @@ import torch
 
 from .paths import DATA_ENV_VAR, data_root, display_path
 from .presets import ENV_VAR, PRESETS, Preset, get_preset, resolve_device
+from .reproduction.records import source_fingerprint
 from .seeding import seed_all
 
 
 @dataclass(frozen=True)
 class ChapterSetup:
+    """What :func:`setup_chapter` chose: the preset, the device and the data folder."""
+
     preset: Preset
     device: torch.device
     data_root: Path
+
+    def reproduce_folder(self) -> Path:
+        """Where the chapters that call ``reproduce`` keep their runs, so that running a
+        chapter again, or another chapter with the same runs, loads what is finished:
+        ``<data root>/reproduce/<preset>``. On ``ci`` (a few steps, the tests' preset) the
+        folder is named after the package's source as well, ``ci-<fingerprint>``, so that
+        runs made by other code are never loaded; the folders of other code are removed."""
+        if self.preset.name != "ci":
+            return self.data_root / "reproduce" / self.preset.name
+        folder = self.data_root / "reproduce" / f"ci-{source_fingerprint()}"
+        for stale in folder.parent.glob("ci-*"):
+            if stale != folder and stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+        return folder
 
 
 def setup_chapter(preset: str | None = None) -> ChapterSetup:

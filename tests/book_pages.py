@@ -18,8 +18,8 @@
 - ``network script``: a ``<script src>`` from another host (a CDN's MathJax, say), which an
   offline reader's browser cannot load.
 
-:func:`rendered_math` opens a page in headless Chromium with the network shut off and
-counts the formulas MathJax typeset.
+:func:`rendered_math` and :func:`rendered_widgets` open a page in headless Chromium with the
+network shut off and count the formulas MathJax typeset and the widgets the widget manager drew.
 
 ``python tests/book_pages.py _build/html`` prints the defects and exits 1 if there are any.
 """
@@ -95,10 +95,9 @@ def network_scripts(soup: BeautifulSoup) -> Iterator[tuple[str, str]]:
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 
-def rendered_math(page: Path, seconds: float = 15) -> tuple[int, int]:
-    """``(formulas in the page's source, MathJax output elements after its scripts ran)`` for
-    ``page`` opened in headless Chromium with no network (every host but none resolves
-    nowhere). Raises ``FileNotFoundError`` without a Chromium."""
+def offline_dom(page: Path, seconds: float = 15) -> str:
+    """The DOM of ``page`` after its scripts ran in headless Chromium with no network
+    (every host resolves nowhere). Raises ``FileNotFoundError`` without a Chromium."""
     import shutil
     import subprocess
     import tempfile
@@ -106,16 +105,35 @@ def rendered_math(page: Path, seconds: float = 15) -> tuple[int, int]:
     browser = next((found for name in CHROMIUM if (found := shutil.which(name))), None)
     if browser is None:
         raise FileNotFoundError("no Chromium on this machine (Debian: apt-get install chromium)")
-    source = page.read_text(encoding="utf-8")
-    formulas = len(BeautifulSoup(source, "html.parser").select(".math"))
     with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run(
+        return subprocess.run(
             [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}",
              f"--virtual-time-budget={int(seconds * 1000)}", "--dump-dom", page.resolve().as_uri()],
             capture_output=True, text=True, timeout=120).stdout
-    return formulas, dom.count("<mjx-container")
+
+
+def rendered_math(page: Path) -> tuple[int, int]:
+    """``(formulas in the page's source, MathJax output elements)`` of ``page`` offline."""
+    formulas = len(BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select(".math"))
+    return formulas, offline_dom(page).count("<mjx-container")
+
+
+def rendered_widgets(page: Path) -> tuple[int, int]:
+    """``(widget views saved in the page, views the widget manager drew without error)`` of
+    ``page`` offline. The manager draws each saved view (a ``widget-view+json`` script) into
+    a ``widget-subarea`` just before it; a view it could not make shows an error widget."""
+    view = "application/vnd.jupyter.widget-view+json"
+    saved = len(BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find_all("script", type=view))
+    dom = BeautifulSoup(offline_dom(page), "html.parser")
+    drawn = 0
+    for script in dom.find_all("script", type=view):
+        area = script.find_previous_sibling()
+        if (area is not None and "widget-subarea" in area.get("class", [])
+                and area.select_one(".jupyter-widgets") and not area.select_one(".jupyter-widgets-error-widget")):
+            drawn += 1
+    return saved, drawn
 
 
 def excerpt(text: str, start: int = 0) -> str:

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
-from book_pages import find_defects, rendered_math
+from book_pages import find_defects, rendered_math, rendered_widgets
 
 from ib_tutorial.report.plots import add_caption
 
@@ -149,10 +149,41 @@ def test_a_script_from_another_host_is_found(tmp_path):
     assert kind == "network script" and "cdn.example.org" in excerpt
 
 
+def widget_page(folder: Path, scripts: list[str]) -> Path:
+    """A page with an epoch slider linked to a stack of two images, as the profile explorer
+    saves it, loading the widget manager from ``scripts``."""
+    import ipywidgets as widgets
+    from ipywidgets.embed import embed_snippet
+
+    stack = widgets.Stack([widgets.HTML("epoch 0"), widgets.HTML("epoch 1")], selected_index=0)
+    slider = widgets.IntSlider(0, min=0, max=1, description="epoch")
+    widgets.jslink((slider, "value"), (stack, "selected_index"))
+    snippet = embed_snippet(views=[widgets.VBox([slider, stack])], requirejs=False)
+    loaders = "".join(f'<script src="{src}"></script>' for src in scripts)
+    return write_page(folder, snippet, head=loaders)
+
+
+def test_widgets_are_drawn_offline_from_the_books_own_widget_manager(tmp_path):
+    """The widget manager that _config.yml names is served from book/_static and draws a
+    saved view with no network; the CDN's, which myst-nb would use by default, cannot."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]
+    local = [(REPO / "book" / "_static" / src).as_uri() for src in config["nb_ipywidgets_js"]]
+    cdn = ["https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.4/require.min.js",
+           "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@1.0.15/dist/embed-amd.js"]
+    try:
+        assert rendered_widgets(widget_page(tmp_path / "local", local)) == (1, 1)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    assert rendered_widgets(widget_page(tmp_path / "cdn", cdn)) == (1, 0)
+
+
 def test_the_built_book_has_no_defects(tmp_path):
     """README command (a), into a temporary folder: the whole book on the `ci` preset with
     warnings as errors (minutes: every notebook runs), then every page checked, and the
-    formulas of the Beyond chapter and the measurement reference typeset with no network."""
+    formulas of the Beyond chapter and the measurement reference typeset, and the results
+    chapter's widgets drawn, with no network."""
     jupyter_book = Path(sys.executable).with_name("jupyter-book")  # this environment's
     started = time.monotonic()
     build = subprocess.run(
@@ -170,3 +201,5 @@ def test_the_built_book_has_no_defects(tmp_path):
         except FileNotFoundError as missing:
             pytest.skip(str(missing))
         assert formulas > 0 and typeset >= formulas, f"{page}: {typeset} of {formulas} formulas typeset offline"
+    saved, drawn = rendered_widgets(html_folder / "book" / "reproduce.html")
+    assert saved > 0 and drawn == saved, f"book/reproduce.html: {drawn} of {saved} widgets drawn offline"

@@ -11,6 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
+from ..reproduction.claims import MARGIN, ProfileShape
 from ..reproduction.paper import ReportedProfile
 from ..reproduction.records import profile_from_record
 from .captions import bundle_caption
@@ -243,6 +244,29 @@ def plot_texture_knob(
     if caption:
         add_caption(ax.figure, caption)
     return ax
+
+
+def plot_profile_shapes(shapes: Mapping[str, Sequence[ProfileShape]], caption: str, margin: float = MARGIN) -> plt.Figure:
+    """The paper's two gaps at every saved epoch, one line per labelled run: how far the
+    middle blocks sit below the early ones (left; the paper: about 28 points) and below the
+    late ones (right: re-expansion), with the margin a claim must exceed shaded."""
+    fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
+    for index, (label, run) in enumerate(shapes.items()):
+        epochs = [shape.epoch for shape in run]
+        dip.plot(epochs, [shape.dip for shape in run], marker="o", color=f"C{index}", label=label)
+        rise.plot(epochs, [shape.reexpansion for shape in run], marker="o", color=f"C{index}", label=label)
+    for ax, title, ylabel in (
+            (dip, "middle below early", "early mean - middle mean (points of EED)"),
+            (rise, "late re-expansion", "late mean - middle mean (points of EED)")):
+        ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} point)")
+        ax.axhline(0, color="0.4", lw=1)
+        ax.set_xlabel("epoch (0 = random init)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    dip.legend(fontsize="x-small")
+    add_caption(fig, caption)
+    return fig
 
 
 def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,

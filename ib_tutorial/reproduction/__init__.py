@@ -5,6 +5,8 @@
 * :mod:`~ib_tutorial.reproduction.run_pruning`: a run's last network pruned;
 * :mod:`~ib_tutorial.reproduction.paper` and :mod:`~ib_tutorial.reproduction.comparison`:
   what the paper reports, and a profile set against it;
+  :mod:`~ib_tutorial.reproduction.claims`: the paper's claims about a profile's shape,
+  tested; :mod:`~ib_tutorial.reproduction.plateau`: whether a run stopped learning;
 * :mod:`~ib_tutorial.reproduction.reproduce`: train, profile, prune and compare in one
   resumable command;
 * :mod:`~ib_tutorial.reproduction.bundles`: committed results read back whole;

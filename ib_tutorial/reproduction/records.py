@@ -93,6 +93,16 @@ def code_version() -> str:
         return f"ib-tutorial {metadata.version('ib-tutorial')}"
 
 
+def source_fingerprint() -> str:
+    """SHA-256 (first 16 hex digits) of the package's source files and the versions of the
+    packages it runs on: equal fingerprints, equal code, whatever git says."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(json.dumps(_package_versions(), sort_keys=True).encode())
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _package_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in _PACKAGES:

@@ -1,0 +1,47 @@
+"""The verdicts on trained networks, as the book states them: whether a run reached its
+plateau (:mod:`ib_tutorial.reproduction.plateau`), a sentence per profile shape and a
+table of the paper's claims (:mod:`ib_tutorial.reproduction.claims` computes them)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..reproduction.claims import ClaimTest, ProfileShape
+from ..reproduction.paper import EARLY, LATE, MIDDLE
+from ..reproduction.plateau import Plateau
+
+
+def _blocks(blocks: tuple[int, ...]) -> str:
+    return f"L{blocks[0]}-L{blocks[-1]}"
+
+
+def plateau_sentence(label: str, result: Plateau) -> str:
+    """Whether a run reached its plateau, with the gain the rule measured."""
+    verdict = ("reached its plateau" if result.reached else "was still learning")
+    return (f"**{label}** {verdict}: k-NN top-1 {result.gained:+.1f} points from epoch {result.since_epoch} to "
+            f"epoch {result.last_epoch}, the last {result.fraction:.0%} of its schedule (the rule: under "
+            f"{result.threshold:g} point).")
+
+
+def shape_sentence(label: str, first: ProfileShape, last: ProfileShape) -> str:
+    """How a run's block means moved from its first saved epoch to its last."""
+    return (f"**{label}**: from epoch {first.epoch} to epoch {last.epoch}, the early blocks ({_blocks(EARLY)}) "
+            f"went from {first.early:.1f} % to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from "
+            f"{first.middle:.1f} % to {last.middle:.1f} % and the late ones ({_blocks(LATE)}) from {first.late:.1f} % "
+            f"to {last.late:.1f} %; the lowest block is now L{last.lowest_block} ({last.lowest:.1f} %).")
+
+
+def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
+    """One row per (what was tested, claim): the difference, the margin and the verdict."""
+    lines = ["| claim | tested on | difference (points of EED) | margin | verdict |", "| --- | --- | --- | --- | --- |"]
+    for subject, test in tested:
+        lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {test.margin:.1f} | "
+                     f"{'holds' if test.holds else 'fails'} |")
+    return "\n".join(lines)
+
+
+def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
+    """Which claims held and which failed, in one sentence."""
+    held = [f"{test.claim} ({subject})" for subject, test in tested if test.holds]
+    failed = [f"{test.claim} ({subject})" for subject, test in tested if not test.holds]
+    return (f"Of {len(tested)} tests, {len(held)} held" + (f": {'; '.join(held)}" if held else "")
+            + f", and {len(failed)} failed" + (f": {'; '.join(failed)}" if failed else "") + ".")

@@ -1,0 +1,46 @@
+"""The claims' sentences and table state the computed numbers."""
+from ib_tutorial.report.claims import (
+    claims_markdown,
+    claims_summary,
+    plateau_sentence,
+    shape_sentence,
+)
+from ib_tutorial.reproduction.claims import (
+    late_reexpansion,
+    mid_depth_minimum,
+    profile_shape,
+)
+
+
+def shape(eed, epoch):
+    return profile_shape({"epoch": epoch, "profile": {"eed_percent": eed}})
+
+
+FLAT = shape([4.0] * 12, 0)
+DIP = shape([60, 60, 35, 30, 33, 45, 55, 65, 75, 85, 90, 92], 30)
+
+
+def test_the_shape_sentence_states_the_block_means_and_the_lowest_block():
+    sentence = shape_sentence("run A", FLAT, DIP)
+    assert "run A" in sentence and "epoch 0 to epoch 30" in sentence
+    assert "from 4.0 % to 60.0 %" in sentence and "L3 (30.0 %)" in sentence
+
+
+def test_the_table_and_summary_give_each_verdict():
+    tested = [("run A", mid_depth_minimum(DIP)), ("run B", late_reexpansion(FLAT))]
+    table = claims_markdown(tested)
+    assert "| mid-depth minimum | run A | +27.3 | 1.0 | holds |" in table
+    assert "| late re-expansion | run B | +0.0 | 1.0 | fails |" in table
+    summary = claims_summary(tested)
+    assert summary == ("Of 2 tests, 1 held: mid-depth minimum (run A), and 1 failed: late re-expansion (run B).")
+
+
+def test_the_plateau_sentence_states_the_gain_and_the_rule():
+    from ib_tutorial.reproduction.plateau import plateau
+
+    knn = [{"epoch": e, "top1": v} for e, v in [(0, 20), (12, 38), (21, 39.8), (24, 40.0), (30, 40.1)]]
+    sentence = plateau_sentence("run A", plateau(knn))
+    assert sentence == ("**run A** reached its plateau: k-NN top-1 +0.3 points from epoch 21 to epoch 30, "
+                        "the last 25% of its schedule (the rule: under 1 point).")
+    rising = plateau([{"epoch": 0, "top1": 20}, {"epoch": 4, "top1": 30}])
+    assert "was still learning" in plateau_sentence("run B", rising)

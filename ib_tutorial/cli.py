@@ -17,6 +17,7 @@ from .files import DiskFullError, write_json_atomic
 from .ib import saved_information_experiment
 from .measure.block_profile import TOKEN_CHOICES
 from .measure.knn import POOLS as PRUNING_POOLS
+from .models import PUBLISHED_VIT_SMALL, PretrainedUnavailable
 from .paths import DATA_ENV_VAR, data_root
 from .presets import (
     ENV_VAR,
@@ -25,11 +26,12 @@ from .presets import (
     get_preset,
     training_overrides,
 )
-from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
 from .report.tables import write_comparison_table
+from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
+from .reproduction.pretrained import profile_published
 from .reproduction.reproduce import export_bundle, reproduce
-from .reproduction.run_pruning import prune_run
 from .reproduction.run_profiles import profile_run, raw_patch_eed
+from .reproduction.run_pruning import prune_run
 from .training.loop import NonFiniteLossError, train
 from .training.run_config import parse_run_spec
 from .training.runs import CheckpointError, RunLockedError
@@ -210,6 +212,45 @@ def _reproduce(args: argparse.Namespace) -> None:
         print(f"summary, table, settings, metrics and profiles copied to {dest}")
 
 
+def _profile_published(args: argparse.Namespace) -> None:
+    if args.weights is not None and len(args.models) > 1:
+        raise SystemExit("error: --weights is the file of one model; give one MODEL with it")
+    for name in args.models:
+        try:
+            paths = profile_published(name, args.dataset, args.out, weights=args.weights, preset=args.preset,
+                                      images=args.images, root=args.root, download=args.download,
+                                      progress=not args.no_progress)
+        except (PretrainedUnavailable, FileNotFoundError, ValueError, DiskFullError) as error:
+            raise SystemExit(f"error: {error}") from None
+        record = json.loads(paths[0].read_text())
+        eed = " ".join(f"{value:.1f}" for value in record["profile"]["eed_percent"])
+        print(f"{name} on {args.dataset}: EED% per block (all tokens, centred) {eed}")
+        print(f"  {len(paths)} profiles in {paths[0].parent}")
+
+
+def _add_profile_published(commands) -> None:
+    published = commands.add_parser(
+        "profile-pretrained", help="per-block EED of published, converged ViTs (timm) on a dataset",
+        description="Profile each timm MODEL with its published weights on the dataset's seeded held-out profile "
+        "images, at the model's own input size and normalisation, with every measurement (all, CLS, patch and "
+        "mean tokens, centred and not); write <out>/<dataset>/<model>/profiles/*.json. "
+        f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.",
+    )
+    published.add_argument("models", nargs="+", metavar="MODEL", help="timm model names, e.g. vit_small_patch16_224.dino")
+    published.add_argument("--dataset", required=True, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
+    published.add_argument("--weights", type=Path, default=None,
+                           help="a local state dict of the one MODEL (machines without a network); default: the hub")
+    published.add_argument("--preset", default=None,
+                           help=f"whose profile images and device (default: ${ENV_VAR}, else ci)")
+    published.add_argument("--images", type=int, default=None, help="profile images (default: the preset's)")
+    published.add_argument("--out", type=Path, default=Path("pretrained-profiles"),
+                           help="results folder (default: ./pretrained-profiles)")
+    published.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    published.add_argument("--download", action="store_true", help="download the dataset if it is missing")
+    published.add_argument("--no-progress", action="store_true", help="no progress bars")
+    published.set_defaults(func=_profile_published)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``ib-tutorial`` command."""
     parser = argparse.ArgumentParser(prog="ib-tutorial", description="Measure how ViTs compress information.")
@@ -280,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
         command.set_defaults(func=func)
+    _add_profile_published(commands)
     return parser
 
 

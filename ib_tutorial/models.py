@@ -2,6 +2,9 @@
 blocks, 3 heads) for CPU budgets, at any input and patch size."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import timm
 import torch
 
@@ -65,17 +68,65 @@ def embed_tokens(model: torch.nn.Module, images: torch.Tensor) -> torch.Tensor:
 
 PRETRAINED_DINO = "vit_small_patch16_224.dino"
 
+#: Converged ViT-S networks with published weights, each one download away (timm names):
+#: DINO at patch 16 and 8, supervised DeiT-S and ViT-S (AugReg), and DINOv2 at patch 14.
+PUBLISHED_VIT_SMALL = (
+    PRETRAINED_DINO,
+    "vit_small_patch8_224.dino",
+    "deit_small_patch16_224.fb_in1k",
+    "vit_small_patch16_224.augreg_in21k_ft_in1k",
+    "vit_small_patch14_dinov2.lvd142m",
+)
+
+
+class PretrainedUnavailable(RuntimeError):
+    """The published weights of a model could be neither read from a file nor fetched;
+    ``str()`` names the model, what was tried and how to get the file."""
+
+
+def load_pretrained(name: str, weights: str | os.PathLike | None = None) -> torch.nn.Module:
+    """timm's ``name`` with its published weights and no classification head: read from
+    ``weights`` (a local state dict, ``.pth``/``.bin``/``.safetensors``, for machines without
+    a network), else from the Hugging Face hub (cached after the first download).
+
+    Raises:
+        ValueError: timm knows no such model.
+        FileNotFoundError: ``weights`` does not exist.
+        PretrainedUnavailable: the file does not hold ``name``'s weights, or there is no
+            file and the hub cannot be reached.
+    """
+    if not timm.is_model(name.split(".")[0]):
+        raise ValueError(f"timm knows no model {name!r}; ViT-S networks with published weights: "
+                         f"{', '.join(PUBLISHED_VIT_SMALL)}")
+    if weights is not None:
+        path = Path(weights)
+        if not path.is_file():
+            raise FileNotFoundError(f"no weights file {path}")
+        try:
+            return timm.create_model(name, pretrained=True, num_classes=0, pretrained_cfg_overlay={"file": str(path)})
+        except (RuntimeError, KeyError, ValueError) as error:  # shapes or names of another architecture
+            first = str(error).strip().splitlines()[0]
+            raise PretrainedUnavailable(f"{path} does not hold the weights of {name}: {first[:300]}") from None
+    try:
+        return timm.create_model(name, pretrained=True, num_classes=0)
+    except Exception as error:  # any hub or network failure: say what was tried and how to get the file
+        hub = timm.models.get_pretrained_cfg(name)
+        where = f"the Hugging Face hub repository {hub.hf_hub_id}" if hub and hub.hf_hub_id else "timm's download address"
+        raise PretrainedUnavailable(
+            f"the published weights of {name} could not be fetched from {where} "
+            f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else 'no detail'}). "
+            f"On a machine with a network, `timm.create_model({name!r}, pretrained=True)` caches them; "
+            f"or save `model.state_dict()` there with torch.save and pass the file as --weights FILE.") from None
+
 
 def pretrained_dino_vit_small() -> torch.nn.Module | None:
     """timm's DINO ViT-S/16 (Caron et al. 2021) with its published weights, or ``None``
     with a printed explanation when the weights cannot be fetched (e.g. offline).
 
     This is the reference control: a converged DINO ViT-S trained on ImageNet at 224 px.
-    Weights are cached by the Hugging Face hub client after the first download.
     """
     try:
-        return timm.create_model(PRETRAINED_DINO, pretrained=True, num_classes=0)
-    except Exception as error:  # any hub/network failure: the control is optional
-        print(f"Pretrained {PRETRAINED_DINO} is not available here ({type(error).__name__}: {error}). "
-              "It needs network access to the Hugging Face hub once; connect and rerun, or skip this control.")
+        return load_pretrained(PRETRAINED_DINO)
+    except PretrainedUnavailable as error:  # the control is optional
+        print(f"Pretrained {PRETRAINED_DINO} is not available here: {error}")
         return None

@@ -16,7 +16,12 @@ def _blocks(blocks: tuple[int, ...]) -> str:
 
 def plateau_sentence(label: str, result: Plateau) -> str:
     """Whether a run reached its plateau, with the gain the rule measured."""
-    verdict = ("reached its plateau" if result.reached else "was still learning")
+    if not result.reached:
+        verdict = "was still learning"
+    elif result.learned < result.threshold:
+        verdict = f"never rose above its random initialisation ({result.learned:+.1f} points over the run), and"
+    else:
+        verdict = f"reached its plateau after gaining {result.learned:+.1f} points over the run"
     return (f"**{label}** {verdict}: k-NN top-1 {result.gained:+.1f} points from epoch {result.since_epoch} to "
             f"epoch {result.last_epoch}, the last {result.fraction:.0%} of its schedule (the rule: under "
             f"{result.threshold:g} point).")

@@ -3,6 +3,8 @@
 * :mod:`~ib_tutorial.reproduction.records`: the schema of profile files and their provenance;
 * :mod:`~ib_tutorial.reproduction.run_profiles`: every saved network of a run profiled;
 * :mod:`~ib_tutorial.reproduction.run_pruning`: a run's last network pruned;
+* :mod:`~ib_tutorial.reproduction.pretrained`: a published, converged ViT profiled on a
+  dataset's profile images;
 * :mod:`~ib_tutorial.reproduction.paper` and :mod:`~ib_tutorial.reproduction.comparison`:
   what the paper reports, and a profile set against it;
   :mod:`~ib_tutorial.reproduction.claims`: the paper's claims about a profile's shape,

@@ -25,6 +25,8 @@ class Plateau:
     Attributes:
         reached: whether the gain stayed below ``threshold``.
         gained: k-NN top-1 points gained from ``since_epoch`` to ``last_epoch``.
+        learned: points gained over the whole run, from the random initialisation (the first
+            record): a plateau at the initialisation's accuracy is not one of a network that learned.
         since_epoch, last_epoch: the evaluations compared.
         threshold: the gain the rule allowed.
         fraction: the share of the schedule it looked back over.
@@ -32,6 +34,7 @@ class Plateau:
 
     reached: bool
     gained: float
+    learned: float
     since_epoch: int
     last_epoch: int
     threshold: float
@@ -48,4 +51,4 @@ def plateau(knn: Sequence[dict], fraction: float = FRACTION, gain: float = GAIN,
     last = knn[-1]
     start = max((r for r in knn if r["epoch"] <= (1 - fraction) * last["epoch"]), key=lambda r: r["epoch"])
     gained = last[key] - start[key]
-    return Plateau(gained < gain, gained, start["epoch"], last["epoch"], gain, fraction)
+    return Plateau(gained < gain, gained, last[key] - knn[0][key], start["epoch"], last["epoch"], gain, fraction)

@@ -59,7 +59,13 @@ def profile_images(config: RunConfig, images: int, root=None, download: bool = F
     if images > len(dataset):
         raise ValueError(f"asked for {images} profile images but the {config.held_out_split} split of "
                          f"{config.dataset} has {len(dataset)}; lower --images")
-    generator = torch.Generator().manual_seed(config.seed + PROFILE_SEED_OFFSET)
+    return seeded_subset(dataset, images, config.seed)
+
+
+def seeded_subset(dataset, images: int, seed: int) -> Subset:
+    """``images`` of ``dataset`` drawn with ``seed`` (offset from the k-NN subsets' draw):
+    the profile images of every run and network measured with that seed."""
+    generator = torch.Generator().manual_seed(seed + PROFILE_SEED_OFFSET)
     return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
 
 

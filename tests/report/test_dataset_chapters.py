@@ -126,3 +126,25 @@ def test_a_run_is_drawn_at_every_saved_epoch():
     assert len(curves.get_lines()) == len(run.run.profiles)
     assert heatmap.images[0].get_array().shape == (12, len(run.run.profiles))
     assert "bundle laptop-real" in " ".join(fig.get_supxlabel().split())
+
+
+@laptop_real
+def test_longest_run_picks_the_objective_trained_longest_at_the_tiers_width(tmp_path):
+    from ib_tutorial.reproduction.dataset_runs import longest_run
+
+    source = stored_results("laptop-real")
+    summary = json.loads((source / "summary.json").read_text())
+    supervised = "tiny-imagenet@objective=supervised"
+    for name in ("long", "short"):
+        shutil.copytree(source / supervised, tmp_path / name / supervised)
+        (tmp_path / name / "summary.json").write_text(json.dumps(
+            {"preset": "laptop", "datasets": {supervised: summary["datasets"][supervised]}}))
+    for profile in (tmp_path / "short" / supervised / "profiles").glob("*.json"):
+        if int(profile.stem) > 2:
+            profile.unlink()
+    bundles = [load_bundle(tmp_path / "short"), load_bundle(tmp_path / "long")]
+    assert longest_run("tiny-imagenet", "supervised", bundles).bundle.name == "long"
+    assert longest_run("tiny-imagenet", "dino", bundles) is None
+    every = [load_bundle(source)]
+    assert longest_run("tiny-imagenet", "dino", every).spec == "tiny-imagenet"  # not the ViT-S run of the same length
+    assert longest_run("cifar100", "supervised", every) is None

@@ -11,7 +11,7 @@ def curve(values: list[float], every: int = 3) -> list[dict]:
 def test_a_flat_last_quarter_is_a_plateau():
     result = plateau(curve([20, 30, 35, 38, 39, 39.5, 39.6, 39.8, 39.9, 40.0, 40.1]))  # epochs 0..30
     assert result.reached and (result.since_epoch, result.last_epoch) == (21, 30)
-    assert result.gained == pytest.approx(40.1 - 39.8)
+    assert result.gained == pytest.approx(40.1 - 39.8) and result.learned == pytest.approx(20.1)
 
 
 def test_a_curve_still_rising_is_not():

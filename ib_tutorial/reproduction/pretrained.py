@@ -1,0 +1,121 @@
+"""Profile a published, converged ViT on a dataset's held-out profile images.
+
+:func:`profile_published` loads any timm ViT with its published weights
+(:func:`ib_tutorial.models.load_pretrained`: a local file, or the hub), feeds it the same
+seeded held-out images the runs of a preset are profiled on, at the model's own input
+size and normalisation (timm's data config), and measures every block with the default
+measurement (all tokens, centred, with the companions) and each variant the paper leaves
+open (:data:`~ib_tutorial.reproduction.run_profiles.VARIANTS`). Each profile is a
+schema-valid record (:mod:`ib_tutorial.reproduction.records`) whose provenance also names
+the model, where its weights came from and their SHA-256, and the input it was fed:
+
+``<out>/<dataset spec>/<model>/profiles/all-centred.json``, ``.../cls-centred.json``, ...
+(the spec's folder as a run's: ``dtd:folder=dtd`` becomes ``dtd_folder=dtd``).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import timm
+import torch
+from torch.utils.data import DataLoader, Subset
+from torchvision import transforms
+
+from ..data import get_dataset, held_out_split
+from ..data.spec import parse_spec, spec_folder
+from ..measure.block_profile import COMPANIONS, profile_model
+from ..models import load_pretrained
+from ..presets import Preset, get_preset, resolve_device
+from .records import profile_record, provenance, save_profile_record
+from .run_profiles import VARIANTS, seeded_subset
+
+#: The default measurement first, then the variants.
+MEASUREMENTS = (("all", True), *VARIANTS)
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of a file, read in pieces."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for piece in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def state_dict_sha256(model: torch.nn.Module) -> str:
+    """SHA-256 over a model's tensors by name: the weights' fingerprint when no file is at hand."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode() + tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def model_transform(model: torch.nn.Module) -> tuple[transforms.Compose, dict]:
+    """The model's own input: resize the short side to its input size with its
+    interpolation, centre-crop, normalise with its mean and std (timm's data config). The
+    whole square image is kept (no ``crop_pct`` zoom), as for the runs' profiles."""
+    config = timm.data.resolve_model_data_config(model)
+    size = config["input_size"][-1]
+    interpolation = transforms.InterpolationMode(config.get("interpolation", "bicubic"))
+    transform = transforms.Compose([transforms.Resize(size, interpolation=interpolation), transforms.CenterCrop(size),
+                                    transforms.ToTensor(), transforms.Normalize(config["mean"], config["std"])])
+    return transform, {"input_size": size, "interpolation": interpolation.value,
+                       "mean": list(config["mean"]), "std": list(config["std"])}
+
+
+def held_out_profile_images(spec: str, preset: Preset, transform, images: int | None = None, root=None,
+                            download: bool = False) -> Subset:
+    """The seeded held-out images a run of ``spec`` at ``preset`` is profiled on (the same
+    indices, as :func:`~ib_tutorial.reproduction.run_profiles.profile_images` draws them),
+    through ``transform``; all of them when the split is smaller than ``images``."""
+    name, options = parse_spec(spec)
+    dataset = get_dataset(name, held_out_split(name, options), root=root, download=download, transform=transform,
+                          **options)
+    return seeded_subset(dataset, min(images or preset.profile.images, len(dataset)), preset.seed)
+
+
+def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str | os.PathLike | None = None,
+                      preset: str | Preset | None = None, images: int | None = None, root=None,
+                      download: bool = False, device: str | torch.device | None = None,
+                      progress: bool = True) -> list[Path]:
+    """Profile the published ``name`` (a timm model) on dataset ``spec``'s held-out profile
+    images with every measurement of :data:`MEASUREMENTS`; return the record files.
+
+    Args:
+        name: a timm model name with published weights, e.g. ``vit_small_patch16_224.dino``.
+        spec: the dataset, ``NAME[:KEY=VALUE,...]`` (e.g. ``dtd:folder=dtd``).
+        out: the results folder; records go to ``<out>/<spec folder>/<name>/profiles/``.
+        weights: a local state dict of ``name`` (else the hub, see
+            :func:`~ib_tutorial.models.load_pretrained`).
+        preset: whose profile images (count, seed, batch size) and device (default: the
+            environment's, else ``ci``).
+        images: profile images (default: the preset's, or the whole split when smaller).
+    """
+    chosen = get_preset(preset) if not isinstance(preset, Preset) else preset
+    model = load_pretrained(name, weights)
+    device = torch.device(device) if device is not None else resolve_device(chosen)
+    transform, model_input = model_transform(model)
+    loader = DataLoader(held_out_profile_images(spec, chosen, transform, images, root, download),
+                        batch_size=chosen.profile.batch_size)
+    source = ({"weights": Path(weights).name, "weights_sha256": file_sha256(weights)} if weights is not None else
+              {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}",
+               "weights_sha256": state_dict_sha256(model)})
+    folder = Path(out) / spec_folder(spec) / name / "profiles"
+    paths = []
+    model = model.to(device)
+    for tokens, center in MEASUREMENTS:
+        default = (tokens, center) == ("all", True)
+        profile = profile_model(model, loader, tokens=tokens, center=center, companions=COMPANIONS if default else (),
+                                device=device, twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
+                                progress=progress)
+        config = {"model": name, **source, **model_input, "dataset": spec}
+        origin = {**provenance(preset=chosen.name, config=config, dataset=parse_spec(spec)[0],
+                               n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device)),
+                  "model": name, **source, **model_input}
+        path = folder / f"{tokens}-{'centred' if center else 'uncentred'}.json"
+        save_profile_record(path, profile_record(profile, label=f"{spec}: pretrained {name}", epoch=None,
+                                                 provenance=origin))
+        paths.append(path)
+    return paths

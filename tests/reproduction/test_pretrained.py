@@ -1,0 +1,91 @@
+"""Published ViTs profiled offline: weights the test writes, a wrong architecture's file,
+and no file with no network."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import timm
+import torch
+
+from ib_tutorial.models import PretrainedUnavailable, load_pretrained
+from ib_tutorial.reproduction.pretrained import MEASUREMENTS, file_sha256, model_transform, profile_published
+from ib_tutorial.reproduction.records import validate_profile_record
+
+DINO = "vit_small_patch16_224.dino"
+
+
+@pytest.fixture(scope="module")
+def dino_weights(tmp_path_factory):
+    """Random weights of the right architecture, saved as a state dict file."""
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("weights") / "dino-vits16.pth"
+    torch.save(timm.create_model(DINO, pretrained=False, num_classes=0).state_dict(), path)
+    return path
+
+
+def test_a_state_dict_file_gives_a_profile_of_every_measurement_with_its_provenance(dino_weights, tmp_path):
+    paths = profile_published(DINO, "synthetic-objects", tmp_path, weights=dino_weights, preset="ci", images=6,
+                              progress=False)
+    assert [p.name for p in paths] == [f"{t}-{'centred' if c else 'uncentred'}.json" for t, c in MEASUREMENTS]
+    assert all(p.parent == tmp_path / "synthetic-objects" / DINO / "profiles" for p in paths)
+    for path in paths:
+        record = json.loads(path.read_text())
+        validate_profile_record(record)
+        origin = record["provenance"]
+        assert origin["model"] == DINO and origin["weights"] == "dino-vits16.pth"
+        assert origin["weights_sha256"] == file_sha256(dino_weights)
+        assert origin["input_size"] == 224 and origin["dataset"] == "synthetic-objects" and origin["n_images"] == 6
+        profile = record["profile"]
+        assert profile["dim"] == 384 and len(profile["eed_percent"]) == 12
+        assert profile["n_tokens"] == 6 * {"all": 197, "patch": 196, "cls": 1, "mean": 1}[profile["tokens"]]
+    default = json.loads(paths[0].read_text())["profile"]
+    assert set(default["companions"]) == {"rankme", "participation_ratio", "twonn"}
+
+
+def test_the_file_loads_exactly_the_weights_written(dino_weights):
+    written = torch.load(dino_weights)
+    loaded = load_pretrained(DINO, dino_weights).state_dict()
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in written.items())
+
+
+def test_a_file_of_another_architecture_is_refused_by_name(tmp_path):
+    path = tmp_path / "tiny.pth"
+    torch.save(timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=0).state_dict(), path)
+    with pytest.raises(PretrainedUnavailable, match=f"{path} does not hold the weights of {DINO}"):
+        load_pretrained(DINO, path)
+
+
+def test_unknown_models_and_missing_files_are_named(tmp_path):
+    with pytest.raises(ValueError, match="timm knows no model 'vit_gigantic'"):
+        load_pretrained("vit_gigantic")
+    with pytest.raises(FileNotFoundError, match="no weights file"):
+        load_pretrained(DINO, tmp_path / "absent.pth")
+
+
+def test_each_model_gets_its_own_input_size_and_normalisation():
+    _, dino = model_transform(timm.create_model(DINO, pretrained=False, num_classes=0))
+    assert dino["input_size"] == 224 and dino["mean"] == pytest.approx([0.485, 0.456, 0.406])
+    _, augreg = model_transform(timm.create_model("vit_small_patch16_224.augreg_in21k_ft_in1k", pretrained=False,
+                                                  num_classes=0))
+    assert augreg["mean"] == pytest.approx([0.5, 0.5, 0.5]) and augreg["std"] == pytest.approx([0.5, 0.5, 0.5])
+
+
+def test_no_file_and_no_network_is_one_message_and_a_failing_exit(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hub")}  # nothing cached, no network
+    result = subprocess.run([sys.executable, "-m", "ib_tutorial", "profile-pretrained", DINO, "--dataset",
+                             "synthetic-objects", "--out", str(tmp_path / "out"), "--no-progress"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr + result.stdout
+    assert f"error: the published weights of {DINO} could not be fetched from the Hugging Face hub" in result.stderr
+    assert "--weights FILE" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_weights_are_the_file_of_one_model(dino_weights, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "ib_tutorial", "profile-pretrained", DINO, "deit_small_patch16_224.fb_in1k",
+                             "--dataset", "synthetic-objects", "--weights", str(dino_weights), "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "give one MODEL with it" in result.stderr

@@ -44,7 +44,8 @@ def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | N
         return f"No other runs of {dataset} (other objectives or settings) are committed."
     names = ", ".join(f"`{entry.spec}` ({entry.bundle.name})" for entry in others)
     return (f"The committed bundles also hold {len(others)} other run(s) of {dataset}, not shown here: {names}. "
-            "The chapter \"Beyond the paper\" compares each with its DINO run.")
+            "The chapter \"Networks that learned\" shows the supervised runs trained longest, and \"Beyond the "
+            "paper\" compares each run with the DINO run of its bundle.")
 
 
 def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:

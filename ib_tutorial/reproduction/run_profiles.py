@@ -121,7 +121,7 @@ def profile_run(
     todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions)]
     if todo:
         loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
-    for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress):
+    for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress or not todo):  # no 0/0 bar
         model = run.load_backbone(epoch, device)
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
                                 twonn_samples=preset.profile.twonn_samples, seed=config.seed, progress=False)

@@ -169,3 +169,9 @@ def test_export_refuses_profiles_of_uncommitted_code(bundle, tmp_path):
         export_bundle(copy, tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
     assert export_bundle(copy, tmp_path / "allowed", allow_dirty=True).exists()
+
+
+def test_profiling_a_finished_run_again_draws_no_empty_progress_bar(bundle, capsys):
+    """A page of a chapter run twice must not show a '0/0' bar for work already done."""
+    profile_run(bundle / DATASETS[0], progress=True)
+    assert "profiling" not in capsys.readouterr().err

@@ -19,12 +19,12 @@ def plateau_sentence(label: str, result: Plateau) -> str:
     if not result.reached:
         verdict = "was still learning"
     elif result.learned < result.threshold:
-        verdict = f"never rose above its random initialisation ({result.learned:+.1f} points over the run), and"
+        verdict = f"never rose above its random initialisation ({result.learned:+.1f} points over the run)"
     else:
         verdict = f"reached its plateau after gaining {result.learned:+.1f} points over the run"
-    return (f"**{label}** {verdict}: k-NN top-1 {result.gained:+.1f} points from epoch {result.since_epoch} to "
-            f"epoch {result.last_epoch}, the last {result.fraction:.0%} of its schedule (the rule: under "
-            f"{result.threshold:g} point).")
+    return (f"**{label}** {verdict}; over the last {result.fraction:.0%} of its schedule (epoch "
+            f"{result.since_epoch} to {result.last_epoch}) its k-NN top-1 moved {result.gained:+.1f} points "
+            f"(the rule: under {result.threshold:g} point).")
 
 
 def shape_sentence(label: str, first: ProfileShape, last: ProfileShape) -> str:

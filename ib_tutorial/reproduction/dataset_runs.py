@@ -113,10 +113,16 @@ def dataset_runs(dataset: str, bundles: Iterable[str | Path | Bundle] | None = N
     return sorted(runs, key=lambda e: (order.index(e.tier) if e.tier in order else len(order), e.bundle.name))
 
 
-def longest_run(dataset: str, objective: str, bundles: Iterable[str | Path | Bundle] | None = None) -> DatasetRun | None:
-    """The committed run of ``dataset`` trained with ``objective`` (``"dino"`` or
-    ``"supervised"``) for the most epochs, at the tiers' own width and in any bundle
-    (:func:`dataset_runs`; CPU tiers win a tie); None when there is none."""
-    runs = [entry for entry in dataset_runs(dataset, bundles, plain=False)
+def objective_runs(dataset: str, objective: str, bundles: Iterable[str | Path | Bundle] | None = None
+                   ) -> list[DatasetRun]:
+    """The committed runs of ``dataset`` trained with ``objective`` (``"dino"`` or
+    ``"supervised"``) at the tiers' own width, in any bundle (:func:`dataset_runs` order)."""
+    return [entry for entry in dataset_runs(dataset, bundles, plain=False)
             if entry.run.config.train.objective == objective and "arch" not in entry.overrides]
-    return max(runs, key=lambda entry: entry.run.profiles[-1]["epoch"], default=None)
+
+
+def longest_run(dataset: str, objective: str, bundles: Iterable[str | Path | Bundle] | None = None) -> DatasetRun | None:
+    """The run of :func:`objective_runs` trained for the most epochs (CPU tiers win a tie);
+    None when there is none."""
+    return max(objective_runs(dataset, objective, bundles), key=lambda entry: entry.run.profiles[-1]["epoch"],
+               default=None)

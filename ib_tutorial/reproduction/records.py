@@ -21,8 +21,6 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-import jsonschema
-
 from ..files import write_json_atomic
 from ..measure.block_profile import Profile
 
@@ -139,6 +137,10 @@ def profile_record(profile: Profile, *, label: str, epoch: int | None, provenanc
 
 def validate_profile_record(record: dict) -> None:
     """Raise ``ValueError`` naming the first field that breaks :data:`PROFILE_SCHEMA`."""
+    # Imported here: importing jsonschema builds the grammars of its optional format
+    # checkers (1.5 s), which every `ib-tutorial` process would pay, training included.
+    import jsonschema
+
     try:
         jsonschema.validate(record, PROFILE_SCHEMA)
     except jsonschema.ValidationError as error:

@@ -189,3 +189,25 @@ def dtd_tar(path: Path, per_class: int = 6) -> tuple[Path, dict[str, list[str]]]
     for split, lines in splits.items():
         members[f"dtd/labels/{split}1.txt"] = "".join(f"{line}\n" for line in lines).encode()
     return write_tar(path, members), splits
+
+
+# --- a data root ----------------------------------------------------------------------
+def real_subsets_root(folder: Path, seed: int = 0) -> Path:
+    """A data root like ``../shared/data/real``: Tiny ImageNet (the layout of
+    :func:`tiny_imagenet_zip`) and ``dtd/images/`` (of :func:`dtd_tar`), every image
+    replaced by seeded noise of its size and mode, so that no two images are alike (the
+    profiles' TwoNN refuses duplicate points)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(tiny_imagenet_zip(folder / "tiny.zip", train_per_class=8)) as archive:
+        archive.extractall(folder)
+    with tarfile.open(dtd_tar(folder / "dtd.tar.gz")[0]) as archive:
+        archive.extractall(folder, filter="data")
+    (folder / "tiny.zip").unlink()
+    (folder / "dtd.tar.gz").unlink()
+    rng = np.random.default_rng(seed)
+    for path in sorted(folder.rglob("*")):
+        if path.suffix.lower() in (".jpeg", ".jpg"):
+            with Image.open(path) as image:
+                mode, (width, height) = image.mode, image.size
+            Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)).convert(mode).save(path, "JPEG")
+    return folder

@@ -195,3 +195,13 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
     )
 
 
+
+
+def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int) -> int:
+    """The most epochs (at least 1, at most ``most``) of ``images_per_epoch`` that a
+    measured ``images_per_s`` trains in ``seconds``: how a run with a deadline, such as the
+    device plan's, sizes its schedule before it starts (a cosine schedule cannot be cut
+    short without changing the run)."""
+    if images_per_s <= 0 or images_per_epoch <= 0:
+        raise ValueError(f"need a positive rate and epoch size, got {images_per_s} images/s and {images_per_epoch} images")
+    return max(1, min(most, int(seconds * images_per_s // images_per_epoch)))

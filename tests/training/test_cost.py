@@ -7,7 +7,7 @@ import pytest
 from ib_tutorial.presets import get_preset
 from ib_tutorial.paths import stored_benchmark
 from ib_tutorial.report.tables import estimate_markdown
-from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, estimate_run_time, image_flops
+from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time, image_flops
 from ib_tutorial.training.run_config import resolve_settings
 
 stored = stored_benchmark(UTILISATION_RECORD)
@@ -52,3 +52,11 @@ def test_a_record_of_other_crops_than_the_tier_is_refused():
         measured["img_size"] += 8
     with pytest.raises(ValueError, match="bench_utilisation"):
         estimate_run_time("cifar100", record=changed)
+
+
+def test_epochs_within_fills_the_time_left_and_stays_between_one_and_the_recipe():
+    assert epochs_within(300, images_per_s=5000, images_per_epoch=10_000, most=100) == 100  # 150 fit
+    assert epochs_within(300, images_per_s=1000, images_per_epoch=10_000, most=100) == 30
+    assert epochs_within(5, images_per_s=1000, images_per_epoch=10_000, most=100) == 1  # never zero epochs
+    with pytest.raises(ValueError, match="positive rate"):
+        epochs_within(300, images_per_s=0, images_per_epoch=10_000, most=100)

@@ -31,6 +31,7 @@ tests run it on small archives in the real layout), so the plan cannot rot unexe
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -53,11 +54,14 @@ from ib_tutorial.training.cost import epochs_within  # noqa: E402
 from ib_tutorial.training.runs import RunDirectory  # noqa: E402
 
 PACKED = REPO / ".device"  # ignored by git; named in the device tool's `carry`
-DATA_ARCHIVE = "real-data.tar"
+DATA_ARCHIVE = "real-data.tar.gz"
 SUBSETS = ("tiny-imagenet-200", "dtd/images")
 # What the GPU machine's Python lacks (it has PyTorch, timm, torchvision, numpy, scipy,
-# matplotlib, tqdm and pillow): wheels for its Python 3.12.
-WHEELS = ("jsonschema==4.26.0", "kornia==0.9.0")
+# matplotlib, tqdm, pillow, attrs and packaging): wheels for its Python 3.12, named one by
+# one (pip would otherwise fetch another PyTorch as a dependency). The first of each line
+# is what the plan imports.
+WHEELS = (("jsonschema==4.26.0", "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1"),
+          ("kornia==0.9.0", "kornia-rs==0.2.0"))
 DEVICE_PYTHON = "3.12"
 CARRY_LIMIT = 64 * 2**20
 BUNDLE = "gpu-paper-subsets"
@@ -78,22 +82,23 @@ DRY_MOST_EPOCHS = 2
 
 
 def pack(source: Path, dest: Path, wheels: bool) -> int:
-    """Copy the two subsets, unchanged, into one uncompressed tar (JPEGs do not shrink)
-    and download the wheels the GPU machine lacks; print what the device tool will carry."""
+    """Copy the two subsets, unchanged, into one gzipped tar (the JPEGs do not shrink, but
+    tar's per-file headers and padding, 12 MB for 11,000 small files, do), and download the wheels the GPU machine lacks; print what the device tool will carry."""
     missing = [name for name in SUBSETS if not (source / name).is_dir()]
     if missing:
         sys.exit(f"{source} lacks {', '.join(missing)}: pass --source, a data root holding the Tiny ImageNet and "
                  "DTD subsets (see ../shared/data/README.md).")
     dest.mkdir(parents=True, exist_ok=True)
     partial = dest / (DATA_ARCHIVE + ".partial")
-    with tarfile.open(partial, "w") as archive:
+    with tarfile.open(partial, "w:gz") as archive:
         for name in SUBSETS:
             archive.add(source / name, arcname=name)
     partial.replace(dest / DATA_ARCHIVE)
     if wheels:
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(dest / "wheels"),
                         "--only-binary=:all:", "--python-version", DEVICE_PYTHON,
-                        "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", *WHEELS],
+                        "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "--no-deps",
+                        *[wheel for group in WHEELS for wheel in group]],
                        check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
@@ -192,11 +197,11 @@ def unpack(plan: Plan, packed: Path) -> None:
         data.mkdir(parents=True, exist_ok=True)
         with tarfile.open(packed / DATA_ARCHIVE) as archive:
             archive.extractall(data, filter="data")
-    missing = [wheel.split("==")[0] for wheel in WHEELS
-               if subprocess.run([sys.executable, "-c", f"import {wheel.split('==')[0]}"], capture_output=True).returncode]
+    missing = [group for group in WHEELS if importlib.util.find_spec(group[0].split("==")[0]) is None]
     if missing:
-        plan.step("install " + " ".join(missing), [sys.executable, "-m", "pip", "install", "--quiet", "--no-index",
-                                                   "--find-links", str(packed / "wheels"), *missing], 60)
+        wheels = [wheel for group in missing for wheel in group]
+        plan.step("install " + " ".join(wheels), [sys.executable, "-m", "pip", "install", "--quiet", "--no-index",
+                                                  "--find-links", str(packed / "wheels"), *wheels], 60)
 
 
 def dataset_spec(base: str, dry_run: bool, **settings) -> str:

@@ -48,7 +48,7 @@ def unpacked(archive: Path, into: Path) -> Path:
 
 
 def test_pack_keeps_the_subsets_whole_in_one_archive(packed):
-    with tarfile.open(packed / "packed" / "real-data.tar") as tar:
+    with tarfile.open(packed / "packed" / "real-data.tar.gz") as tar:
         names = tar.getnames()
     source = sorted(p.relative_to(packed / "root").as_posix() for p in (packed / "root").rglob("*.*")
                     if "tiny-imagenet-200" in p.parts or "images" in p.parts)

@@ -44,6 +44,7 @@ from ib_tutorial.training.augment import (
     MultiCropAugmentation,
     MultiCropDataset,
 )
+from ib_tutorial.training.batch_augment import BatchMultiCrop, DecodedImages
 from ib_tutorial.training.dino_step import DINOTraining, build_schedules
 from ib_tutorial.training.run_config import RunConfig
 
@@ -120,17 +121,33 @@ def dino_reference_augmentation(view, local_crops: int):
     return lambda image: [first(image), second(image)] + [local_view(image) for _ in range(local_crops)]
 
 
-def augmentation_images_per_second(view, local_crops: int, native_side: int, count: int, repeats: int = 3) -> dict:
-    """One worker's throughput, images per second, of this package's multi-crop views
-    (seeded per sample) and of DINO's reference pipeline, timed in turn on the same
-    synthetic images of the native side."""
+def augmentation_images_per_second(view, local_crops: int, native_side: int, count: int, device: torch.device,
+                                   batch: int, repeats: int = 3) -> dict:
+    """Images per second of the multi-crop views, timed in turn on the same synthetic
+    images of the native side: this package's loader path (one worker, seeded per
+    sample), DINO's reference pipeline (one worker), the loader path making only the two
+    global views (what the supervised objective uses), and the batched path on ``device``
+    (:mod:`ib_tutorial.training.batch_augment`, batches of ``batch``, images decoded once
+    beforehand)."""
     images = get_dataset("synthetic-objects", "train", img_size=native_side, size=count)
     pictures = [images[index][0] for index in range(count)]
     ours = MultiCropDataset(images, MultiCropAugmentation(view, local_crops), seed=0)
+    global_only = MultiCropDataset(images, MultiCropAugmentation(view, 0), seed=0)
     reference = dino_reference_augmentation(view, local_crops)
+    decoded = DecodedImages(images, BatchMultiCrop(view, local_crops, seed=0), device, progress=False)
+    batches = torch.arange(count).split(batch)
+
+    def batched():
+        for indices in batches:
+            decoded.views(indices, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
     seconds = interleaved_medians({
         "ib_tutorial": lambda: [ours.augment(index, picture) for index, picture in enumerate(pictures)],
         "dino_reference": lambda: [reference(picture) for picture in pictures],
+        "global_views_only": lambda: [global_only.augment(index, picture) for index, picture in enumerate(pictures)],
+        "batched": batched,
     }, repeats=repeats)
     rates = {name: count / value for name, value in seconds.items()}
     rates["ratio"] = rates["ib_tutorial"] / rates["dino_reference"]
@@ -173,10 +190,14 @@ def main() -> None:
             print(f"with {args.compare}: {timings['compared']['images_per_s']:.1f} images/s; the preset is "
                   f"{record['compared']['preset_speed_ratio']:.2f}x as fast")
         augmentation = augmentation_images_per_second(view, settings.local_crops_number, DATASETS[name].native_size,
-                                                      count=16 if args.tiny else 200, repeats=1 if args.tiny else 3)
+                                                      count=16 if args.tiny else 200, device=device,
+                                                      batch=min(batch, 16 if args.tiny else 200),
+                                                      repeats=1 if args.tiny else 3)
         record["augmentation_images_per_s_per_worker"] = augmentation["ib_tutorial"]
         record["dino_reference_augmentation_images_per_s"] = augmentation["dino_reference"]
         record["augmentation_speed_vs_dino_reference"] = augmentation["ratio"]
+        record["global_views_only_augmentation_images_per_s_per_worker"] = augmentation["global_views_only"]
+        record["batched_augmentation_images_per_s"] = augmentation["batched"]
         record["train_images"] = train_images
         per_image = 1 / record["images_per_s"]
         if settings.num_workers == 0:
@@ -189,7 +210,8 @@ def main() -> None:
         print(f"{name:18s} {view.img_size:3d} px / patch {view.patch_size:2d}, batch {batch}, {record['precision']}: "
               f"{record['images_per_s']:8.1f} images/s; augmentation {record['augmentation_images_per_s_per_worker']:.0f} "
               f"images/s per worker ({augmentation['ratio']:.2f}x DINO's reference pipeline, "
-              f"{augmentation['dino_reference']:.0f}); epoch of {train_images} images {record['projected_epoch_seconds'] / 60:.1f} min, "
+              f"{augmentation['dino_reference']:.0f}; global views only {augmentation['global_views_only']:.0f}; batched on "
+              f"{device.type} {augmentation['batched']:.0f}); epoch of {train_images} images {record['projected_epoch_seconds'] / 60:.1f} min, "
               f"{settings.epochs} epochs {projected}")
 
     out = args.out or f"benchmarks/results/bench_train_{preset.name}{'_tiny' if args.tiny else ''}.json"

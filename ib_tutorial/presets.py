@@ -151,6 +151,11 @@ class TrainSettings:
             backbone with a linear classifier on its CLS token, trained with cross-entropy on
             the labels of the two global views (:mod:`ib_tutorial.training.supervised_step`); the
             comparison that asks whether the bottleneck comes from the data or the objective.
+        augmentation: where the multi-crop views are made: ``loader`` (DINO's own PIL
+            pipeline, image by image, in ``num_workers`` CPU processes) or ``batched`` (the
+            same recipe on a whole batch on the training device, from images decoded once:
+            :mod:`ib_tutorial.training.batch_augment`; for a GPU that few CPU cores cannot
+            keep fed). The two draw the same distributions but not the same pixels.
     """
 
     epochs: int
@@ -188,6 +193,7 @@ class TrainSettings:
     arch: str = "vit_small"
     threads: int | None = None
     objective: str = "dino"
+    augmentation: str = "loader"
 
 
 def training_overrides() -> dict[str, type]:

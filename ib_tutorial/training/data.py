@@ -14,28 +14,34 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 from ..data import get_dataset
 from ..seeding import epoch_indices, subset_indices
 from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
+from .batch_augment import BatchMultiCrop, DecodedImages, DeviceViewsLoader
 from .distributed import Processes
 from .run_config import RunConfig
 
 
 @dataclass
 class TrainingData:
-    """The augmented training views, and the plain images k-NN compares."""
+    """The training images (augmented in the loader, or decoded for augmentation on the
+    training device), and the plain images k-NN compares."""
 
-    train_views: MultiCropDataset
+    train_views: MultiCropDataset | DecodedImages
     knn_train: Subset
     knn_eval: Subset
     num_classes: int
 
 
-def build_data(config: RunConfig, root, download: bool) -> TrainingData:
+def build_data(config: RunConfig, root, download: bool, device: torch.device, progress: bool = False) -> TrainingData:
     name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
     images = get_dataset(name, "train", root=root, download=download, **options)
     subset = Subset(images, epoch_indices(len(images), train.train_images, seed))
     # Supervised training learns from the global views only: no local crops to make.
-    augmentation = MultiCropAugmentation(config.view, train.local_crops_number if train.objective == "dino" else 0)
+    local_crops = train.local_crops_number if train.objective == "dino" else 0
+    if train.augmentation == "batched":
+        views = DecodedImages(subset, BatchMultiCrop(config.view, local_crops, seed), device, progress)
+    else:
+        views = MultiCropDataset(subset, MultiCropAugmentation(config.view, local_crops), seed)
     knn_train, knn_eval = knn_image_sets(config, root, download)
-    return TrainingData(MultiCropDataset(subset, augmentation, seed), knn_train, knn_eval, len(images.classes))
+    return TrainingData(views, knn_train, knn_eval, len(images.classes))
 
 
 def knn_image_sets(config: RunConfig, root, download: bool) -> tuple[Subset, Subset]:
@@ -62,18 +68,23 @@ class ResumableSampler(DistributedSampler):
         return super().__len__() - self.skip
 
 
-def build_loader(data: TrainingData, config: RunConfig, processes: Processes, device: torch.device) -> DataLoader:
+def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
+                 device: torch.device) -> DataLoader | DeviceViewsLoader:
+    """Batches of ``(views, labels)`` for this process; with batched augmentation the loader
+    deals out indices and the views are made on ``device``."""
+    batched = isinstance(data.train_views, DecodedImages)
     sampler = ResumableSampler(
         data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True, seed=config.seed
     )
     # The loader's own generator: starting an epoch then draws nothing from the global one, so
     # a run resumed mid-epoch finds the global generator (stochastic depth) where it was saved.
     loader = DataLoader(data.train_views, batch_size=config.batch_per_process, sampler=sampler,
-                        num_workers=config.train.num_workers, pin_memory=device.type == "cuda", drop_last=True,
+                        num_workers=0 if batched else config.train.num_workers,
+                        pin_memory=device.type == "cuda" and not batched, drop_last=True,
                         generator=torch.Generator().manual_seed(config.seed + processes.rank))
     if len(loader) == 0:
         raise ValueError(
             f"The global batch ({config.train.batch_size}) is larger than the "
             f"{len(data.train_views)} training images; lower --batch-size or raise --train-images."
         )
-    return loader
+    return DeviceViewsLoader(loader, data.train_views, device) if batched else loader

@@ -141,7 +141,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     if run.exists() and not resume:
         raise FileExistsError(f"{run.path} already holds a run; pass --resume to continue it or --out to start a new one.")
     seed_all(config.seed)  # the same data and initial weights in every process
-    data = build_data(config, root, download)
+    data = build_data(config, root, download, device, progress and processes.is_main)
     loader = build_loader(data, config, processes, device)
     config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views))
     if run.exists():

@@ -27,6 +27,7 @@ from ..presets import Preset, TrainSettings, ViewSettings, training_overrides
 
 # What a run can train for: DINO (ib_tutorial.training.dino_step) or labels (ib_tutorial.training.supervised_step).
 OBJECTIVES = ("dino", "supervised")
+AUGMENTATIONS = ("loader", "batched")  # where the views are made (TrainSettings.augmentation)
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
@@ -122,6 +123,8 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     view = dataclasses.replace(preset.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
     if train.objective not in OBJECTIVES:
         raise ValueError(f"Unknown objective {train.objective!r}; known: {', '.join(OBJECTIVES)}.")
+    if train.augmentation not in AUGMENTATIONS:
+        raise ValueError(f"Unknown augmentation {train.augmentation!r}; known: {', '.join(AUGMENTATIONS)}.")
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of patch_size {view.patch_size}")

@@ -82,9 +82,11 @@ def test_existing_runs_are_not_overwritten_or_resumed_with_other_settings(ci_run
         loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, lr=1e-3)
 
 
-def test_resumed_run_equals_uninterrupted_run(tmp_path):
-    """Kill a real training process after its first checkpoint, resume it, compare with a run never stopped."""
-    settings = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1"]
+@pytest.mark.parametrize("augmentation", ["loader", "batched"])
+def test_resumed_run_equals_uninterrupted_run(tmp_path, augmentation):
+    """Kill a real training process after its first checkpoint, resume it, compare with a
+    run never stopped; with the views made in the loader and on the training device."""
+    settings = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1", "--augmentation", augmentation]
     whole = tmp_path / "whole"
     subprocess.run(run_command(whole, *settings), env=child_env(), check=True, capture_output=True)
 

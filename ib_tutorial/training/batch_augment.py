@@ -1,0 +1,246 @@
+r"""DINO's multi-crop views made a batch at a time on the training device.
+
+The loader path (:mod:`ib_tutorial.training.augment`) runs DINO's own PIL pipeline image
+by image in CPU workers. On a GPU with few CPU cores (Colab's free tier has two) that
+pipeline, not the GPU, sets the pace. This path decodes every training image once into
+a uint8 tensor (kept on the training device when it fits) and applies the same recipe,
+with the same probabilities and ranges, to a whole batch with per-sample random
+parameters:
+
+- crops: torchvision's ``RandomResizedCrop`` rule (ten tries at an area fraction in the
+  crop scale and a log-uniform aspect ratio in [3/4, 4/3], else a centre crop), cut and
+  resized by ``torchvision.ops.roi_align`` (bilinear, averaging several samples per output
+  pixel when it shrinks, so that it does not alias where PIL's bicubic resize filters);
+- horizontal flips; colour jitter with p = 0.8 in a per-sample random order, through
+  kornia's torchvision-matching kernels (brightness and contrast as blends with black and
+  with the grayscale mean, saturation as a blend with the grayscale, hue as a rotation);
+  grayscale; Gaussian blur (kornia) with the radius drawn per sample and scaled to the
+  crop as in the loader path; solarisation of pixels at or above 128 of 255.
+
+Images of different sizes are stored resized to one square side; a crop box is drawn in
+the image's own pixels and mapped onto the stored square, so the crops cover the same
+part of each image at the same aspect ratio as the loader path's.
+
+The random parameters of sample ``index`` in epoch ``epoch`` come from one generator
+seeded with :func:`~ib_tutorial.training.augment.sample_seed` ``(seed, epoch, index)``,
+so the views do not depend on batch size, process count, visiting order or resumption.
+The two paths draw differently, so their views are not the same pixels; the tests
+compare their distributions (crop areas and aspect ratios, brightness, contrast,
+saturation, grayscale and solarisation rates).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import kornia
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+from torchvision.ops import roi_align
+from tqdm.auto import tqdm
+
+from ..presets import ViewSettings
+from .augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, sample_seed
+
+TRIES = 10  # torchvision's RandomResizedCrop tries this many boxes before its centre crop
+RATIO = (3 / 4, 4 / 3)
+# Uniform draws per view of a sample: crop areas and log-ratios (one each per try), the
+# crop's two offsets, flip, jitter or not, four jitter factors, four keys whose order is the
+# jitter order, grayscale, blur or not, blur radius, solarisation.
+CROP_DRAWS = 2 * TRIES + 2
+DRAWS = CROP_DRAWS + 15
+LARGEST_SIDE = 256  # images of different sizes are stored at most this large
+
+
+@dataclass(frozen=True)
+class ViewRecipe:
+    """One kind of view: its output side, crop scale, and the probabilities of its blur
+    and solarisation (the rest of DINO's recipe is shared by every view)."""
+
+    size: int
+    scale: tuple[float, float]
+    blur: float
+    solarize: float
+
+
+def view_recipes(view: ViewSettings, local_crops_number: int) -> list[ViewRecipe]:
+    """DINO's views in the loader path's order: the two global crops, then the local ones."""
+    strength = view.color_strength
+    first = ViewRecipe(view.img_size, view.global_crop_scale, blur=1.0, solarize=0.0)
+    second = ViewRecipe(view.img_size, view.global_crop_scale, blur=0.1, solarize=0.2 * strength)
+    local = ViewRecipe(view.local_crop_size, view.local_crop_scale, blur=0.5, solarize=0.0)
+    return [first, second, *[local] * local_crops_number]
+
+
+def crop_boxes(draws: torch.Tensor, widths: torch.Tensor, heights: torch.Tensor,
+               scale: tuple[float, float]) -> torch.Tensor:
+    """``[B, 4]`` boxes (x0, y0, x1, y1, in the image's pixels) by torchvision's
+    ``RandomResizedCrop.get_params``, from ``[B, CROP_DRAWS]`` uniform draws."""
+    width, height = widths.to(draws), heights.to(draws)
+    area = (width * height)[:, None]
+    target = area * (scale[0] + (scale[1] - scale[0]) * draws[:, :TRIES])
+    log_low, log_high = math.log(RATIO[0]), math.log(RATIO[1])
+    aspect = torch.exp(log_low + (log_high - log_low) * draws[:, TRIES:2 * TRIES])
+    w, h = torch.round(torch.sqrt(target * aspect)), torch.round(torch.sqrt(target / aspect))
+    fits = (w > 0) & (h > 0) & (w <= width[:, None]) & (h <= height[:, None])
+    first = fits.float().argmax(dim=1, keepdim=True)  # the first box that fits
+    found = fits.any(dim=1)
+    w, h = w.gather(1, first)[:, 0], h.gather(1, first)[:, 0]
+    # No box fitted: the centre crop at the nearest allowed aspect ratio.
+    in_ratio = width / height
+    fallback_w = torch.where(in_ratio < RATIO[0], width, torch.where(in_ratio > RATIO[1], torch.round(height * RATIO[1]), width))
+    fallback_h = torch.where(in_ratio < RATIO[0], torch.round(width / RATIO[0]), height)
+    w, h = torch.where(found, w, fallback_w), torch.where(found, h, fallback_h)
+    top = torch.where(found, torch.floor(draws[:, 2 * TRIES] * (height - h + 1)), torch.floor((height - h) / 2))
+    left = torch.where(found, torch.floor(draws[:, 2 * TRIES + 1] * (width - w + 1)), torch.floor((width - w) / 2))
+    return torch.stack([left, top, left + w, top + h], dim=1)
+
+
+class BatchMultiCrop:
+    """``uint8 [B, 3, S, S]`` stored images -> ``2 + local_crops_number`` normalised
+    float views, each ``[B, 3, side, side]``, on the images' device."""
+
+    def __init__(self, view: ViewSettings, local_crops_number: int, seed: int):
+        self.recipes = view_recipes(view, local_crops_number)
+        self.seed = seed
+        strength = view.color_strength
+        self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, 0.1 * strength)
+        self.grayscale = 0.2 * strength
+        radius_scale = view.img_size / REFERENCE_SIZE
+        self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
+
+    def draws(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
+        """``[B, views, DRAWS]`` uniforms, each sample's from its own seeded generator."""
+        generator = torch.Generator()
+        rows = []
+        for index in indices.tolist():
+            generator.manual_seed(sample_seed(self.seed, epoch, index))
+            rows.append(torch.rand(len(self.recipes), DRAWS, generator=generator))
+        return torch.stack(rows)
+
+    def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
+        """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,
+        height) in pixels; ``indices``: the samples' dataset indices."""
+        draws = self.draws(indices, epoch).to(images.device)
+        pixels = images.float() / 255
+        return [self.make_view(pixels, sizes.to(images.device), draws[:, number], recipe)
+                for number, recipe in enumerate(self.recipes)]
+
+    def boxes(self, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
+        return crop_boxes(draws[:, :CROP_DRAWS], sizes[:, 0], sizes[:, 1], recipe.scale)
+
+    def make_view(self, pixels: torch.Tensor, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
+        batch, side = pixels.shape[0], pixels.shape[-1]
+        boxes = self.boxes(sizes, draws, recipe)
+        stored = boxes * (side / sizes.to(boxes).repeat(1, 2))  # image pixels -> the stored square's
+        rois = torch.cat([torch.arange(batch, device=pixels.device, dtype=boxes.dtype)[:, None], stored], dim=1)
+        x = roi_align(pixels, rois, output_size=recipe.size, spatial_scale=1.0, sampling_ratio=-1, aligned=True)
+        u = iter(draws[:, CROP_DRAWS:].unbind(1))
+        x = torch.where((next(u) < 0.5)[:, None, None, None], x.flip(-1), x)
+        x = self.color_jitter(x, apply=next(u) < 0.8, factors=[next(u) for _ in range(4)], keys=[next(u) for _ in range(4)])
+        gray = (next(u) < self.grayscale)[:, None, None, None]
+        x = torch.where(gray, kornia.color.rgb_to_grayscale(x).expand_as(x), x)
+        x = self.blur(x, apply=next(u) < recipe.blur, radius=self.radius[0] + (self.radius[1] - self.radius[0]) * next(u))
+        solarized = (next(u) < recipe.solarize)[:, None, None, None]
+        x = torch.where(solarized & (x >= 128 / 255), 1 - x, x)
+        mean = torch.tensor(IMAGENET_MEAN, device=x.device)[:, None, None]
+        std = torch.tensor(IMAGENET_STD, device=x.device)[:, None, None]
+        return (x - mean) / std
+
+    def color_jitter(self, x: torch.Tensor, apply: torch.Tensor, factors: list[torch.Tensor],
+                     keys: list[torch.Tensor]) -> torch.Tensor:
+        """torchvision's ``ColorJitter`` on the samples where ``apply``: factors uniform in
+        [1 - b, 1 + b] (hue in [-h, h] of a turn), the four operations in the order that
+        sorts ``keys`` (a uniform random permutation per sample)."""
+        brightness, contrast, saturation, hue = self.jitter
+        spans = (brightness, contrast, saturation)
+        drawn = [1 - span + 2 * span * u for span, u in zip(spans, factors[:3])] + [hue * (2 * factors[3] - 1)]
+        operations = (
+            kornia.enhance.adjust_brightness_accumulative,
+            kornia.enhance.adjust_contrast_with_mean_subtraction,
+            kornia.enhance.adjust_saturation_with_gray_subtraction,
+            lambda image, factor: kornia.enhance.adjust_hue(image, factor * 2 * math.pi),
+        )
+        order = torch.stack(keys, dim=1).argsort(dim=1)
+        for position in range(4):
+            for operation, (run, factor) in enumerate(zip(operations, drawn)):
+                chosen = apply & (order[:, position] == operation)
+                if chosen.any():
+                    x[chosen] = run(x[chosen], factor[chosen]).clamp(0, 1)
+        return x
+
+    def blur(self, x: torch.Tensor, apply: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+        """PIL's Gaussian blur (its radius is the standard deviation) where ``apply``."""
+        if self.radius[1] <= 0 or not apply.any():
+            return x
+        kernel = 2 * math.ceil(3 * self.radius[1]) + 1
+        sigma = radius[apply][:, None].expand(-1, 2)
+        blurred = x.clone()
+        blurred[apply] = kornia.filters.gaussian_blur2d(x[apply], (kernel, kernel), sigma, border_type="reflect")
+        return blurred
+
+
+class DecodedImages(Dataset):
+    """Every image of ``dataset`` decoded once into ``uint8 [N, 3, S, S]`` (``pixels``),
+    with each image's own (width, height) (``sizes``) and label.
+
+    ``S`` is the images' side when they are all the same square size (CIFAR-100, Tiny
+    ImageNet), else the largest side, at most :data:`LARGEST_SIDE`. Indexing gives
+    ``(index, label)``: the loader only deals out indices; :meth:`views` makes the views.
+    Call :meth:`set_epoch` before each epoch, as for the loader path's dataset.
+    """
+
+    def __init__(self, dataset: Dataset, augmentation: BatchMultiCrop, device: torch.device, progress: bool = True):
+        self.augmentation, self.epoch = augmentation, 0
+        images = [dataset[i] for i in tqdm(range(len(dataset)), desc="decoding images", disable=not progress)]
+        widths, heights = zip(*(image.size for image, _ in images))
+        side = widths[0] if len(set(widths + heights)) == 1 else min(LARGEST_SIDE, max(widths + heights))
+        pixels = torch.empty(len(images), 3, side, side, dtype=torch.uint8)
+        for row, (image, _) in enumerate(images):
+            square = image.convert("RGB").resize((side, side), Image.Resampling.BICUBIC) if image.size != (side, side) else image.convert("RGB")
+            pixels[row] = torch.frombuffer(bytearray(square.tobytes()), dtype=torch.uint8).view(side, side, 3).permute(2, 0, 1)
+        self.sizes = torch.tensor(list(zip(widths, heights)), dtype=torch.float32)
+        self.labels = torch.tensor([label for _, label in images])
+        self.pixels = pixels.to(device) if fits_on(device, pixels.numel()) else pixels
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        return index, int(self.labels[index])
+
+    def views(self, indices: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+        """The views of samples ``indices`` in the current epoch, on ``device``."""
+        images = self.pixels[indices.to(self.pixels.device)].to(device, non_blocking=True)
+        return self.augmentation(images, self.sizes[indices], indices, self.epoch)
+
+
+def fits_on(device: torch.device, elements: int) -> bool:
+    """Whether ``elements`` bytes take under a quarter of ``device``'s free memory (always,
+    for the CPU, where the images already are)."""
+    if device.type != "cuda":
+        return True
+    free, _ = torch.cuda.mem_get_info(device)
+    return elements < free / 4
+
+
+class DeviceViewsLoader:
+    """A loader of sample indices that yields ``(views, labels)`` made on ``device``:
+    what the training loop iterates, whichever path makes the views."""
+
+    def __init__(self, loader, images: DecodedImages, device: torch.device):
+        self.loader, self.images, self.device = loader, images, device
+        self.sampler = loader.sampler
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        for indices, labels in self.loader:
+            with torch.no_grad():  # not around the yield: the training step needs its gradients
+                views = self.images.views(indices, self.device)
+            yield views, labels

@@ -1,0 +1,166 @@
+"""The batched multi-crop path against the loader's PIL path: the same distributions
+(crop geometry, brightness, contrast, saturation, grayscale and solarisation rates), not
+the same pixels; and views that depend only on (seed, epoch, index)."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from scipy import stats
+from torch.utils.data import DataLoader, Subset
+from torchvision import transforms
+
+from ib_tutorial.presets import ViewSettings
+from ib_tutorial.training.augment import IMAGENET_MEAN, IMAGENET_STD, MultiCropAugmentation, MultiCropDataset
+from ib_tutorial.training.batch_augment import (
+    CROP_DRAWS,
+    BatchMultiCrop,
+    DecodedImages,
+    DeviceViewsLoader,
+    crop_boxes,
+)
+from ib_tutorial.training.data import ResumableSampler
+
+VIEW = ViewSettings(img_size=32, patch_size=8, local_crop_size=16, global_crop_scale=(0.4, 1.0),
+                    local_crop_scale=(0.05, 0.4), blur_radius=(0.1, 2.0), color_strength=1.0)
+LOCAL_CROPS = 2
+CPU = torch.device("cpu")
+
+
+def smooth_images(count: int, side: int = 64, seed: int = 0) -> list[tuple[Image.Image, int]]:
+    """Images of smooth colour fields (4 x 4 noise enlarged): crops of them differ in
+    colour and brightness, and resampling filters change them little."""
+    rng = np.random.default_rng(seed)
+    return [(Image.fromarray(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8)).resize((side, side), Image.BICUBIC), 0)
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("size, scale", [((64, 64), (0.4, 1.0)), ((64, 64), (0.05, 0.4)), ((300, 120), (0.4, 1.0))])
+def test_crop_boxes_follow_torchvision_random_resized_crop(size, scale):
+    width, height = size
+    count = 4000
+    draws = torch.rand(count, CROP_DRAWS, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    boxes = crop_boxes(draws, torch.full((count,), width), torch.full((count,), height), scale)
+    assert (boxes[:, :2] >= 0).all() and (boxes[:, 2] <= width).all() and (boxes[:, 3] <= height).all()
+    ours_w, ours_h = (boxes[:, 2] - boxes[:, 0]).numpy(), (boxes[:, 3] - boxes[:, 1]).numpy()
+    torch.manual_seed(1)
+    image = Image.new("RGB", size)
+    theirs = np.array([transforms.RandomResizedCrop.get_params(image, list(scale), [3 / 4, 4 / 3])[2:] for _ in range(count)])
+    theirs_h, theirs_w = theirs[:, 0], theirs[:, 1]
+    for ours, reference in ((ours_w * ours_h / (width * height), theirs_w * theirs_h / (width * height)),
+                            (ours_w / ours_h, theirs_w / theirs_h)):
+        assert stats.ks_2samp(ours, reference).pvalue > 1e-3
+    left = boxes[:, 0].numpy() / np.maximum(1, width - ours_w)  # offsets uniform over what is left
+    assert 0.45 < left[width - ours_w > 0].mean() < 0.55
+
+
+def view_statistics(views: list[torch.Tensor]) -> dict[str, np.ndarray]:
+    """Per view of the second global crop (the one that may be solarised) and of the first
+    local crop: mean brightness, contrast (pixel std), saturation (channel max - min),
+    grayscale (channels equal) and solarised-looking (no pixel above the threshold, 128 of 255)."""
+    mean = torch.tensor(IMAGENET_MEAN)[:, None, None]
+    std = torch.tensor(IMAGENET_STD)[:, None, None]
+    out = {}
+    for name, number in (("global", 1), ("local", 2)):
+        x = torch.stack([view[number] for view in views]) * std + mean
+        spread = x.amax(dim=1) - x.amin(dim=1)
+        out |= {f"{name} brightness": x.mean(dim=(1, 2, 3)).numpy(), f"{name} contrast": x.std(dim=(1, 2, 3)).numpy(),
+                f"{name} saturation": spread.mean(dim=(1, 2)).numpy(),
+                f"{name} grayscale": (spread.amax(dim=(1, 2)) < 2 / 255).numpy().astype(float)}
+    second = torch.stack([view[1] for view in views]) * std + mean
+    out["global solarised"] = (second.amax(dim=(1, 2, 3)) <= 128 / 255 + 1e-4).numpy().astype(float)
+    return out
+
+
+def loader_views(images, view, epochs: int) -> list[list[torch.Tensor]]:
+    dataset = MultiCropDataset(images, MultiCropAugmentation(view, LOCAL_CROPS), seed=0)
+    views = []
+    for epoch in range(epochs):
+        dataset.set_epoch(epoch)
+        views += [dataset[index][0] for index in range(len(images))]
+    return views
+
+
+def batched_views(images, view, epochs: int) -> list[list[torch.Tensor]]:
+    decoded = DecodedImages(images, BatchMultiCrop(view, LOCAL_CROPS, seed=0), CPU, progress=False)
+    views = []
+    for epoch in range(epochs):
+        decoded.set_epoch(epoch)
+        batch = decoded.views(torch.arange(len(images)), CPU)
+        views += [[v[i] for v in batch] for i in range(len(images))]
+    return views
+
+
+def differing(first: dict, second: dict) -> list[str]:
+    """The statistics whose means differ by more than four standard errors (plus a third
+    of a point for the resampling filters, bicubic in PIL, averaged bilinear here)."""
+    out = []
+    for key in first:
+        a, b = first[key], second[key]
+        error = np.sqrt(a.var() / len(a) + b.var() / len(b))
+        if abs(a.mean() - b.mean()) > 4 * error + 0.003:
+            out.append(f"{key}: {a.mean():.4f} against {b.mean():.4f} (+- {error:.4f})")
+    return out
+
+
+@pytest.fixture(scope="module")
+def images():
+    return smooth_images(96)
+
+
+@pytest.fixture(scope="module")
+def loader_statistics(images):
+    return view_statistics(loader_views(images, VIEW, epochs=8))
+
+
+def test_the_batched_views_have_the_loader_paths_distributions(images, loader_statistics):
+    batched = view_statistics(batched_views(images, VIEW, epochs=8))
+    assert not differing(batched, loader_statistics)
+    assert 0.1 < batched["global grayscale"].mean() < 0.3  # DINO's p = 0.2 is visible at all
+
+
+def test_the_comparison_sees_a_recipe_that_differs(images, loader_statistics):
+    """The same check fails when the batched path runs without colour augmentation."""
+    plain = dataclasses.replace(VIEW, color_strength=0.0)
+    found = differing(view_statistics(batched_views(images, plain, epochs=8)), loader_statistics)
+    assert any("grayscale" in line for line in found) and any("saturation" in line for line in found)
+
+
+def test_views_depend_only_on_seed_epoch_and_index(images):
+    decoded = DecodedImages(images[:8], BatchMultiCrop(VIEW, LOCAL_CROPS, seed=0), CPU, progress=False)
+    together = decoded.views(torch.arange(8), CPU)
+    reordered = decoded.views(torch.tensor([5, 3]), CPU)
+    assert all(torch.equal(whole[[5, 3]], part) for whole, part in zip(together, reordered))
+    decoded.set_epoch(1)
+    assert not torch.equal(decoded.views(torch.arange(8), CPU)[0], together[0])
+    other_seed = DecodedImages(images[:8], BatchMultiCrop(VIEW, LOCAL_CROPS, seed=1), CPU, progress=False)
+    assert not torch.equal(other_seed.views(torch.arange(8), CPU)[0], together[0])
+
+
+def test_a_loader_resumed_mid_epoch_deals_the_same_views_as_the_uninterrupted_one(images):
+    decoded = DecodedImages(Subset(images, range(24)), BatchMultiCrop(VIEW, LOCAL_CROPS, seed=0), CPU, progress=False)
+
+    def epoch_batches(skip: int):
+        sampler = ResumableSampler(decoded, num_replicas=1, rank=0, shuffle=True, seed=0)
+        sampler.set_epoch(3)
+        sampler.skip = skip
+        decoded.set_epoch(3)
+        loader = DeviceViewsLoader(DataLoader(decoded, batch_size=4, sampler=sampler, drop_last=True), decoded, CPU)
+        return list(loader)
+
+    whole, resumed = epoch_batches(0), epoch_batches(8)
+    assert len(resumed) == len(whole) - 2
+    for (views, labels), (again, again_labels) in zip(whole[2:], resumed):
+        assert torch.equal(labels, again_labels) and all(torch.equal(a, b) for a, b in zip(views, again))
+
+
+def test_images_of_different_sizes_keep_their_own_crop_geometry():
+    """A wide image is stored as a square, with its own size beside it; its crop boxes are
+    drawn in its own pixels (128 x 64), a square one's in 64 x 64."""
+    wide = Image.fromarray(np.tile(np.repeat(np.array([0, 255], np.uint8), 8), (64, 8))[:, :, None].repeat(3, 2))
+    decoded = DecodedImages([(wide, 0), (wide.crop((0, 0, 64, 64)), 0)], BatchMultiCrop(VIEW, 0, seed=0), CPU,
+                            progress=False)
+    assert decoded.pixels.shape[-1] == 128 and decoded.sizes.tolist() == [[128.0, 64.0], [64.0, 64.0]]
+    boxes = decoded.augmentation.boxes(decoded.sizes, decoded.augmentation.draws(torch.arange(2), 0)[:, 0], decoded.augmentation.recipes[0])
+    assert (boxes[0, 2] <= 128) and (boxes[1, 2] <= 64) and (boxes[:, 3] <= 64).all()

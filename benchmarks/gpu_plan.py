@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ib_tutorial.data.spec import parse_spec  # noqa: E402
+from ib_tutorial.presets import get_preset  # noqa: E402
 from ib_tutorial.training.cost import epochs_within  # noqa: E402
 from ib_tutorial.training.runs import RunDirectory  # noqa: E402
 
@@ -255,9 +256,7 @@ def train_and_export(plan: Plan, bases: list[str], rate: float, newest: str) -> 
     plan.record.setdefault("epochs", {})[newest] = epochs
     print(f"{newest}: {rate:.0f} images/s measured, {images:,} images an epoch: {epochs} epochs fit", flush=True)
     chosen = plan.record["epochs"]
-    # The recipe's own schedule keeps the plain name that the dataset chapters look for.
-    specs = [dataset_spec(base, plan.dry_run, **({} if chosen[base] == MOST_EPOCHS else {"epochs": chosen[base]}))
-             for base in bases]
+    specs = [dataset_spec(base, plan.dry_run, **schedule(chosen[base], plan.dry_run)) for base in bases]
     plan.record["datasets"] = specs
     out = plan.work / "reproduce"
     # --export copies what is finished; the dry run's results are never committed, so the
@@ -265,6 +264,19 @@ def train_and_export(plan: Plan, bases: list[str], rate: float, newest: str) -> 
     plan.step("reproduce " + " ".join(specs), cli(
         "reproduce", "--preset", tier, "--out", str(out), "--no-progress", "--datasets", *specs,
         "--export", str(plan.staging / RESULTS), *(["--allow-dirty"] if plan.dry_run else [])), plan.left())
+
+
+def schedule(epochs: int, dry_run: bool) -> dict:
+    """The settings of a schedule of ``epochs``: none for the recipe's own (so the run keeps
+    the plain name the dataset chapters look for); a shorter one keeps the recipe's
+    proportions, its warm-ups (10 and 30 of 100 epochs) cut by the same factor."""
+    if dry_run:
+        return {"epochs": epochs}
+    if epochs == MOST_EPOCHS:
+        return {}
+    train = get_preset("paper").train
+    return {"epochs": epochs, "warmup_epochs": max(1, train.warmup_epochs * epochs // MOST_EPOCHS),
+            "warmup_teacher_temp_epochs": train.warmup_teacher_temp_epochs * epochs // MOST_EPOCHS}
 
 
 def first(plan: Plan, packed: Path) -> None:

@@ -91,3 +91,12 @@ def test_a_part_without_the_packed_data_names_the_command_that_packs_it(tmp_path
     refused = plan(1, "--dry-run", "--packed", tmp_path, "--out", tmp_path / "out", "--work", tmp_path / "work")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "gpu_plan.py pack" in refused.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_schedule_cut_to_the_deadline_keeps_the_recipes_proportions():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gpu_plan
+
+    assert gpu_plan.schedule(100, dry_run=False) == {}  # the recipe's own: the plain run the chapters show
+    assert gpu_plan.schedule(30, dry_run=False) == {"epochs": 30, "warmup_epochs": 3, "warmup_teacher_temp_epochs": 9}
+    assert gpu_plan.schedule(5, dry_run=False)["warmup_epochs"] == 1  # never a schedule without warm-up

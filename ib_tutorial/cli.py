@@ -194,10 +194,23 @@ def _prune(args: argparse.Namespace) -> None:
               f"unpruned top-1 {block['unpruned']:5.1f} %")
 
 
+def _model_weights(text: str) -> tuple[str, Path]:
+    """``MODEL=FILE`` -> ``(MODEL, FILE)``."""
+    model, sep, file = text.partition("=")
+    if not sep or not model or not file:
+        raise argparse.ArgumentTypeError(f"expected MODEL=FILE, got {text!r}")
+    return model, Path(file)
+
+
 def _reproduce(args: argparse.Namespace) -> None:
     try:
+        weights = dict(args.weights or [])
+        unknown = sorted(set(weights) - set(args.pretrained))
+        if unknown:
+            raise SystemExit(f"error: --weights names {', '.join(unknown)}, which --pretrained does not list")
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
-                        progress=not args.no_progress, pretrained_control=args.pretrained_control)
+                        progress=not args.no_progress, pretrained_control=args.pretrained_control,
+                        pretrained=args.pretrained, weights=weights)
     except TrainingStopped as stopped:
         _stop(stopped, "\nor run this `ib-tutorial reproduce` command again: it resumes the run, then profiles.")
     except RUN_ERRORS as error:
@@ -311,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
     reproduce.add_argument("--pretrained-control", action="store_true",
                            help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")
+    reproduce.add_argument("--pretrained", nargs="+", default=[], metavar="MODEL",
+                           help="also profile these published timm models on every dataset, every measurement "
+                           f"(e.g. {PUBLISHED_VIT_SMALL[0]}; weights from the hub, or --weights)")
+    reproduce.add_argument("--weights", action="append", type=_model_weights, metavar="MODEL=FILE",
+                           help="a local state dict of one --pretrained MODEL (repeat for several)")
     reproduce.add_argument("--export", type=Path, default=None, metavar="DEST",
                            help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real); "
                            "refused when a profile was measured by uncommitted code")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import stored_results
 from ..training.run_config import RunConfig, parse_run_spec
 from ..training.runs import RunDirectory
 from .paper import MIDDLE
+from .pretrained import load_published
 from .run_profiles import VARIANTS, load_run_profiles, variant_label
 
 
@@ -55,6 +56,9 @@ class Bundle:
     path: Path
     preset: str
     runs: dict[str, BundleRun]
+    #: Published models profiled beside the runs (``reproduce --pretrained``): dataset spec ->
+    #: model -> measurement -> record (:func:`~ib_tutorial.reproduction.pretrained.load_published`).
+    pretrained: dict[str, dict[str, dict[str, dict]]] = field(default_factory=dict)
 
 
 def load_bundle(where: str | os.PathLike) -> Bundle:
@@ -79,7 +83,7 @@ def load_bundle(where: str | os.PathLike) -> Bundle:
         variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
         runs[spec] = BundleRun(spec, run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
                                run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs})
-    return Bundle(path.name, path, summary["preset"], runs)
+    return Bundle(path.name, path, summary["preset"], runs, load_published(path / "pretrained"))
 
 
 def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, BundleRun]]:

@@ -28,8 +28,8 @@ from ..data.spec import parse_spec, spec_folder
 from ..measure.block_profile import COMPANIONS, profile_model
 from ..models import load_pretrained
 from ..presets import Preset, get_preset, resolve_device
-from .records import profile_record, provenance, save_profile_record
-from .run_profiles import VARIANTS, seeded_subset
+from .records import load_profile_record, profile_record, provenance, save_profile_record
+from .run_profiles import VARIANTS, seeded_subset, variant_label
 
 #: The default measurement first, then the variants.
 MEASUREMENTS = (("all", True), *VARIANTS)
@@ -94,6 +94,9 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
         images: profile images (default: the preset's, or the whole split when smaller).
     """
     chosen = get_preset(preset) if not isinstance(preset, Preset) else preset
+    paths = published_paths(out, name, spec)
+    if all(path.exists() for path in paths):  # finished work is never redone
+        return paths
     model = load_pretrained(name, weights)
     device = torch.device(device) if device is not None else resolve_device(chosen)
     transform, model_input = model_transform(model)
@@ -102,10 +105,8 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
     source = ({"weights": Path(weights).name, "weights_sha256": file_sha256(weights)} if weights is not None else
               {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}",
                "weights_sha256": state_dict_sha256(model)})
-    folder = Path(out) / spec_folder(spec) / name / "profiles"
-    paths = []
     model = model.to(device)
-    for tokens, center in MEASUREMENTS:
+    for path, (tokens, center) in zip(paths, MEASUREMENTS):
         default = (tokens, center) == ("all", True)
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=COMPANIONS if default else (),
                                 device=device, twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
@@ -113,9 +114,26 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
         config = {"model": name, **source, **model_input, "dataset": spec}
         origin = {**provenance(preset=chosen.name, config=config, dataset=parse_spec(spec)[0],
                                n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device)),
-                  "model": name, **source, **model_input}
-        path = folder / f"{tokens}-{'centred' if center else 'uncentred'}.json"
+                  "model": name, "dataset_spec": spec, **source, **model_input}
         save_profile_record(path, profile_record(profile, label=f"{spec}: pretrained {name}", epoch=None,
                                                  provenance=origin))
-        paths.append(path)
     return paths
+
+
+def published_paths(out: str | os.PathLike, name: str, spec: str) -> list[Path]:
+    """Where :func:`profile_published` writes each measurement of :data:`MEASUREMENTS`."""
+    folder = Path(out) / spec_folder(spec) / name / "profiles"
+    return [folder / f"{tokens}-{'centred' if center else 'uncentred'}.json" for tokens, center in MEASUREMENTS]
+
+
+def load_published(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
+    """The records :func:`profile_published` wrote under ``folder``: dataset spec -> model
+    -> measurement (``"all tokens, centred"``, ``"cls, uncentred"``, ...) -> record; empty
+    when there is no such folder."""
+    found: dict[str, dict[str, dict[str, dict]]] = {}
+    for path in sorted(Path(folder).glob("*/*/profiles/*.json")):
+        record = load_profile_record(path)
+        tokens, _, center = path.stem.partition("-")
+        model, spec = record["provenance"]["model"], record["provenance"]["dataset_spec"]
+        found.setdefault(spec, {}).setdefault(model, {})[variant_label(tokens, center == "centred")] = record
+    return found

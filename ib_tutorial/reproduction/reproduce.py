@@ -20,7 +20,10 @@ Layout of ``DIR``::
                             (``ib-tutorial reproduce`` does)
     summary.json            per dataset: random-init and final profiles, k-NN accuracy,
                             the raw-patch baseline, the comparison rows, and the
-                            provenance of the final profile
+                            provenance of the final profile; with ``pretrained``, each
+                            published model's EED% profile by dataset
+    pretrained/<dataset>/<model>/profiles/<tokens>-<centred|uncentred>.json
+                            published models (``--pretrained MODEL ...``), every measurement
 
 ``export_bundle(DIR, DEST)`` (``--export DEST``) copies everything but the checkpoints and
 weights, a few hundred kilobytes, for committing under ``results/``.
@@ -35,17 +38,20 @@ import dataclasses
 import json
 import os
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..data.spec import parse_spec, spec_folder
 from ..files import atomic_folder, write_json_atomic
 from ..paths import data_root, display_path
+from ..models import PretrainedUnavailable
 from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_config import parse_run_spec
 from ..training.runs import RunDirectory
 from .comparison import compare_profile, comparison_records
 from .paper import PAPER_DATASETS
+from .pretrained import profile_published
 from .run_pruning import prune_run
 from .run_profiles import (
     load_run_profiles,
@@ -115,6 +121,8 @@ def reproduce(
     progress: bool = True,
     pretrained_control: bool = False,
     all_measurements: bool = True,
+    pretrained: Sequence[str] = (),
+    weights: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
     """Train, profile (every measurement of :data:`~ib_tutorial.reproduction.run_profiles.VARIANTS` too)
     and prune (:func:`~ib_tutorial.reproduction.run_pruning.prune_run`, the last teacher) every dataset,
@@ -132,6 +140,11 @@ def reproduce(
             they cannot be had, a message says so and the reproduction goes on without).
         all_measurements: also profile the measurement variants and prune the last teacher
             (False: the default profiles only, for a quick look at extra runs).
+        pretrained: published timm models (e.g. :data:`~ib_tutorial.models.PUBLISHED_VIT_SMALL`)
+            to profile on each dataset's held-out profile images with every measurement
+            (:func:`~ib_tutorial.reproduction.pretrained.profile_published`), into
+            ``<out>/pretrained/``; a model whose weights cannot be had is reported and skipped.
+        weights: local state dicts by model name, for machines without a network.
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
@@ -147,11 +160,30 @@ def reproduce(
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
             summary["datasets"][dataset]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]
+        for name in pretrained:
+            profiled = profile_published_or_say_why(name, parse_run_spec(dataset)[0], out / PRETRAINED_FOLDER,
+                                                    (weights or {}).get(name), preset, root, download, progress)
+            if profiled:
+                summary.setdefault("pretrained", {}).setdefault(dataset, {})[name] = \
+                    json.loads(profiled[0].read_text())["profile"]["eed_percent"]
         write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
     return out
 
 
+def profile_published_or_say_why(name: str, spec: str, out: Path, weights, preset: Preset, root, download: bool,
+                                 progress: bool) -> list[Path]:
+    """:func:`~ib_tutorial.reproduction.pretrained.profile_published`, or, when the model's
+    weights cannot be had, the reason printed and nothing: the reproduction goes on."""
+    try:
+        return profile_published(name, spec, out, weights=weights, preset=preset, root=root, download=download,
+                                 progress=progress)
+    except PretrainedUnavailable as error:
+        print(f"{spec}: {name} not profiled: {error}")
+        return []
+
+
 SMALL_RUN_FILES = ("config.json", "metrics.jsonl")
+PRETRAINED_FOLDER = "pretrained"  # <out>/pretrained/<dataset>/<model>/profiles/*.json
 
 
 def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
@@ -189,6 +221,8 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
             for measured in ("profiles", "pruning"):
                 if (run / measured).exists():
                     shutil.copytree(run / measured, folder / run.name / measured)
+        if (out / PRETRAINED_FOLDER).exists():  # the published models' profiles: JSON only, no weights
+            shutil.copytree(out / PRETRAINED_FOLDER, folder / PRETRAINED_FOLDER)
 
     atomic_folder(dest, fill)  # a bundle is replaced whole, or not at all
     return dest

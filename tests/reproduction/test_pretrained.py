@@ -5,13 +5,17 @@ import os
 import subprocess
 import sys
 
+import huggingface_hub
 import pytest
 import timm
 import torch
 
 from ib_tutorial.models import PretrainedUnavailable, load_pretrained
 from ib_tutorial.reproduction.pretrained import MEASUREMENTS, file_sha256, model_transform, profile_published
+from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.reproduction.records import validate_profile_record
+from ib_tutorial.reproduction.reproduce import export_bundle, reproduce
+from ib_tutorial.reproduction.run_profiles import variant_label
 
 DINO = "vit_small_patch16_224.dino"
 
@@ -89,3 +93,29 @@ def test_weights_are_the_file_of_one_model(dino_weights, tmp_path):
                              "--dataset", "synthetic-objects", "--weights", str(dino_weights), "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "give one MODEL with it" in result.stderr
+
+
+# The ci tier shrunk to seconds: the run is not what these tests are about.
+TINY_RUN = ("synthetic-objects@epochs=1,train_images=16,batch_size=8,img_size=16,patch_size=8,local_crop_size=8,"
+            "knn_train_images=8,knn_eval_images=8,out_dim=64,hidden_dim=64,bottleneck_dim=16,arch=vit_tiny")
+
+
+def test_reproduce_profiles_published_models_beside_its_runs_and_the_bundle_carries_them(dino_weights, tmp_path,
+                                                                                      monkeypatch, capsys):
+    # No file for DeiT and no network (the hub's offline switch, read when it was imported): reported, then skipped.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    deit = "deit_small_patch16_224.fb_in1k"
+    out = reproduce("ci", datasets=[TINY_RUN], out=tmp_path / "out", progress=False, all_measurements=False,
+                    pretrained=[DINO, deit], weights={DINO: dino_weights})
+    assert f"{deit} not profiled: the published weights of {deit} could not be fetched" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["pretrained"][TINY_RUN]) == [DINO] and len(summary["pretrained"][TINY_RUN][DINO]) == 12
+    bundle = load_bundle(export_bundle(out, tmp_path / "bundle", allow_dirty=True))
+    measured = bundle.pretrained["synthetic-objects"][DINO]
+    assert set(measured) == {variant_label(tokens, center) for tokens, center in MEASUREMENTS}
+    assert measured["all tokens, centred"]["provenance"]["weights_sha256"] == file_sha256(dino_weights)
+    # Finished work is not redone: a second call reads the records it wrote.
+    before = {path: path.stat().st_mtime_ns for path in (out / "pretrained").rglob("*.json")}
+    reproduce("ci", datasets=[TINY_RUN], out=out, progress=False, all_measurements=False, pretrained=[DINO],
+              weights={DINO: dino_weights})
+    assert before == {path: path.stat().st_mtime_ns for path in (out / "pretrained").rglob("*.json")}

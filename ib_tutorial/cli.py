@@ -28,7 +28,7 @@ from .presets import (
 )
 from .report.tables import write_comparison_table
 from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
-from .reproduction.pretrained import profile_published
+from .reproduction.pretrained import converged_folder, profile_published
 from .reproduction.reproduce import export_bundle, reproduce
 from .reproduction.run_profiles import profile_run, raw_patch_eed
 from .reproduction.run_pruning import prune_run
@@ -230,9 +230,9 @@ def _profile_published(args: argparse.Namespace) -> None:
         raise SystemExit("error: --weights is the file of one model; give one MODEL with it")
     for name in args.models:
         try:
-            paths = profile_published(name, args.dataset, args.out, weights=args.weights, preset=args.preset,
-                                      images=args.images, root=args.root, download=args.download,
-                                      progress=not args.no_progress)
+            paths = profile_published(name, args.dataset, args.out or converged_folder(args.root), weights=args.weights,
+                                      preset=args.preset, images=args.images, root=args.root, download=args.download,
+                                      progress=not args.no_progress, img_size=args.img_size)
         except (PretrainedUnavailable, FileNotFoundError, ValueError, DiskFullError) as error:
             raise SystemExit(f"error: {error}") from None
         record = json.loads(paths[0].read_text())
@@ -256,8 +256,10 @@ def _add_profile_published(commands) -> None:
     published.add_argument("--preset", default=None,
                            help=f"whose profile images and device (default: ${ENV_VAR}, else ci)")
     published.add_argument("--images", type=int, default=None, help="profile images (default: the preset's)")
-    published.add_argument("--out", type=Path, default=Path("pretrained-profiles"),
-                           help="results folder (default: ./pretrained-profiles)")
+    published.add_argument("--img-size", type=int, default=None,
+                           help="input side in pixels (default: the model's published one; e.g. 224 for DINOv2 ViT-S/14)")
+    published.add_argument("--out", type=Path, default=None,
+                           help="results folder (default: <data root>/converged, which the chapter \"Converged ViTs\" reads)")
     published.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
     published.add_argument("--download", action="store_true", help="download the dataset if it is missing")
     published.add_argument("--no-progress", action="store_true", help="no progress bars")

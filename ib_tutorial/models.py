@@ -84,10 +84,12 @@ class PretrainedUnavailable(RuntimeError):
     ``str()`` names the model, what was tried and how to get the file."""
 
 
-def load_pretrained(name: str, weights: str | os.PathLike | None = None) -> torch.nn.Module:
+def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_size: int | None = None) -> torch.nn.Module:
     """timm's ``name`` with its published weights and no classification head: read from
     ``weights`` (a local state dict, ``.pth``/``.bin``/``.safetensors``, for machines without
-    a network), else from the Hugging Face hub (cached after the first download).
+    a network), else from the Hugging Face hub (cached after the first download). With
+    ``img_size``, the network takes inputs of that side (timm resamples its position
+    embeddings), e.g. DINOv2 ViT-S/14, published at 518 px, at 224 px.
 
     Raises:
         ValueError: timm knows no such model.
@@ -98,17 +100,19 @@ def load_pretrained(name: str, weights: str | os.PathLike | None = None) -> torc
     if not timm.is_model(name.split(".")[0]):
         raise ValueError(f"timm knows no model {name!r}; ViT-S networks with published weights: "
                          f"{', '.join(PUBLISHED_VIT_SMALL)}")
+    sized = {"img_size": img_size} if img_size else {}
     if weights is not None:
         path = Path(weights)
         if not path.is_file():
             raise FileNotFoundError(f"no weights file {path}")
         try:
-            return timm.create_model(name, pretrained=True, num_classes=0, pretrained_cfg_overlay={"file": str(path)})
+            return timm.create_model(name, pretrained=True, num_classes=0, pretrained_cfg_overlay={"file": str(path)},
+                                     **sized)
         except (RuntimeError, KeyError, ValueError) as error:  # shapes or names of another architecture
             first = str(error).strip().splitlines()[0]
             raise PretrainedUnavailable(f"{path} does not hold the weights of {name}: {first[:300]}") from None
     try:
-        return timm.create_model(name, pretrained=True, num_classes=0)
+        return timm.create_model(name, pretrained=True, num_classes=0, **sized)
     except Exception as error:  # any hub or network failure: say what was tried and how to get the file
         hub = timm.models.get_pretrained_cfg(name)
         where = f"the Hugging Face hub repository {hub.hf_hub_id}" if hub and hub.hf_hub_id else "timm's download address"

@@ -3,6 +3,7 @@ the chapters find the committed results wherever they run (or say truthfully tha
 cannot), the licence, and the published book's workflow and Binder configuration."""
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -13,6 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+
+from ib_tutorial.models import PUBLISHED_VIT_SMALL
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # this environment's executables, as the README's set-up made them
@@ -150,11 +153,31 @@ def test_the_workflow_installs_cpu_wheels_of_the_pinned_torch():
     pinned = pins(REPO / "requirements.txt")
     installs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"]
                 if "pip install -r requirements.txt" in step.get("run", "")]
+    assert "jupyter-book build" not in installs[0]  # the online steps come between install and build
     assert len(installs) == 2
     for run in installs:
         cpu = re.search(r"pip install torch==(\S+) torchvision==(\S+) --index-url https://download.pytorch.org/whl/cpu", run)
         assert cpu and cpu.groups() == (pinned["torch"], pinned["torchvision"]), run
         assert run.index("whl/cpu") < run.index("pip install -r requirements.txt")
+
+
+def test_the_workflows_online_steps_call_the_packages_own_commands():
+    """The downloads and profiles of the online build are `ib-tutorial` commands this
+    package's command line accepts (its own download code, checksums included), gated by
+    IB_TUTORIAL_ONLINE, and the chapter reads where they write."""
+    from ib_tutorial.cli import build_parser
+
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "book.yml").read_text())
+    online = [step for step in workflow["jobs"]["build"]["steps"] if step.get("if") == "env.IB_TUTORIAL_ONLINE == '1'"]
+    commands = [shlex.split(line.strip().replace('"$dataset"', "cifar100")) for step in online
+                for line in step.get("run", "").splitlines() if line.strip().startswith("ib-tutorial ")]
+    assert len(online) == 2 and len(commands) == 2
+    for command in commands:
+        args = build_parser().parse_args(command[1:])  # exits (fails the test) on an unknown command or flag
+        assert args.command == "profile-pretrained" and args.download and args.out is None  # the chapter's folder
+    profiled = {model for command in commands for model in build_parser().parse_args(command[1:]).models}
+    assert profiled == set(PUBLISHED_VIT_SMALL)
+    assert "IB_TUTORIAL_ONLINE" in workflow["jobs"]["build"]["env"]
 
 
 def test_binder_installs_cpu_wheels_and_the_project_pins():

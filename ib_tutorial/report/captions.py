@@ -43,3 +43,14 @@ def run_caption(entry: DatasetRun) -> str:
     """What made a dataset run's figures: the bundle, the run, and its last profile's
     provenance (:func:`profile_caption`)."""
     return f"bundle {entry.bundle.name}, run {entry.spec}: {profile_caption(entry.run.profiles[-1])}"
+
+
+def published_caption(record: dict) -> str:
+    """The caption line of a figure drawn from a published model's profile record: the
+    model, its weights (file or hub, with their SHA-256), input, data, tokens, centring
+    and the code that measured it."""
+    p, profile = record["provenance"], record["profile"]
+    centring = "centred" if profile["center"] else "uncentred"
+    return (f"{p['model']} (D = {profile['dim']}), weights {p['weights']} (SHA-256 {p['weights_sha256'][:12]}), "
+            f"{p['input_size']} px; {p['dataset_spec']}: {p['n_images']} held-out images of preset {p['preset']}, "
+            f"{p['n_tokens']:,} tokens ({profile['tokens']}, {centring}); code {p['code_version'][:10]}, {p['date'][:10]}")

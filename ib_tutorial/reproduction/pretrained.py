@@ -27,6 +27,7 @@ from ..data import get_dataset, held_out_split
 from ..data.spec import parse_spec, spec_folder
 from ..measure.block_profile import COMPANIONS, profile_model
 from ..models import load_pretrained
+from ..paths import data_root
 from ..presets import Preset, get_preset, resolve_device
 from .records import load_profile_record, profile_record, provenance, save_profile_record
 from .run_profiles import VARIANTS, seeded_subset, variant_label
@@ -57,7 +58,7 @@ def model_transform(model: torch.nn.Module) -> tuple[transforms.Compose, dict]:
     interpolation, centre-crop, normalise with its mean and std (timm's data config). The
     whole square image is kept (no ``crop_pct`` zoom), as for the runs' profiles."""
     config = timm.data.resolve_model_data_config(model)
-    size = config["input_size"][-1]
+    size = model.patch_embed.img_size[-1]  # the size it was built for (the data config keeps the published one)
     interpolation = transforms.InterpolationMode(config.get("interpolation", "bicubic"))
     transform = transforms.Compose([transforms.Resize(size, interpolation=interpolation), transforms.CenterCrop(size),
                                     transforms.ToTensor(), transforms.Normalize(config["mean"], config["std"])])
@@ -79,7 +80,7 @@ def held_out_profile_images(spec: str, preset: Preset, transform, images: int | 
 def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str | os.PathLike | None = None,
                       preset: str | Preset | None = None, images: int | None = None, root=None,
                       download: bool = False, device: str | torch.device | None = None,
-                      progress: bool = True) -> list[Path]:
+                      progress: bool = True, img_size: int | None = None) -> list[Path]:
     """Profile the published ``name`` (a timm model) on dataset ``spec``'s held-out profile
     images with every measurement of :data:`MEASUREMENTS`; return the record files.
 
@@ -92,12 +93,14 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
         preset: whose profile images (count, seed, batch size) and device (default: the
             environment's, else ``ci``).
         images: profile images (default: the preset's, or the whole split when smaller).
+        img_size: the input side (default: the model's published one); e.g. 224 for DINOv2,
+            published at 518 px. Records of another size go to ``<name>@<size>px/``.
     """
     chosen = get_preset(preset) if not isinstance(preset, Preset) else preset
-    paths = published_paths(out, name, spec)
+    paths = published_paths(out, name, spec, img_size)
     if all(path.exists() for path in paths):  # finished work is never redone
         return paths
-    model = load_pretrained(name, weights)
+    model = load_pretrained(name, weights, img_size)
     device = torch.device(device) if device is not None else resolve_device(chosen)
     transform, model_input = model_transform(model)
     loader = DataLoader(held_out_profile_images(spec, chosen, transform, images, root, download),
@@ -120,9 +123,15 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
     return paths
 
 
-def published_paths(out: str | os.PathLike, name: str, spec: str) -> list[Path]:
+def converged_folder(root=None) -> Path:
+    """Where ``ib-tutorial profile-pretrained`` writes by default, and the chapter
+    "Converged ViTs" looks besides the committed bundles: ``<data root>/converged``."""
+    return data_root(root) / "converged"
+
+
+def published_paths(out: str | os.PathLike, name: str, spec: str, img_size: int | None = None) -> list[Path]:
     """Where :func:`profile_published` writes each measurement of :data:`MEASUREMENTS`."""
-    folder = Path(out) / spec_folder(spec) / name / "profiles"
+    folder = Path(out) / spec_folder(spec) / (f"{name}@{img_size}px" if img_size else name) / "profiles"
     return [folder / f"{tokens}-{'centred' if center else 'uncentred'}.json" for tokens, center in MEASUREMENTS]
 
 

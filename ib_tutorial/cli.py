@@ -33,6 +33,7 @@ from .reproduction.reproduce import export_bundle, reproduce
 from .reproduction.run_profiles import profile_run, raw_patch_eed
 from .reproduction.run_pruning import prune_run
 from .training.loop import NonFiniteLossError, train
+from .training.memory import TrainingOutOfMemory
 from .training.run_config import parse_run_spec
 from .training.runs import CheckpointError, RunLockedError
 from .training.stopping import TrainingStopped
@@ -115,7 +116,7 @@ def _train(args: argparse.Namespace) -> None:
 
 # Errors of a run that its message explains in full: shown without a traceback.
 RUN_ERRORS = (NonFiniteLossError, FileExistsError, FileNotFoundError, ValueError, CheckpointError, RunLockedError,
-              DiskFullError)
+              DiskFullError, TrainingOutOfMemory)
 
 
 def _stop(stopped: TrainingStopped, also: str = "") -> None:

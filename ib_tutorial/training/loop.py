@@ -44,6 +44,8 @@ from ..measure.knn import evaluate_knn
 from ..presets import Preset, get_preset, resolve_device
 from ..seeding import rng_state, seed_all, set_rng_state
 from .data import TrainingData, build_data, build_loader
+from .disk import check_disk_space, run_writes
+from .memory import out_of_memory
 from .dino import Schedules
 from .dino_step import DINOTraining, build_schedules
 from .distributed import Processes
@@ -150,6 +152,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:
+        check_disk_space(run.path, run_writes(state, config, start.epoch))  # before anything is written
         if run.exists():  # drop what the interrupted run logged after its last checkpoint, and its unfinished files
             run.truncate_metrics(start.step if start.step else -1)
             run.remove_unfinished_files()
@@ -160,17 +163,21 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
 
     step = start.step
+    fixed = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0  # weights and optimiser, before a step
     for epoch in range(start.epoch, config.train.epochs):
         first = start.batch if epoch == start.epoch else 0  # batches a mid-epoch checkpoint had done
         loader.sampler.set_epoch(epoch)
         loader.sampler.skip = first * config.batch_per_process
         data.train_views.set_epoch(epoch)
         for batch, (views, labels) in enumerate(loader, start=first):
-            result = state.forward(views, labels, epoch)
-            loss = processes.mean(result.loss.detach()).item()
-            if not math.isfinite(loss):  # stop before this step changes any weight
-                raise NonFiniteLossError(_non_finite_message(loss, epoch, step + 1, recorder.last_saved))
-            state.update(result.loss, epoch, step)
+            try:
+                result = state.forward(views, labels, epoch)
+                loss = processes.mean(result.loss.detach()).item()
+                if not math.isfinite(loss):  # stop before this step changes any weight
+                    raise NonFiniteLossError(_non_finite_message(loss, epoch, step + 1, recorder.last_saved))
+                state.update(result.loss, epoch, step)
+            except torch.OutOfMemoryError as error:
+                raise out_of_memory(error, config.batch_per_process, processes.world_size, device, fixed) from None
             step += 1
             recorder.step_done(result, loss, epoch, step)
             if stop.requested(processes):

@@ -1,11 +1,15 @@
 """The verdicts on trained networks, as the book states them: whether a run reached its
-plateau (:mod:`ib_tutorial.reproduction.plateau`), a sentence per profile shape and a
-table of the paper's claims (:mod:`ib_tutorial.reproduction.claims` computes them)."""
+plateau (:mod:`ib_tutorial.reproduction.plateau`), a sentence per profile shape, one per
+knob sweep (:mod:`ib_tutorial.reproduction.knob`) and a table of the paper's claims
+(:mod:`ib_tutorial.reproduction.claims` computes them)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import math
+
 from ..reproduction.claims import ClaimTest, ProfileShape
+from ..reproduction.knob import knob_trend
 from ..reproduction.paper import EARLY, LATE, MIDDLE
 from ..reproduction.plateau import Plateau
 
@@ -50,3 +54,16 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     failed = [f"{test.claim} ({subject})" for subject, test in tested if not test.holds]
     return (f"Of {len(tested)} tests, {len(held)} held" + (f": {'; '.join(held)}" if held else "")
             + f", and {len(failed)} failed" + (f": {'; '.join(failed)}" if failed else "") + ".")
+
+
+def knob_sentence(weights: Sequence[float], first: Sequence[ProfileShape], last: Sequence[ProfileShape]) -> str:
+    """How the two gaps move along a knob sweep at its last saved epoch, against the same
+    fit at the random initialisation (one shape per weight, ascending in weight)."""
+    def moved(key: str, shapes: Sequence[ProfileShape]) -> str:
+        trend = knob_trend(weights, [getattr(shape, key) for shape in shapes])
+        rho = "undefined" if math.isnan(trend.rank_correlation) else f"{trend.rank_correlation:+.2f}"
+        return (f"from {getattr(shapes[0], key):+.1f} points at w = {weights[0]:g} to {getattr(shapes[-1], key):+.1f} "
+                f"at w = {weights[-1]:g} (the fitted line changes {trend.change:+.1f} points over the knob; rank "
+                f"correlation {rho})")
+    return (f"At epoch {last[0].epoch}, early minus middle goes {moved('dip', last)}, and late minus middle "
+            f"{moved('reexpansion', last)}. At the random initialisation, early minus middle goes {moved('dip', first)}.")

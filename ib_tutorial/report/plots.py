@@ -246,6 +246,80 @@ def plot_texture_knob(
     return ax
 
 
+def knob_colours(weights: Sequence[float]) -> list:
+    """One colour per ``texture_weight``, from the object end (dark) to the texture end (light)."""
+    return [plt.cm.viridis(0.85 * weight) for weight in weights]
+
+
+def plot_knob_profiles(runs: Mapping[float, Sequence[dict]], caption: str) -> plt.Figure:
+    """A knob sweep block by block: each ``texture_weight``'s last saved profile (solid) and
+    its random initialisation (dashed), EED% of the width, in one colour per weight.
+
+    Args:
+        runs: ``texture_weight`` -> the run's profile records by epoch, ascending in weight.
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    for colour, (weight, records) in zip(knob_colours(list(runs)), runs.items()):
+        last, first = records[-1], records[0]
+        ax.plot(last["profile"]["eed_percent"], marker="o", color=colour, label=f"w = {weight:g}, {epoch_label(last)}")
+        ax.plot(first["profile"]["eed_percent"], linestyle="--", color=colour, alpha=0.6)
+    ax.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
+    depth = len(last["profile"]["eed_percent"])
+    ax.set_xticks(range(depth))
+    ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)",
+           title="synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_knob_shapes(weights: Sequence[float], first: Sequence[ProfileShape], last: Sequence[ProfileShape],
+                     caption: str, margin: float = MARGIN) -> plt.Figure:
+    """The paper's two gaps against the knob: early minus middle (left: the compression the
+    paper finds deeper for objects) and late minus middle (right: re-expansion), at the
+    sweep's last saved epoch (solid) and at the random initialisation (dashed), with the
+    margin a claim must exceed shaded."""
+    fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
+    epoch = last[0].epoch
+    for ax, key in ((dip, "dip"), (rise, "reexpansion")):
+        ax.plot(weights, [getattr(shape, key) for shape in last], marker="o", color="C0", label=f"epoch {epoch}")
+        ax.plot(weights, [getattr(shape, key) for shape in first], marker="s", markerfacecolor="none",
+                **{k: v for k, v in line_style("random init").items() if k not in ("marker", "markerfacecolor")},
+                label="random init")
+    for ax, title, ylabel in (
+            (dip, "middle below early", "early mean - middle mean (points of EED)"),
+            (rise, "late re-expansion", "late mean - middle mean (points of EED)")):
+        ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} point)")
+        ax.axhline(0, color="0.4", lw=1)
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_xlabel("texture_weight w (0 = objects, 1 = textures)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    dip.legend(fontsize="x-small")
+    add_caption(fig, caption)
+    return fig
+
+
+def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | None, caption: str) -> plt.Figure:
+    """k-NN top-1 on the CLS token against epoch for each ``texture_weight`` of a sweep, in
+    the colours of :func:`plot_knob_profiles`, with chance (grey; in percent, when known)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    for colour, (weight, records) in zip(knob_colours(list(curves)), curves.items()):
+        ax.plot([r["epoch"] for r in records], [r["top1"] for r in records], marker="o", color=colour,
+                label=f"w = {weight:g}")
+    if chance is not None:
+        ax.axhline(chance, color="0.6", lw=1.5, label=f"chance ({chance:g} %)")
+    ax.set(xlabel="epoch (0 = random init)", ylabel="k-NN top-1 on the CLS token (%)",
+           title="Learning along the texture knob")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small")
+    add_caption(fig, caption)
+    return fig
+
+
 def plot_profile_shapes(shapes: Mapping[str, Sequence[ProfileShape]], caption: str, margin: float = MARGIN) -> plt.Figure:
     """The paper's two gaps at every saved epoch, one line per labelled run: how far the
     middle blocks sit below the early ones (left; the paper: about 28 points) and below the

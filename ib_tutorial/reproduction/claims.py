@@ -9,6 +9,9 @@ The paper makes four claims about a ViT that has learned its data:
    more in the middle blocks than texture-centric ones, which stay flat;
 4. **late re-expansion**: the late blocks (L9-L11) rise above the middle ones again.
 
+Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`),
+where the data change from objects to textures and nothing else does.
+
 Each is reduced to the block means of :mod:`~ib_tutorial.reproduction.paper` (early
 L0-L1, middle L2-L4, late L9-L11) and holds when its difference exceeds ``margin``
 percentage points of EED (default :data:`MARGIN`), so that a profile flat to within
@@ -20,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .knob import knob_trend
 from .paper import EARLY, LATE, MIDDLE
 
 #: Percentage points of EED a difference must exceed to count: a choice (the paper gives
@@ -110,3 +114,11 @@ def deeper_for_objects(objects: ProfileShape, textures: ProfileShape, margin: fl
 def late_reexpansion(shape: ProfileShape, margin: float = MARGIN) -> ClaimTest:
     """The late mean lies more than ``margin`` above the middle mean."""
     return ClaimTest("late re-expansion", shape.reexpansion > margin, shape.reexpansion, margin)
+
+
+def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ProfileShape], margin: float = MARGIN) -> ClaimTest:
+    """Claim 3 along ``synthetic-mix``'s knob (:mod:`~ib_tutorial.reproduction.knob`): the
+    dip's least-squares line over ``weights`` falls by more than ``margin`` from the
+    objects' end to the textures' end; ``difference`` is that fall."""
+    fall = -knob_trend(weights, [shape.dip for shape in shapes]).change
+    return ClaimTest("deeper for object data along the knob", fall > margin, fall, margin)

@@ -1,0 +1,78 @@
+"""What a chapter renders of a knob sweep (:mod:`ib_tutorial.reproduction.knob`): its runs
+as a table, its k-NN curves, its profiles and the paper's two gaps along the knob, and the
+claims tested on it, for a committed sweep and a live one alike."""
+from __future__ import annotations
+
+import dataclasses
+import shlex
+
+import matplotlib.pyplot as plt
+from IPython.display import Markdown
+
+from ..reproduction import claims
+from ..reproduction.claims import ClaimTest
+from ..reproduction.knob import KNOB_DATASET, KnobSweep
+from ..reproduction.plateau import plateau
+from .captions import profile_caption
+from .claims import claims_markdown, claims_summary, knob_sentence, plateau_sentence
+from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
+from .tables import bundle_markdown
+
+
+def knob_specs(weights, settings: str) -> list[str]:
+    """The run specs of a sweep: ``synthetic-mix:texture_weight=W@SETTINGS`` for each weight."""
+    return [f"{KNOB_DATASET}:texture_weight={weight:g}@{settings}" for weight in weights]
+
+
+def knob_command(preset: str, weights, settings: str, out: str) -> str:
+    """The ``reproduce`` command that trains, profiles and prunes a sweep into ``out``."""
+    return shlex.join(["ib-tutorial", "reproduce", "--preset", preset, "--out", out,
+                       "--datasets", *knob_specs(weights, settings)])
+
+
+def sweep_caption(sweep: KnobSweep) -> str:
+    """What made a sweep's figures: bundle, objective, weights, settings, and the last
+    profile's provenance (:func:`~ib_tutorial.report.captions.profile_caption`)."""
+    settings = ",".join(f"{key}={value}" for key, value in sweep.overrides) or "the tier's own"
+    _, run = next(iter(sweep.runs.values()))
+    return (f"bundle {sweep.bundle.name}: {sweep.objective}, {KNOB_DATASET} at w = "
+            f"{', '.join(f'{w:g}' for w in sweep.weights)}, settings {settings}; {profile_caption(run.profiles[-1])}")
+
+
+def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
+    """The paper's claims on every weight's last saved profile, and claim 3 along the knob."""
+    tested = []
+    for weight, (_, run) in sweep.runs.items():
+        first, last = claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])
+        subject = f"w = {weight:g}, epoch {last.epoch}"
+        tested += [(subject, claims.mid_depth_minimum(last)), (subject, claims.deepens(first, last)),
+                   (subject, claims.late_reexpansion(last))]
+    last = [claims.profile_shape(run.profiles[-1]) for _, run in sweep.runs.values()]
+    tested.append((f"w = {sweep.weights[0]:g} to {sweep.weights[-1]:g}, epoch {sweep.epochs}",
+                   claims.deeper_along_knob(sweep.weights, last)))
+    return tested
+
+
+def render_sweep(sweep: KnobSweep) -> list:
+    """Everything a chapter shows of ``sweep``, in order, for ``display``: the runs' table,
+    the k-NN curves with a plateau sentence per weight, the profiles, the two gaps against
+    the knob with their sentence, and the claims' table and summary."""
+    caption = sweep_caption(sweep)
+    runs = {weight: run for weight, (_, run) in sweep.runs.items()}
+    first = [claims.profile_shape(run.profiles[0]) for run in runs.values()]
+    last = [claims.profile_shape(run.profiles[-1]) for run in runs.values()]
+    pruned = [run.pruning[-1] for run in runs.values() if run.pruning]
+    chance = pruned[0]["chance"] if pruned else None  # 100 / classes, as the pruning records state it
+    table = bundle_markdown(dataclasses.replace(sweep.bundle, runs={spec: run for spec, run in sweep.runs.values()}))
+    tested = sweep_claims(sweep)
+    items = [Markdown(table), plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption)]
+    items += [Markdown(plateau_sentence(f"w = {w:g}", plateau(run.knn))) for w, run in runs.items()]
+    items += [plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),
+              plot_knob_shapes(sweep.weights, first, last, caption),
+              Markdown(knob_sentence(sweep.weights, first, last)),
+              Markdown(claims_markdown(tested)), Markdown(claims_summary(tested))]
+    for item in items:
+        if isinstance(item, plt.Figure):
+            plt.close(item)  # shown by display(), not again by the notebook's inline backend
+    return items
+

@@ -1,0 +1,120 @@
+"""The texture knob as an experiment: one objective trained on ``synthetic-mix`` at several
+``texture_weight`` values with the same budget, and how the profile's shape follows it.
+
+``synthetic-mix`` blends each image from an object (class = a shape) and a texture (class
+= a texture statistic) of the same class, ``(1 - w) object + w texture``
+(:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape
+to the texture and changes nothing else. A sweep is the runs of one bundle that train
+``synthetic-mix`` with the same objective and the same settings after ``@``, one per ``w``
+(``synthetic-mix:texture_weight=0.25@objective=supervised,epochs=20`` and so on), so that
+the knob is the only thing that differs between them.
+
+:func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the
+paper's contrast, objects against textures, is the line's change from ``w = 0`` to
+``w = 1``) and gives its rank correlation, which says whether the statistic moves one way
+along the knob even where the line fits poorly.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from ..data.spec import parse_spec
+from ..training.run_config import parse_run_spec
+from .bundles import Bundle, BundleRun, load_bundle, stored_bundles
+
+#: The dataset whose option ``texture_weight`` is the knob.
+KNOB_DATASET = "synthetic-mix"
+
+#: The committed ``laptop`` sweep (``results/laptop-knob``): its weights and the settings
+#: every run sets after ``@`` (README, "Committed results", has the command and the pilot
+#: that chose them).
+LAPTOP_SWEEP = ((0, 0.25, 0.5, 0.75, 1), "objective=supervised,epochs=12,knn_every=2,checkpoint_every=3")
+
+#: The weights of the small sweep a chapter trains live on ``ci``.
+LIVE_WEIGHTS = (0, 0.5, 1)
+
+
+@dataclass(frozen=True)
+class KnobSweep:
+    """The runs of one bundle along the knob, with one objective and the same settings.
+
+    Attributes:
+        bundle: the bundle that holds them.
+        objective: ``"supervised"`` or ``"dino"``.
+        overrides: the training settings every run's spec sets after ``@`` (the budget).
+        runs: ``texture_weight`` -> (spec, run), ascending in ``texture_weight``.
+    """
+
+    bundle: Bundle
+    objective: str
+    overrides: tuple[tuple[str, str], ...]
+    runs: dict[float, tuple[str, BundleRun]]
+
+    @property
+    def weights(self) -> list[float]:
+        return list(self.runs)
+
+    @property
+    def epochs(self) -> int:
+        """The last saved epoch the runs share (the budget they all reached)."""
+        return min(run.profiles[-1]["epoch"] for _, run in self.runs.values())
+
+
+def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[KnobSweep]:
+    """Every sweep in ``bundles`` (default: the bundles committed under ``results/``), one
+    per (bundle, objective, settings), with at least two ``texture_weight`` values."""
+    loaded = [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
+    sweeps = []
+    for bundle in loaded:
+        groups: dict[tuple, dict[float, tuple[str, BundleRun]]] = {}
+        for spec, run in bundle.runs.items():
+            dataset_spec, overrides = parse_run_spec(spec)
+            if parse_spec(dataset_spec)[0] != KNOB_DATASET:
+                continue
+            weight = float(run.config.dataset_options["texture_weight"])
+            key = (run.config.train.objective, tuple(sorted((k, str(v)) for k, v in overrides.items())))
+            groups.setdefault(key, {})[weight] = (spec, run)
+        sweeps += [KnobSweep(bundle, objective, overrides, dict(sorted(runs.items())))
+                   for (objective, overrides), runs in groups.items() if len(runs) >= 2]
+    return sweeps
+
+
+def widest_sweep(objective: str, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
+    """The sweep of ``objective`` with the most ``texture_weight`` values (then the most
+    epochs); None when there is none."""
+    sweeps = [sweep for sweep in knob_sweeps(bundles) if sweep.objective == objective]
+    return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
+
+
+@dataclass(frozen=True)
+class KnobTrend:
+    """A shape statistic against the knob.
+
+    Attributes:
+        slope: the least-squares line's slope, points of EED per unit of ``texture_weight``.
+        change: the line's value at the sweep's largest weight minus at its smallest
+            (for a sweep from 0 to 1: textures minus objects).
+        rank_correlation: Spearman's rho between the weights and the statistic (NaN for
+            fewer than three weights or a constant statistic).
+    """
+
+    slope: float
+    change: float
+    rank_correlation: float
+
+
+def knob_trend(weights: Sequence[float], values: Sequence[float]) -> KnobTrend:
+    """Fit ``values`` (one per weight) against ``weights``: see :class:`KnobTrend`."""
+    weights, values = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
+    if len(weights) < 2 or len(weights) != len(values):
+        raise ValueError(f"a trend needs two or more weights, each with one value; got {len(weights)} and {len(values)}")
+    slope = float(np.polyfit(weights, values, 1)[0])
+    rho = float("nan")
+    if len(weights) >= 3 and np.ptp(values) > 0:
+        rho = float(spearmanr(weights, values).statistic)
+    return KnobTrend(slope, slope * float(np.ptp(weights)), rho)

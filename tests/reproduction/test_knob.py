@@ -1,0 +1,85 @@
+"""Knob sweeps: found by objective and settings, and trends with known answers."""
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from ib_tutorial.reproduction.bundles import Bundle
+from ib_tutorial.reproduction.claims import ProfileShape, deeper_along_knob
+from ib_tutorial.reproduction.knob import LAPTOP_SWEEP, LIVE_WEIGHTS, knob_sweeps, knob_trend, widest_sweep
+from ib_tutorial.report.knob import knob_command, knob_specs
+from ib_tutorial.training.run_config import parse_run_spec
+
+from profile_records import bundle_run
+
+
+def mix_run(weight, settings="objective=supervised,epochs=2"):
+    spec = f"synthetic-mix:texture_weight={weight:g}@{settings}"
+    run = bundle_run(spec)
+    config = dataclasses.replace(run.config, dataset="synthetic-mix", dataset_options={"texture_weight": weight})
+    return spec, dataclasses.replace(run, config=config)
+
+
+def bundle(name, *runs):
+    return Bundle(name, Path(name), "laptop", dict(runs))
+
+
+def shape(dip, epoch=12):
+    return ProfileShape(epoch, early=20 + dip, middle=20, late=25, lowest_block=3, lowest=19)
+
+
+def test_a_straight_line_is_fitted_exactly():
+    trend = knob_trend([0, 0.25, 0.5, 1], [10, 8, 6, 2])
+    assert trend.slope == pytest.approx(-8) and trend.change == pytest.approx(-8)
+    assert trend.rank_correlation == pytest.approx(-1)
+
+
+def test_the_change_spans_the_weights_swept_and_the_rank_correlation_ignores_the_scale():
+    trend = knob_trend([0.25, 0.5, 0.75], [1, 4, 100])
+    assert trend.change == pytest.approx(trend.slope * 0.5)
+    assert trend.rank_correlation == pytest.approx(1)
+
+
+def test_two_weights_or_a_flat_statistic_have_no_rank_correlation():
+    assert math.isnan(knob_trend([0, 1], [3, 1]).rank_correlation)
+    assert math.isnan(knob_trend([0, 0.5, 1], [2, 2, 2]).rank_correlation)
+    with pytest.raises(ValueError, match="two or more weights"):
+        knob_trend([0], [1])
+    with pytest.raises(ValueError, match="each with one value"):
+        knob_trend([0, 1], [1, 2, 3])
+
+
+@pytest.mark.parametrize("dips, holds", [([12, 9, 6, 3, 0], True),     # falls 12 points
+                                         ([0, 3, 6, 9, 12], False),    # rises
+                                         ([5, 5.2, 4.9, 5.1, 4.8], False)])  # flat within the margin
+def test_claim_three_along_the_knob_holds_when_the_dip_falls_towards_textures(dips, holds):
+    weights = [0, 0.25, 0.5, 0.75, 1]
+    test = deeper_along_knob(weights, [shape(d) for d in dips])
+    assert test.holds is holds
+    assert test.difference == pytest.approx(-knob_trend(weights, dips).change)
+
+
+def test_sweeps_group_one_objective_and_settings_and_need_two_weights():
+    runs = [mix_run(0.5), mix_run(0), mix_run(1), mix_run(0.5, "objective=supervised,epochs=4"),
+            mix_run(0, "epochs=2"), ("tiny-imagenet@objective=supervised", bundle_run("tiny-imagenet@objective=supervised"))]
+    sweeps = knob_sweeps([bundle("b", *runs)])
+    assert [(s.objective, s.overrides, s.weights) for s in sweeps] == [
+        ("supervised", (("epochs", "2"), ("objective", "supervised")), [0.0, 0.5, 1.0])]
+    assert sweeps[0].epochs == 2
+
+
+def test_the_widest_sweep_of_an_objective_is_chosen():
+    narrow = bundle("narrow", mix_run(0), mix_run(1))
+    wide = bundle("wide", mix_run(0), mix_run(0.5), mix_run(1))
+    assert widest_sweep("supervised", [narrow, wide]).bundle.name == "wide"
+    assert widest_sweep("dino", [narrow, wide]) is None
+
+
+@pytest.mark.parametrize("weights, settings", [LAPTOP_SWEEP, (LIVE_WEIGHTS, "objective=supervised")])
+def test_the_sweep_specs_name_the_knob_and_the_same_settings(weights, settings):
+    specs = knob_specs(weights, settings)
+    parsed = [parse_run_spec(spec) for spec in specs]
+    assert [dataset for dataset, _ in parsed] == [f"synthetic-mix:texture_weight={w:g}" for w in weights]
+    assert all(overrides == parsed[0][1] for _, overrides in parsed)
+    assert knob_command("laptop", weights, settings, "/tmp/knob").endswith(" ".join(specs))

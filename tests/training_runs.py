@@ -27,6 +27,8 @@ TINY_ARGS = [arg for name, value in TINY.items() for arg in (f"--{name.replace('
 #   rename  SIGKILL between the two renames of a checkpoint, the N-th time the latest one
 #           becomes the previous one
 #   term    SIGTERM right after the N-th optimisation step (a request to stop)
+# Under torchrun, only the process of rank FAULT_RANK (default 0) is faulted, and only
+# before torchrun restarts the job.
 FAULT_DRIVER = """
 import io, os, signal, sys
 import torch
@@ -35,6 +37,9 @@ from ib_tutorial.measure import knn
 from ib_tutorial.training import dino_step, runs, supervised_step
 
 kind, when = os.environ["FAULT"].split(":")
+if (os.environ.get("RANK", "0") != os.environ.get("FAULT_RANK", "0")
+        or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"):
+    kind = None
 seen = {"count": 0}
 
 def due():
@@ -84,13 +89,20 @@ cli.main(sys.argv[1:])
 """
 
 
-def run_command(out: Path, *extra: str, nproc: int = 0, fault: bool = False) -> list[str]:
-    """The command line of a tiny run into ``out``; with ``fault``, under :data:`FAULT_DRIVER`."""
-    if fault:
-        launcher = [sys.executable, "-c", FAULT_DRIVER]
-    elif nproc:
+def run_command(out: Path, *extra: str, nproc: int = 0, fault: bool = False, max_restarts: int = 0) -> list[str]:
+    """The command line of a tiny run into ``out``; with ``fault``, under :data:`FAULT_DRIVER`;
+    with ``nproc``, ``nproc`` gloo processes under ``torchrun --max-restarts=max_restarts``."""
+    if nproc:
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-                    "-m", "ib_tutorial"]
+                    f"--max-restarts={max_restarts}"]
+        if fault:  # torchrun runs a script file, not -c
+            driver = out.parent / "fault_driver.py"
+            driver.write_text(FAULT_DRIVER)
+            launcher.append(str(driver))
+        else:
+            launcher += ["-m", "ib_tutorial"]
+    elif fault:
+        launcher = [sys.executable, "-c", FAULT_DRIVER]
     else:
         launcher = [sys.executable, "-m", "ib_tutorial"]
     return [*launcher, "train", "--dataset", DATASET, "--preset", "ci", "--out", str(out), "--no-progress",

@@ -35,8 +35,9 @@ KNOB_DATASET = "synthetic-mix"
 #: that chose them).
 LAPTOP_SWEEP = ((0, 0.25, 0.5, 0.75, 1), "objective=supervised,epochs=12,knn_every=2,checkpoint_every=3")
 
-#: The weights of the small sweep a chapter trains live on ``ci``.
-LIVE_WEIGHTS = (0, 0.5, 1)
+#: The small sweep a chapter trains live on ``ci``: the ``laptop`` sweep's model (ViT-Tiny),
+#: the tier's few steps, profiles of the initialisation and the last epoch only.
+LIVE_SWEEP = ((0, 0.5, 1), "objective=supervised,arch=vit_tiny,checkpoint_every=3")
 
 
 @dataclass(frozen=True)

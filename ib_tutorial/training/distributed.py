@@ -5,6 +5,9 @@
 describe (NCCL between GPUs, gloo between CPU processes). Without ``torchrun`` there is
 one process and every collective below is the identity, so the same code runs on a
 laptop and on a cluster.
+
+``torchrun --max-restarts=N`` restarts every process of the job when one of them dies;
+:func:`restarted` tells the restarted processes to continue from the run's last checkpoint.
 """
 from __future__ import annotations
 
@@ -13,6 +16,21 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+
+def restarted() -> bool:
+    """Whether ``torchrun`` restarted this process's group after a failure
+    (``TORCHELASTIC_RESTART_COUNT`` above 0): the run folder then holds the job's own run."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
+
+
+def _attempt_store() -> dist.Store:
+    """The store of torchrun's agent, with keys of this attempt only. The agent keeps one
+    store across restarts, and the processes of a restarted job otherwise read the
+    addresses the dead ones published there (gloo: "Connection refused", or a hang)."""
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), int(os.environ["WORLD_SIZE"]),
+                          is_master=False, timeout=dist.constants.default_pg_timeout)
+    return dist.PrefixStore(f"attempt-{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
 
 
 @dataclass
@@ -38,7 +56,12 @@ class Processes:
         if int(os.environ.get("WORLD_SIZE", "1")) == 1:
             return cls()
         if not dist.is_initialized():
-            dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
+            backend = "nccl" if device_type == "cuda" else "gloo"
+            if restarted() and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+                dist.init_process_group(backend, store=_attempt_store(), rank=int(os.environ["RANK"]),
+                                        world_size=int(os.environ["WORLD_SIZE"]))
+            else:
+                dist.init_process_group(backend=backend)
         return cls(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
 
     def stop(self) -> None:

@@ -48,7 +48,7 @@ from .disk import check_disk_space, run_writes
 from .memory import out_of_memory
 from .dino import Schedules
 from .dino_step import DINOTraining, build_schedules
-from .distributed import Processes
+from .distributed import Processes, restarted
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory
 from .stopping import StopRequests, TrainingStopped, resume_command
@@ -92,7 +92,8 @@ def train(
         dataset: a name :func:`ib_tutorial.data.get_dataset` knows (e.g. ``synthetic-objects``).
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
         out: the run directory (default ``<data root>/runs/<dataset>-<preset>``).
-        resume: continue from the run directory's checkpoint (start afresh when it has none).
+        resume: continue from the run directory's checkpoint (start afresh when it has none);
+            implied in processes that ``torchrun --max-restarts`` restarted after a failure.
         root, download: passed to :func:`~ib_tutorial.data.get_dataset`.
         dataset_options: extra keyword arguments for the dataset (e.g. ``texture_weight``).
         progress: show a progress bar.
@@ -124,7 +125,7 @@ def train(
         run = RunDirectory(out if out is not None else default_run_dir(dataset, preset.name))
         resume_hint = resume_command(config, preset, run.path, root)
         with run.lock() if processes.is_main else contextlib.nullcontext(), StopRequests() as stop:
-            return _train(config, run, resume, root, download, progress, processes, device, stop, resume_hint)
+            return _train(config, run, resume or restarted(), root, download, progress, processes, device, stop, resume_hint)
     finally:
         processes.stop()
 

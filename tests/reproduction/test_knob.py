@@ -7,7 +7,7 @@ import pytest
 
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.claims import ProfileShape, deeper_along_knob
-from ib_tutorial.reproduction.knob import LAPTOP_SWEEP, LIVE_WEIGHTS, knob_sweeps, knob_trend, widest_sweep
+from ib_tutorial.reproduction.knob import LAPTOP_SWEEP, LIVE_SWEEP, knob_sweeps, knob_trend, widest_sweep
 from ib_tutorial.report.knob import knob_command, knob_specs
 from ib_tutorial.training.run_config import parse_run_spec
 
@@ -76,7 +76,7 @@ def test_the_widest_sweep_of_an_objective_is_chosen():
     assert widest_sweep("dino", [narrow, wide]) is None
 
 
-@pytest.mark.parametrize("weights, settings", [LAPTOP_SWEEP, (LIVE_WEIGHTS, "objective=supervised")])
+@pytest.mark.parametrize("weights, settings", [LAPTOP_SWEEP, LIVE_SWEEP])
 def test_the_sweep_specs_name_the_knob_and_the_same_settings(weights, settings):
     specs = knob_specs(weights, settings)
     parsed = [parse_run_spec(spec) for spec in specs]

@@ -101,19 +101,44 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, augmentation):
     same_metrics(RunDirectory(whole).read_metrics(), RunDirectory(broken).read_metrics(), rel=1e-5)
 
 
-def test_two_gloo_processes_follow_the_single_process_trajectory(tmp_path):
+# Two processes share a global batch of 8: 4 images each, 6 steps an epoch.
+DDP_SETTINGS = ["--epochs", "2", "--drop-path-rate", "0"]
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """An uninterrupted run of two gloo processes under torchrun."""
+    out = tmp_path_factory.mktemp("ddp") / "double"
+    result = subprocess.run(run_command(out, *DDP_SETTINGS, nproc=2), env=child_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return RunDirectory(out)
+
+
+def test_two_gloo_processes_follow_the_single_process_trajectory(two_processes, tmp_path):
     """Same global batch of 8: one process with 8 images per step against two with 4 each.
     Stochastic depth is off (its random masks cannot be split the same way); the tolerance,
     1e-4 relative, covers the different order of floating-point sums."""
-    settings = ["--epochs", "2", "--drop-path-rate", "0"]
-    single, double = tmp_path / "single", tmp_path / "double"
-    subprocess.run(run_command(single, *settings), env=child_env(), check=True, capture_output=True)
-    result = subprocess.run(run_command(double, *settings, nproc=2), env=child_env(), capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert RunDirectory(double).read_config().world_size == 2
-    one, two = RunDirectory(single).read_metrics(), RunDirectory(double).read_metrics()
+    single = tmp_path / "single"
+    subprocess.run(run_command(single, *DDP_SETTINGS), env=child_env(), check=True, capture_output=True)
+    assert two_processes.read_config().world_size == 2
+    one, two = RunDirectory(single).read_metrics(), two_processes.read_metrics()
     assert len(one) == len(two) > 4
     same_metrics(one, two, rel=1e-4)
+
+
+def test_a_worker_killed_under_torchrun_restarts_resumes_to_the_uninterrupted_result(two_processes, tmp_path):
+    """torchrun --max-restarts=1: rank 1 is killed after its second step of epoch 2; torchrun
+    restarts both processes, which continue from the checkpoint of epoch 1 (no --resume
+    needed) and end where the uninterrupted job ends."""
+    steps_per_epoch = TINY["train_images"] // TINY["batch_size"]
+    out = tmp_path / "restarted"
+    result = subprocess.run(run_command(out, *DDP_SETTINGS, nproc=2, fault=True, max_restarts=1),
+                            env=child_env(FAULT=f"step:{steps_per_epoch + 2}", FAULT_RANK="1"),
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resuming" in result.stdout + result.stderr and "at epoch 1" in result.stdout + result.stderr
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["epoch"] == 2
+    same_metrics(two_processes.read_metrics(), RunDirectory(out).read_metrics(), rel=1e-5)
 
 
 def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):

@@ -288,17 +288,9 @@ def plot_knob_shapes(weights: Sequence[float], first: Sequence[ProfileShape], la
         ax.plot(weights, [getattr(shape, key) for shape in first], marker="s", markerfacecolor="none",
                 **{k: v for k, v in line_style("random init").items() if k not in ("marker", "markerfacecolor")},
                 label="random init")
-    for ax, title, ylabel in (
-            (dip, "middle below early", "early mean - middle mean (points of EED)"),
-            (rise, "late re-expansion", "late mean - middle mean (points of EED)")):
-        ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} point)")
-        ax.axhline(0, color="0.4", lw=1)
+    style_gap_axes(dip, rise, margin, "texture_weight w (0 = objects, 1 = textures)")
+    for ax in (dip, rise):
         ax.set_xlim(-0.05, 1.05)
-        ax.set_xlabel("texture_weight w (0 = objects, 1 = textures)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    dip.legend(fontsize="x-small")
     add_caption(fig, caption)
     return fig
 
@@ -329,18 +321,24 @@ def plot_profile_shapes(shapes: Mapping[str, Sequence[ProfileShape]], caption: s
         epochs = [shape.epoch for shape in run]
         dip.plot(epochs, [shape.dip for shape in run], marker="o", color=f"C{index}", label=label)
         rise.plot(epochs, [shape.reexpansion for shape in run], marker="o", color=f"C{index}", label=label)
+    style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
+    add_caption(fig, caption)
+    return fig
+
+
+def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) -> None:
+    """Titles, labels, zero line and the shaded margin of the two gap panels (early minus
+    middle, late minus middle); the legend on the first."""
     for ax, title, ylabel in (
             (dip, "middle below early", "early mean - middle mean (points of EED)"),
             (rise, "late re-expansion", "late mean - middle mean (points of EED)")):
         ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} point)")
         ax.axhline(0, color="0.4", lw=1)
-        ax.set_xlabel("epoch (0 = random init)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
     dip.legend(fontsize="x-small")
-    add_caption(fig, caption)
-    return fig
 
 
 def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,

@@ -1,0 +1,53 @@
+"""A knob sweep as a chapter renders it: table, figures with labelled axes and captions,
+sentences and claims, in order, from runs whose values are known."""
+import dataclasses
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from IPython.display import Markdown
+from profile_records import bundle_run
+
+from ib_tutorial.report.knob import render_sweep, sweep_caption
+from ib_tutorial.reproduction.bundles import Bundle
+from ib_tutorial.reproduction.knob import widest_sweep
+
+
+def sweep(weights=(0, 0.5, 1)):
+    runs = {}
+    for weight in weights:
+        spec = f"synthetic-mix:texture_weight={weight:g}@objective=supervised,epochs=2"
+        run = bundle_run(spec)
+        config = dataclasses.replace(run.config, dataset="synthetic-mix", dataset_options={"texture_weight": weight})
+        runs[spec] = dataclasses.replace(run, config=config, summary={"raw_patch_n_eff": 9.0, "raw_patch_dim": 192},
+                                         train=[{"images_per_s": 50.0}], pruning=[{"chance": 10.0}])
+    return widest_sweep("supervised", [Bundle("knob", Path("knob"), "laptop", runs)])
+
+
+def test_a_sweep_renders_its_table_figures_and_verdicts_in_order():
+    items = render_sweep(sweep())
+    kinds = ["figure" if isinstance(item, plt.Figure) else "markdown" for item in items]
+    assert kinds == ["markdown", "figure"] + ["markdown"] * 3 + ["figure", "figure"] + ["markdown"] * 3
+    assert all(isinstance(item, (plt.Figure, Markdown)) for item in items)
+    table, claims_table = items[0].data, items[-2].data
+    assert table.count("synthetic-mix:texture_weight=") == 3
+    assert claims_table.count("| deeper for object data along the knob |") == 1
+    assert claims_table.count("| mid-depth minimum |") == 3
+    for figure in (item for item in items if isinstance(item, plt.Figure)):
+        assert " ".join(figure.get_supxlabel().split()) == sweep_caption(sweep())  # wrapped to the width
+        for ax in figure.axes:
+            assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_the_knn_figure_draws_chance_and_one_curve_per_weight():
+    knn = render_sweep(sweep())[1]
+    labels = [line.get_label() for line in knn.axes[0].get_lines()]
+    assert labels == ["w = 0", "w = 0.5", "w = 1", "chance (10 %)"]
+
+
+def test_the_caption_names_the_bundle_objective_weights_and_settings():
+    caption = sweep_caption(sweep())
+    assert caption.startswith("bundle knob: supervised, synthetic-mix at w = 0, 0.5, 1, settings epochs=2,objective=supervised")

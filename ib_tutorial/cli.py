@@ -28,7 +28,7 @@ from .presets import (
 )
 from .report.tables import write_comparison_table
 from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
-from .reproduction.pretrained import converged_folder, profile_published
+from .reproduction.pretrained import converged_folder, profile_published, prune_published
 from .reproduction.reproduce import export_bundle, reproduce
 from .reproduction.run_profiles import profile_run, raw_patch_eed
 from .reproduction.run_pruning import prune_run
@@ -229,17 +229,23 @@ def _reproduce(args: argparse.Namespace) -> None:
 def _profile_published(args: argparse.Namespace) -> None:
     if args.weights is not None and len(args.models) > 1:
         raise SystemExit("error: --weights is the file of one model; give one MODEL with it")
+    out = args.out or converged_folder(args.root)
     for name in args.models:
         try:
-            paths = profile_published(name, args.dataset, args.out or converged_folder(args.root), weights=args.weights,
+            paths = profile_published(name, args.dataset, out, weights=args.weights,
                                       preset=args.preset, images=args.images, root=args.root, download=args.download,
                                       progress=not args.no_progress, img_size=args.img_size)
+            pruned = prune_published(name, args.dataset, out, weights=args.weights,
+                                     preset=args.preset, root=args.root, download=args.download,
+                                     img_size=args.img_size) if args.prune else None
         except (PretrainedUnavailable, FileNotFoundError, ValueError, DiskFullError) as error:
             raise SystemExit(f"error: {error}") from None
         record = json.loads(paths[0].read_text())
         eed = " ".join(f"{value:.1f}" for value in record["profile"]["eed_percent"])
         print(f"{name} on {args.dataset}: EED% per block (all tokens, centred) {eed}")
         print(f"  {len(paths)} profiles in {paths[0].parent}")
+        if pruned is not None:
+            print(f"  pruning curves in {pruned}")
 
 
 def _add_profile_published(commands) -> None:
@@ -263,6 +269,9 @@ def _add_profile_published(commands) -> None:
                            help="results folder (default: <data root>/converged, which the chapter \"Converged ViTs\" reads)")
     published.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
     published.add_argument("--download", action="store_true", help="download the dataset if it is missing")
+    published.add_argument("--prune", action="store_true",
+                           help="also prune each model spectrally against the dataset's train images (the preset's "
+                                "k-NN images), into <out>/<dataset>/<model>/pruning/mean.json")
     published.add_argument("--no-progress", action="store_true", help="no progress bars")
     published.set_defaults(func=_profile_published)
 

@@ -11,6 +11,9 @@ the model, where its weights came from and their SHA-256, and the input it was f
 
 ``<out>/<dataset spec>/<model>/profiles/all-centred.json``, ``.../cls-centred.json``, ...
 (the spec's folder as a run's: ``dtd:folder=dtd`` becomes ``dtd_folder=dtd``).
+
+:func:`prune_published` prunes the same network spectrally, as a run's last teacher is
+pruned (:mod:`~ib_tutorial.reproduction.run_pruning`), into ``<model>/pruning/<pool>.json``.
 """
 from __future__ import annotations
 
@@ -25,10 +28,13 @@ from torchvision import transforms
 
 from ..data import get_dataset, held_out_split
 from ..data.spec import parse_spec, spec_folder
+from ..files import write_json_atomic
 from ..measure.block_profile import COMPANIONS, profile_model
+from ..measure.pruning import prune_blocks, pruning_record
 from ..models import load_pretrained
 from ..paths import data_root
 from ..presets import Preset, get_preset, resolve_device
+from ..training.data import knn_subsets
 from .records import load_profile_record, profile_record, provenance, save_profile_record
 from .run_profiles import VARIANTS, seeded_subset, variant_label
 
@@ -105,9 +111,7 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
     transform, model_input = model_transform(model)
     loader = DataLoader(held_out_profile_images(spec, chosen, transform, images, root, download),
                         batch_size=chosen.profile.batch_size)
-    source = ({"weights": Path(weights).name, "weights_sha256": file_sha256(weights)} if weights is not None else
-              {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}",
-               "weights_sha256": state_dict_sha256(model)})
+    source = weights_source(name, weights, model)
     model = model.to(device)
     for path, (tokens, center) in zip(paths, MEASUREMENTS):
         default = (tokens, center) == ("all", True)
@@ -121,6 +125,49 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
         save_profile_record(path, profile_record(profile, label=f"{spec}: pretrained {name}", epoch=None,
                                                  provenance=origin))
     return paths
+
+
+def prune_published(name: str, spec: str, out: str | os.PathLike, weights: str | os.PathLike | None = None,
+                    preset: str | Preset | None = None, train_images: int | None = None,
+                    eval_images: int | None = None, root=None, download: bool = False,
+                    device: str | torch.device | None = None, img_size: int | None = None, pool: str = "mean") -> Path:
+    """The spectral pruning curves (:func:`~ib_tutorial.measure.pruning.prune_blocks`) of the
+    published ``name`` on dataset ``spec``, at the model's own input: directions fitted on
+    the tokens of seeded training images, k-NN of seeded held-out images against them, the
+    images a run of ``preset`` compares in its k-NN (``train_images`` and ``eval_images``
+    default to the preset's ``knn_train_images`` and ``knn_eval_images``; all when None).
+    Written to ``<out>/<spec folder>/<name>/pruning/<pool>.json``, whose provenance names the
+    model and its weights as the profiles' does; skipped when that file exists."""
+    chosen = get_preset(preset) if not isinstance(preset, Preset) else preset
+    path = published_paths(out, name, spec, img_size)[0].parent.parent / "pruning" / f"{pool}.json"
+    if path.exists():
+        return path
+    model = load_pretrained(name, weights, img_size)
+    device = torch.device(device) if device is not None else resolve_device(chosen)
+    transform, model_input = model_transform(model)
+    dataset, options = parse_spec(spec)
+    train_set, held_out_set = knn_subsets(
+        dataset, options, held_out_split(dataset, options), transform,
+        chosen.train.knn_train_images if train_images is None else train_images,
+        chosen.train.knn_eval_images if eval_images is None else eval_images, chosen.seed, root, download)
+    classes = len(train_set.dataset.classes)
+    source = weights_source(name, weights, model)
+    curves = prune_blocks(model.to(device), train_set, held_out_set, classes, pool,
+                          k_neighbours=chosen.train.knn_k, temperature=chosen.train.knn_temperature, device=device)
+    origin = {**provenance(preset=chosen.name, config={"model": name, **source, **model_input, "dataset": spec},
+                           dataset=dataset, n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens,
+                           device=str(device)),
+              "model": name, "dataset_spec": spec, **source, **model_input}
+    write_json_atomic(path, pruning_record(curves, pool, classes, origin))
+    return path
+
+
+def weights_source(name: str, weights: str | os.PathLike | None, model: torch.nn.Module) -> dict:
+    """Where a published model's weights came from, with their SHA-256: the file's bytes, or,
+    from the hub, the loaded state dict's."""
+    if weights is not None:
+        return {"weights": Path(weights).name, "weights_sha256": file_sha256(weights)}
+    return {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}", "weights_sha256": state_dict_sha256(model)}
 
 
 def converged_folder(root=None) -> Path:

@@ -47,12 +47,19 @@ def build_data(config: RunConfig, root, download: bool, device: torch.device, pr
 def knn_image_sets(config: RunConfig, root, download: bool) -> tuple[Subset, Subset]:
     """The plain (unaugmented) training and held-out images a run's k-NN compares: seeded
     subsets of ``knn_train_images`` and ``knn_eval_images`` (all when None)."""
-    name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
-    plain = eval_transform(config.view.img_size)
-    knn_train = get_dataset(name, "train", root=root, download=download, transform=plain, **options)
-    knn_eval = get_dataset(name, config.held_out_split, root=root, download=download, transform=plain, **options)
-    return (Subset(knn_train, subset_indices(len(knn_train), train.knn_train_images, seed + 1)),
-            Subset(knn_eval, subset_indices(len(knn_eval), train.knn_eval_images, seed + 2)))
+    return knn_subsets(config.dataset, config.dataset_options, config.held_out_split, eval_transform(config.view.img_size),
+                       config.train.knn_train_images, config.train.knn_eval_images, config.seed, root, download)
+
+
+def knn_subsets(name: str, options: dict, held_out: str, transform, train_images: int | None,
+                eval_images: int | None, seed: int, root, download: bool) -> tuple[Subset, Subset]:
+    """Seeded subsets of ``train_images`` training and ``eval_images`` held-out images of a
+    dataset (all when None) through ``transform``: the images of :func:`knn_image_sets`, for
+    any network fed by ``transform`` (a published one at its own input, say)."""
+    knn_train = get_dataset(name, "train", root=root, download=download, transform=transform, **options)
+    knn_eval = get_dataset(name, held_out, root=root, download=download, transform=transform, **options)
+    return (Subset(knn_train, subset_indices(len(knn_train), train_images, seed + 1)),
+            Subset(knn_eval, subset_indices(len(knn_eval), eval_images, seed + 2)))
 
 
 class ResumableSampler(DistributedSampler):

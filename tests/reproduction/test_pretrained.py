@@ -10,8 +10,15 @@ import pytest
 import timm
 import torch
 
+from ib_tutorial import cli
 from ib_tutorial.models import PretrainedUnavailable, load_pretrained
-from ib_tutorial.reproduction.pretrained import MEASUREMENTS, file_sha256, model_transform, profile_published
+from ib_tutorial.reproduction.pretrained import (
+    MEASUREMENTS,
+    file_sha256,
+    model_transform,
+    profile_published,
+    prune_published,
+)
 from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.reproduction.records import validate_profile_record
 from ib_tutorial.reproduction.reproduce import export_bundle, reproduce
@@ -86,6 +93,35 @@ def test_no_file_and_no_network_is_one_message_and_a_failing_exit(tmp_path):
     assert f"error: the published weights of {DINO} could not be fetched from the Hugging Face hub" in result.stderr
     assert "--weights FILE" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_published_model_is_pruned_on_seeded_train_and_held_out_images_with_its_provenance(dino_weights, tmp_path):
+    path = prune_published(DINO, "synthetic-objects", tmp_path, weights=dino_weights, preset="ci", train_images=12,
+                           eval_images=6)
+    assert path == tmp_path / "synthetic-objects" / DINO / "pruning" / "mean.json"
+    record = json.loads(path.read_text())
+    assert record["chance"] == pytest.approx(10.0) and len(record["blocks"]) == 12
+    block = record["blocks"][0]
+    assert block["ks"] == list(range(1, 385)) and block["n_tokens"] == 12 * 197
+    assert all(0 <= accuracy <= 100 for accuracy in block["accuracy"])
+    assert block["accuracy"][-1] == pytest.approx(block["unpruned"])  # keeping all 384 directions prunes nothing
+    origin = record["provenance"]
+    assert origin["model"] == DINO and origin["weights_sha256"] == file_sha256(dino_weights)
+    assert origin["input_size"] == 224 and origin["n_images"] == 18
+    written = path.stat().st_mtime_ns
+    assert prune_published(DINO, "synthetic-objects", tmp_path, weights=dino_weights, preset="ci") == path
+    assert path.stat().st_mtime_ns == written  # finished work is not redone
+
+
+def test_profile_pretrained_prunes_each_model_when_asked(dino_weights, tmp_path, monkeypatch, capsys):
+    asked = []
+    monkeypatch.setattr(cli, "prune_published", lambda name, spec, out, **options: asked.append((name, spec, out, options))
+                        or tmp_path / "pruning.json")
+    cli.main(["profile-pretrained", DINO, "--dataset", "synthetic-objects", "--weights", str(dino_weights),
+              "--out", str(tmp_path), "--preset", "ci", "--images", "4", "--no-progress", "--prune"])
+    [(name, spec, out, options)] = asked
+    assert (name, spec, out, options["weights"], options["preset"]) == (DINO, "synthetic-objects", tmp_path, dino_weights, "ci")
+    assert f"pruning curves in {tmp_path / 'pruning.json'}" in capsys.readouterr().out
 
 
 def test_weights_are_the_file_of_one_model(dino_weights, tmp_path):

@@ -12,7 +12,7 @@ from IPython.display import Markdown
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
 from ..reproduction.knob import KNOB_DATASET, KnobSweep
-from ..reproduction.plateau import plateau
+from ..reproduction.plateau import GAIN, plateau
 from .captions import profile_caption
 from .claims import claims_markdown, claims_summary, knob_sentence, plateau_sentence
 from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
@@ -47,16 +47,35 @@ def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
         subject = f"w = {weight:g}, epoch {last.epoch}"
         tested += [(subject, claims.mid_depth_minimum(last)), (subject, claims.deepens(first, last)),
                    (subject, claims.late_reexpansion(last))]
-    last = [claims.profile_shape(run.profiles[-1]) for _, run in sweep.runs.values()]
-    tested.append((f"w = {sweep.weights[0]:g} to {sweep.weights[-1]:g}, epoch {sweep.epochs}",
-                   claims.deeper_along_knob(sweep.weights, last)))
+    last = {weight: claims.profile_shape(run.profiles[-1]) for weight, (_, run) in sweep.runs.items()}
+    tested.append((f"every weight, w = {sweep.weights[0]:g} to {sweep.weights[-1]:g}, epoch {sweep.epochs}",
+                   claims.deeper_along_knob(sweep.weights, list(last.values()))))
+    learned = sweep.learned()
+    if len(learned) >= 2 and learned != sweep.weights:  # the knob without the networks that did not learn
+        tested.append((f"the weights that learned, w = {', '.join(f'{w:g}' for w in learned)}",
+                       claims.deeper_along_knob(learned, [last[w] for w in learned])))
     return tested
+
+
+def learned_sentence(sweep: KnobSweep) -> str:
+    """Which weights' networks learned (k-NN top-1 at least the plateau rule's gain above
+    the random initialisation) and which did not."""
+    learned = sweep.learned()
+    others = [weight for weight in sweep.weights if weight not in learned]
+    names = lambda weights: ", ".join(f"w = {w:g}" for w in weights)
+    if not others:
+        return f"Every network of the sweep learned: its k-NN top-1 rose at least {GAIN:g} point above its random initialisation."
+    return ((f"Learned (k-NN top-1 at least {GAIN:g} point above the random initialisation): {names(learned)}. "
+             if learned else "No network of the sweep learned. ")
+            + f"Did not: {names(others)}, whose profiles are those of networks that have not learned their data; "
+              "the knob's claim is tested with and without them.")
 
 
 def render_sweep(sweep: KnobSweep) -> list:
     """Everything a chapter shows of ``sweep``, in order, for ``display``: the runs' table,
-    the k-NN curves with a plateau sentence per weight, the profiles, the two gaps against
-    the knob with their sentence, and the claims' table and summary."""
+    the k-NN curves with a plateau sentence per weight and which weights learned, the
+    profiles, the two gaps against the knob with their sentence, and the claims' table and
+    summary."""
     caption = sweep_caption(sweep)
     runs = {weight: run for weight, (_, run) in sweep.runs.items()}
     first = [claims.profile_shape(run.profiles[0]) for run in runs.values()]
@@ -67,6 +86,7 @@ def render_sweep(sweep: KnobSweep) -> list:
     tested = sweep_claims(sweep)
     items = [Markdown(table), plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption)]
     items += [Markdown(plateau_sentence(f"w = {w:g}", plateau(run.knn))) for w, run in runs.items()]
+    items.append(Markdown(learned_sentence(sweep)))
     items += [plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),
               plot_knob_shapes(sweep.weights, first, last, caption),
               Markdown(knob_sentence(sweep.weights, first, last)),

@@ -26,6 +26,7 @@ from scipy.stats import spearmanr
 from ..data.spec import parse_spec
 from ..training.run_config import parse_run_spec
 from .bundles import Bundle, BundleRun, load_bundle, stored_bundles
+from .plateau import GAIN, plateau
 
 #: The dataset whose option ``texture_weight`` is the knob.
 KNOB_DATASET = "synthetic-mix"
@@ -64,6 +65,12 @@ class KnobSweep:
     def epochs(self) -> int:
         """The last saved epoch the runs share (the budget they all reached)."""
         return min(run.profiles[-1]["epoch"] for _, run in self.runs.values())
+
+    def learned(self, gain: float = GAIN) -> list[float]:
+        """The weights whose run's k-NN top-1 rose at least ``gain`` points above its random
+        initialisation (:attr:`~ib_tutorial.reproduction.plateau.Plateau.learned`): the
+        others' profiles are those of networks that have not learned their data."""
+        return [weight for weight, (_, run) in self.runs.items() if plateau(run.knn, gain=gain).learned >= gain]
 
 
 def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[KnobSweep]:

@@ -16,7 +16,8 @@ from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.knob import widest_sweep
 
 
-def sweep(weights=(0, 0.5, 1)):
+def sweep(weights=(0, 0.5, 1), flat=()):
+    """Runs whose k-NN rises 20 -> 25 %, or stays at 20 % for the weights in ``flat``."""
     runs = {}
     for weight in weights:
         spec = f"synthetic-mix:texture_weight={weight:g}@objective=supervised,epochs=2"
@@ -24,13 +25,15 @@ def sweep(weights=(0, 0.5, 1)):
         config = dataclasses.replace(run.config, dataset="synthetic-mix", dataset_options={"texture_weight": weight})
         runs[spec] = dataclasses.replace(run, config=config, summary={"raw_patch_n_eff": 9.0, "raw_patch_dim": 192},
                                          train=[{"images_per_s": 50.0}], pruning=[{"chance": 10.0}])
+        if weight in flat:
+            runs[spec] = dataclasses.replace(runs[spec], knn=[{"epoch": 0, "top1": 20.0}, {"epoch": 2, "top1": 20.2}])
     return widest_sweep("supervised", [Bundle("knob", Path("knob"), "laptop", runs)])
 
 
 def test_a_sweep_renders_its_table_figures_and_verdicts_in_order():
     items = render_sweep(sweep())
     kinds = ["figure" if isinstance(item, plt.Figure) else "markdown" for item in items]
-    assert kinds == ["markdown", "figure"] + ["markdown"] * 3 + ["figure", "figure"] + ["markdown"] * 3
+    assert kinds == ["markdown", "figure"] + ["markdown"] * 4 + ["figure", "figure"] + ["markdown"] * 3
     assert all(isinstance(item, (plt.Figure, Markdown)) for item in items)
     table, claims_table = items[0].data, items[-2].data
     assert table.count("synthetic-mix:texture_weight=") == 3
@@ -51,3 +54,17 @@ def test_the_knn_figure_draws_chance_and_one_curve_per_weight():
 def test_the_caption_names_the_bundle_objective_weights_and_settings():
     caption = sweep_caption(sweep())
     assert caption.startswith("bundle knob: supervised, synthetic-mix at w = 0, 0.5, 1, settings epochs=2,objective=supervised")
+
+
+def test_the_knob_is_tested_again_without_the_networks_that_did_not_learn():
+    flat = sweep((0, 0.25, 0.5, 1), flat=(0,))
+    assert flat.learned() == [0.25, 0.5, 1.0]
+    items = render_sweep(flat)
+    sentence = next(item.data for item in items if isinstance(item, Markdown) and item.data.startswith("Learned"))
+    assert "w = 0.25, w = 0.5, w = 1" in sentence and "Did not: w = 0," in sentence
+    claims_table = items[-2].data
+    assert "| deeper for object data along the knob | every weight, w = 0 to 1" in claims_table
+    assert "| deeper for object data along the knob | the weights that learned, w = 0.25, 0.5, 1 |" in claims_table
+    everyone = render_sweep(sweep())
+    assert any(isinstance(item, Markdown) and item.data.startswith("Every network of the sweep learned") for item in everyone)
+    assert "the weights that learned" not in everyone[-2].data

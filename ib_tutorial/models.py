@@ -78,6 +78,11 @@ PUBLISHED_VIT_SMALL = (
     "vit_small_patch14_dinov2.lvd142m",
 )
 
+#: Input sides at which the book profiles a published model other than its published one:
+#: DINOv2 ViT-S/14, published at 518 px, at the others' 224, so that every network sees the
+#: same images at the same size.
+PROFILE_IMG_SIZE = {"vit_small_patch14_dinov2.lvd142m": 224}
+
 
 class PretrainedUnavailable(RuntimeError):
     """The published weights of a model could be neither read from a file nor fetched;

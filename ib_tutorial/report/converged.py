@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 
-from ..models import PRETRAINED_DINO, PUBLISHED_VIT_SMALL
+from ..models import PRETRAINED_DINO, PROFILE_IMG_SIZE, PUBLISHED_VIT_SMALL
 from ..reproduction.converged import (
     CONVERGED_DATASETS,
     DEFAULT_MEASUREMENT,
@@ -23,16 +23,12 @@ from ..reproduction.records import profile_from_record
 from .captions import published_caption
 from .plots import add_caption, panel_grid, plot_block_profile
 
-#: DINOv2 ViT-S/14 is published at 518 px; profiled at 224 px, like the others.
-IMG_SIZE = {"vit_small_patch14_dinov2.lvd142m": 224}
-
-
 def profile_command(dataset: str, models=PUBLISHED_VIT_SMALL) -> str:
     """The commands that profile ``models`` on ``dataset`` into the folder this chapter reads."""
-    plain = [model for model in models if model not in IMG_SIZE]
+    plain = [model for model in models if model not in PROFILE_IMG_SIZE]
     lines = [shlex.join(["ib-tutorial", "profile-pretrained", *plain, "--dataset", dataset, "--download"])] if plain else []
     lines += [shlex.join(["ib-tutorial", "profile-pretrained", model, "--dataset", dataset, "--download",
-                          "--img-size", str(size)]) for model, size in IMG_SIZE.items() if model in models]
+                          "--img-size", str(size)]) for model, size in PROFILE_IMG_SIZE.items() if model in models]
     return "\n".join(lines)
 
 

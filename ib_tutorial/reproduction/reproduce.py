@@ -44,7 +44,7 @@ from pathlib import Path
 from ..data.spec import parse_spec, spec_folder
 from ..files import atomic_folder, write_json_atomic
 from ..paths import data_root, display_path
-from ..models import PretrainedUnavailable
+from ..models import PROFILE_IMG_SIZE, PretrainedUnavailable
 from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_config import parse_run_spec
@@ -172,11 +172,13 @@ def reproduce(
 
 def profile_published_or_say_why(name: str, spec: str, out: Path, weights, preset: Preset, root, download: bool,
                                  progress: bool) -> list[Path]:
-    """:func:`~ib_tutorial.reproduction.pretrained.profile_published`, or, when the model's
-    weights cannot be had, the reason printed and nothing: the reproduction goes on."""
+    """:func:`~ib_tutorial.reproduction.pretrained.profile_published` at the input side the
+    book profiles the model at (:data:`~ib_tutorial.models.PROFILE_IMG_SIZE`; else its
+    published one), or, when the model's weights cannot be had, the reason printed and
+    nothing: the reproduction goes on."""
     try:
         return profile_published(name, spec, out, weights=weights, preset=preset, root=root, download=download,
-                                 progress=progress)
+                                 progress=progress, img_size=PROFILE_IMG_SIZE.get(name))
     except PretrainedUnavailable as error:
         print(f"{spec}: {name} not profiled: {error}")
         return []

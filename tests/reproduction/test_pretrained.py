@@ -11,7 +11,7 @@ import timm
 import torch
 
 from ib_tutorial import cli
-from ib_tutorial.models import PretrainedUnavailable, load_pretrained
+from ib_tutorial.models import PROFILE_IMG_SIZE, PretrainedUnavailable, load_pretrained
 from ib_tutorial.reproduction.pretrained import (
     MEASUREMENTS,
     file_sha256,
@@ -21,6 +21,7 @@ from ib_tutorial.reproduction.pretrained import (
 )
 from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.reproduction.records import validate_profile_record
+from ib_tutorial.reproduction import reproduce as reproduce_module
 from ib_tutorial.reproduction.reproduce import export_bundle, reproduce
 from ib_tutorial.reproduction.run_profiles import variant_label
 
@@ -155,3 +156,12 @@ def test_reproduce_profiles_published_models_beside_its_runs_and_the_bundle_carr
     reproduce("ci", datasets=[TINY_RUN], out=out, progress=False, all_measurements=False, pretrained=[DINO],
               weights={DINO: dino_weights})
     assert before == {path: path.stat().st_mtime_ns for path in (out / "pretrained").rglob("*.json")}
+
+
+def test_reproduce_profiles_dinov2_at_the_size_the_book_profiles_it_at(monkeypatch, tmp_path):
+    sizes = {}
+    monkeypatch.setattr(reproduce_module, "profile_published",
+                        lambda name, *args, img_size=None, **kwargs: sizes.setdefault(name, img_size) and [])
+    for name in (DINO, "vit_small_patch14_dinov2.lvd142m"):
+        reproduce_module.profile_published_or_say_why(name, "synthetic-objects", tmp_path, None, None, None, False, False)
+    assert sizes == {DINO: None, "vit_small_patch14_dinov2.lvd142m": PROFILE_IMG_SIZE["vit_small_patch14_dinov2.lvd142m"]}

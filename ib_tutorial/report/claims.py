@@ -57,13 +57,16 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 
 def knob_sentence(weights: Sequence[float], first: Sequence[ProfileShape], last: Sequence[ProfileShape]) -> str:
-    """How the two gaps move along a knob sweep at its last saved epoch, against the same
-    fit at the random initialisation (one shape per weight, ascending in weight)."""
-    def moved(key: str, shapes: Sequence[ProfileShape]) -> str:
+    """How the middle blocks' EED and the two gaps move along a knob sweep at its last saved
+    epoch, against the same fit at the random initialisation (one shape per weight,
+    ascending in weight)."""
+    def moved(key: str, shapes: Sequence[ProfileShape], unit: str = " points") -> str:
         trend = knob_trend(weights, [getattr(shape, key) for shape in shapes])
         rho = "undefined" if math.isnan(trend.rank_correlation) else f"{trend.rank_correlation:+.2f}"
-        return (f"from {getattr(shapes[0], key):+.1f} points at w = {weights[0]:g} to {getattr(shapes[-1], key):+.1f} "
-                f"at w = {weights[-1]:g} (the fitted line changes {trend.change:+.1f} points over the knob; rank "
-                f"correlation {rho})")
-    return (f"At epoch {last[0].epoch}, early minus middle goes {moved('dip', last)}, and late minus middle "
-            f"{moved('reexpansion', last)}. At the random initialisation, early minus middle goes {moved('dip', first)}.")
+        sign = "+" if unit == " points" else ""
+        return (f"from {getattr(shapes[0], key):{sign}.1f}{unit} at w = {weights[0]:g} to "
+                f"{getattr(shapes[-1], key):{sign}.1f}{unit} at w = {weights[-1]:g} (the fitted line changes "
+                f"{trend.change:+.1f} points over the knob; rank correlation {rho})")
+    return (f"At epoch {last[0].epoch}, the middle blocks' EED ({_blocks(MIDDLE)}) goes {moved('middle', last, ' %')}; "
+            f"early minus middle goes {moved('dip', last)}, and late minus middle {moved('reexpansion', last)}. "
+            f"At the random initialisation, early minus middle goes {moved('dip', first)}.")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
-import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
 from ..reproduction import claims
@@ -75,7 +74,8 @@ def render_sweep(sweep: KnobSweep) -> list:
     """Everything a chapter shows of ``sweep``, in order, for ``display``: the runs' table,
     the k-NN curves with a plateau sentence per weight and which weights learned, the
     profiles, the two gaps against the knob with their sentence, and the claims' table and
-    summary."""
+    summary. The figures stay open in pyplot, since closing one drops the canvas that saves
+    its caption into its PNG: close them once displayed (``plt.close("all")``)."""
     caption = sweep_caption(sweep)
     runs = {weight: run for weight, (_, run) in sweep.runs.items()}
     first = [claims.profile_shape(run.profiles[0]) for run in runs.values()]
@@ -91,8 +91,5 @@ def render_sweep(sweep: KnobSweep) -> list:
               plot_knob_shapes(sweep.weights, first, last, caption),
               Markdown(knob_sentence(sweep.weights, first, last)),
               Markdown(claims_markdown(tested)), Markdown(claims_summary(tested))]
-    for item in items:
-        if isinstance(item, plt.Figure):
-            plt.close(item)  # shown by display(), not again by the notebook's inline backend
     return items
 

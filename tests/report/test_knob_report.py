@@ -1,6 +1,7 @@
 """A knob sweep as a chapter renders it: table, figures with labelled axes and captions,
 sentences and claims, in order, from runs whose values are known."""
 import dataclasses
+import io
 from pathlib import Path
 
 import matplotlib
@@ -9,9 +10,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
+from PIL import Image
 from profile_records import bundle_run
 
 from ib_tutorial.report.knob import render_sweep, sweep_caption
+from ib_tutorial.report.plots import CAPTION_KEY
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.knob import widest_sweep
 
@@ -41,6 +44,9 @@ def test_a_sweep_renders_its_table_figures_and_verdicts_in_order():
     assert claims_table.count("| mid-depth minimum |") == 3
     for figure in (item for item in items if isinstance(item, plt.Figure)):
         assert " ".join(figure.get_supxlabel().split()) == sweep_caption(sweep())  # wrapped to the width
+        png = io.BytesIO()
+        figure.savefig(png, format="png")  # as a notebook displays it: the caption rides in the PNG
+        assert Image.open(png).info[CAPTION_KEY] == sweep_caption(sweep())
         for ax in figure.axes:
             assert ax.get_xlabel() and ax.get_ylabel()
 

@@ -41,12 +41,12 @@ def sweep_caption(sweep: KnobSweep) -> str:
 def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
     """The paper's claims on every weight's last saved profile, and claim 3 along the knob."""
     tested = []
-    for weight, (_, run) in sweep.runs.items():
-        first, last = claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])
-        subject = f"w = {weight:g}, epoch {last.epoch}"
-        tested += [(subject, claims.mid_depth_minimum(last)), (subject, claims.deepens(first, last)),
-                   (subject, claims.late_reexpansion(last))]
     last = {weight: claims.profile_shape(run.profiles[-1]) for weight, (_, run) in sweep.runs.items()}
+    for weight, (_, run) in sweep.runs.items():
+        end = last[weight]
+        subject = f"w = {weight:g}, epoch {end.epoch}"
+        tested += [(subject, claims.mid_depth_minimum(end)), (subject, claims.deepens(claims.profile_shape(run.profiles[0]), end)),
+                   (subject, claims.late_reexpansion(end))]
     tested.append((f"every weight, w = {sweep.weights[0]:g} to {sweep.weights[-1]:g}, epoch {sweep.epochs}",
                    claims.deeper_along_knob(sweep.weights, list(last.values()))))
     learned = sweep.learned()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,6 +99,12 @@ def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, Bundl
             group = groups.setdefault(dataset_spec, {str(getattr(plain.config.train, setting)): plain})
             group[str(overrides[setting])] = run
     return groups
+
+
+def load_bundles(bundles: Iterable[str | os.PathLike | Bundle] | None = None) -> list[Bundle]:
+    """``bundles`` (folders, names under ``results/`` or loaded bundles) as loaded bundles;
+    default: every bundle committed under ``results/``."""
+    return [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
 
 
 def stored_bundles() -> list[str]:

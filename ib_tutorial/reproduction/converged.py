@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..data.spec import parse_spec
 from ..models import PRETRAINED_DINO
-from .bundles import Bundle, load_bundle, stored_bundles
+from .bundles import Bundle, load_bundles
 from .claims import ClaimTest, ProfileShape, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
 from .paper import REPORTED
 from .pretrained import converged_folder, load_published
@@ -38,7 +38,7 @@ def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
     """Dataset name -> model -> measurement -> record, from ``bundles`` (default: every
     committed one) and the folder ``live`` (default: :func:`converged_folder`); a model
     profiled in both is taken from ``live``, the newer measurement."""
-    loaded = [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
+    loaded = load_bundles(bundles)
     found: dict[str, dict[str, dict[str, dict]]] = {}
     sources = [bundle.pretrained for bundle in loaded] + [load_published(converged_folder() if live is None else live)]
     for source in sources:

@@ -17,7 +17,7 @@ from ..data.spec import parse_spec
 from ..models import VIT_SMALL
 from ..presets import PRESETS
 from ..training.run_config import parse_run_spec
-from .bundles import Bundle, BundleRun, load_bundle, stored_bundles
+from .bundles import Bundle, BundleRun, load_bundles
 from .paper import REPORTED, ReportedProfile
 
 
@@ -105,7 +105,7 @@ def dataset_runs(dataset: str, bundles: Iterable[str | Path | Bundle] | None = N
         plain: only the DINO runs with the tier's own settings (:attr:`DatasetRun.plain`);
             ``False`` for every run, e.g. ``tiny-imagenet@objective=supervised`` too.
     """
-    loaded = [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
+    loaded = load_bundles(bundles)
     order = list(PRESETS)
     runs = [DatasetRun(bundle, spec, run) for bundle in loaded for spec, run in bundle.runs.items()
             if dataset_name(spec) == dataset]

@@ -25,7 +25,7 @@ from scipy.stats import spearmanr
 
 from ..data.spec import parse_spec
 from ..training.run_config import parse_run_spec
-from .bundles import Bundle, BundleRun, load_bundle, stored_bundles
+from .bundles import Bundle, BundleRun, load_bundles
 from .plateau import GAIN, plateau
 
 #: The dataset whose option ``texture_weight`` is the knob.
@@ -76,7 +76,7 @@ class KnobSweep:
 def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[KnobSweep]:
     """Every sweep in ``bundles`` (default: the bundles committed under ``results/``), one
     per (bundle, objective, settings), with at least two ``texture_weight`` values."""
-    loaded = [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
+    loaded = load_bundles(bundles)
     sweeps = []
     for bundle in loaded:
         groups: dict[tuple, dict[float, tuple[str, BundleRun]]] = {}

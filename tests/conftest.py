@@ -1,11 +1,7 @@
-import os
 import shutil
 
 import pytest
 import torch
-
-os.environ.setdefault("IB_TUTORIAL_PRESET", "ci")
-torch.set_num_threads(2)
 
 
 @pytest.fixture

@@ -95,9 +95,10 @@ def network_scripts(soup: BeautifulSoup) -> Iterator[tuple[str, str]]:
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 
-def offline_dom(page: Path, seconds: float = 15) -> str:
+def offline_dom(page: Path, seconds: float = 15, window_width: int = 1280) -> str:
     """The DOM of ``page`` after its scripts ran in headless Chromium with no network
-    (every host resolves nowhere). Raises ``FileNotFoundError`` without a Chromium."""
+    (every host resolves nowhere), in a window ``window_width`` px wide. Raises
+    ``FileNotFoundError`` without a Chromium."""
     import shutil
     import subprocess
     import tempfile
@@ -110,7 +111,8 @@ def offline_dom(page: Path, seconds: float = 15) -> str:
             [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}",
-             f"--virtual-time-budget={int(seconds * 1000)}", "--dump-dom", page.resolve().as_uri()],
+             f"--window-size={window_width},1000", f"--virtual-time-budget={int(seconds * 1000)}", "--dump-dom",
+             page.resolve().as_uri()],
             capture_output=True, text=True, timeout=120).stdout
 
 
@@ -118,6 +120,26 @@ def rendered_math(page: Path) -> tuple[int, int]:
     """``(formulas in the page's source, MathJax output elements)`` of ``page`` offline."""
     formulas = len(BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select(".math"))
     return formulas, offline_dom(page).count("<mjx-container")
+
+
+TABLE_WIDTHS = """<script>window.addEventListener("load", () => {
+  const article = document.querySelector(".bd-article"), tables = [...article.querySelectorAll("table")];
+  document.body.dataset.tables = tables.length;
+  document.body.dataset.wideTables = tables.filter(t => t.scrollWidth > article.clientWidth + 1).length;
+});</script>"""
+
+
+def wide_tables(page: Path, window_width: int = 1280) -> tuple[int, int]:
+    """``(tables in the page's text, tables wider than the text)`` of ``page`` laid out
+    offline in a window ``window_width`` px wide: a wider table makes its reader scroll
+    sideways to its last columns."""
+    probe = page.with_name(f".{page.stem}-table-widths.html")  # beside the page: same styles
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", TABLE_WIDTHS + "</body>"), encoding="utf-8")
+    try:
+        body = BeautifulSoup(offline_dom(probe, window_width=window_width), "html.parser").body
+    finally:
+        probe.unlink()
+    return int(body["data-tables"]), int(body["data-wide-tables"])
 
 
 def rendered_widgets(page: Path) -> tuple[int, int]:

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
-from book_pages import find_defects, rendered_math, rendered_widgets
+from book_pages import find_defects, rendered_math, rendered_widgets, wide_tables
 
 from ib_tutorial.report.plots import add_caption
 
@@ -182,8 +182,9 @@ def test_widgets_are_drawn_offline_from_the_books_own_widget_manager(tmp_path):
 def test_the_built_book_has_no_defects(tmp_path):
     """README command (a), into a temporary folder: the whole book on the `ci` preset with
     warnings as errors (minutes: every notebook runs), then every page checked, and the
-    formulas of the Beyond chapter and the measurement reference typeset, and the results
-    chapter's widgets drawn, with no network."""
+    formulas of the Beyond chapter and the measurement reference typeset, the results
+    chapter's widgets drawn, and the tables of the chapters with the widest ones within the
+    text's width, with no network."""
     jupyter_book = Path(sys.executable).with_name("jupyter-book")  # this environment's
     started = time.monotonic()
     build = subprocess.run(
@@ -203,3 +204,6 @@ def test_the_built_book_has_no_defects(tmp_path):
         assert formulas > 0 and typeset >= formulas, f"{page}: {typeset} of {formulas} formulas typeset offline"
     saved, drawn = rendered_widgets(html_folder / "book" / "reproduce.html")
     assert saved > 0 and drawn == saved, f"book/reproduce.html: {drawn} of {saved} widgets drawn offline"
+    for page in ("book/trained.html", "book/dino.html", "book/beyond.html", "book/converged.html"):
+        tables, wide = wide_tables(html_folder / page)
+        assert tables > 0 and wide == 0, f"{page}: {wide} of {tables} tables wider than the text at 1280 px"

@@ -35,14 +35,13 @@ def profile_command(dataset: str, models=PUBLISHED_VIT_SMALL) -> str:
 def availability_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
     """A table of which model was profiled on which dataset, and for every dataset with a
     model missing, the command that profiles it (nothing stands in for it here)."""
-    lines = ["| dataset | " + " | ".join(f"`{model}`" for model in PUBLISHED_VIT_SMALL) + " |",
-             "| --- |" + " --- |" * len(PUBLISHED_VIT_SMALL)]
+    # A row per model: its long name wraps in the first column, the datasets' short names head the others.
+    lines = ["| model | " + " | ".join(CONVERGED_DATASETS) + " |", "| --- |" + " --- |" * len(CONVERGED_DATASETS)]
+    lines += [f"| `{model}` | " + " | ".join("profiled" if model in profiles.get(dataset, {}) else "-"
+                                             for dataset in CONVERGED_DATASETS) + " |" for model in PUBLISHED_VIT_SMALL]
     missing = []
     for dataset in CONVERGED_DATASETS:
-        have = profiles.get(dataset, {})
-        lines.append(f"| {dataset} | " + " | ".join("profiled" if model in have else "-" for model in PUBLISHED_VIT_SMALL)
-                     + " |")
-        absent = [model for model in PUBLISHED_VIT_SMALL if model not in have]
+        absent = [model for model in PUBLISHED_VIT_SMALL if model not in profiles.get(dataset, {})]
         if absent:
             missing.append(f"- **{dataset}**: {len(absent)} of {len(PUBLISHED_VIT_SMALL)} models not profiled; on a "
                            f"machine with a network (the weights and the data are downloaded once):\n\n"

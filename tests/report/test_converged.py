@@ -56,6 +56,10 @@ def test_profiles_are_found_by_dataset_and_the_claims_and_comparisons_are_tested
 
 def test_what_is_missing_is_named_with_the_command_that_makes_it(root):
     text = availability_markdown(converged_profiles(bundles=[], live=root / "converged"))
+    # A row per model (the fixture profiled two, on tiny-imagenet and dtd), a column per dataset.
+    assert text.splitlines()[0] == "| model | cifar100 | tiny-imagenet | uc-merced | dtd |"
+    assert "| `vit_small_patch16_224.dino` | - | profiled | - | profiled |" in text
+    assert "| `vit_small_patch8_224.dino` | - | - | - | - |" in text
     assert "**cifar100**: 5 of 5 models not profiled" in text and "**tiny-imagenet**: 3 of 5" in text
     assert ("ib-tutorial profile-pretrained vit_small_patch8_224.dino deit_small_patch16_224.fb_in1k "
             "vit_small_patch16_224.augreg_in21k_ft_in1k --dataset tiny-imagenet --download") in text

@@ -129,14 +129,14 @@ TABLE_WIDTHS = """<script>window.addEventListener("load", () => {
 });</script>"""
 
 
-def wide_tables(page: Path, window_width: int = 1280) -> tuple[int, int]:
+def wide_tables(page: Path) -> tuple[int, int]:
     """``(tables in the page's text, tables wider than the text)`` of ``page`` laid out
-    offline in a window ``window_width`` px wide: a wider table makes its reader scroll
-    sideways to its last columns."""
+    offline in :func:`offline_dom`'s window: a wider table makes its reader scroll sideways
+    to its last columns."""
     probe = page.with_name(f".{page.stem}-table-widths.html")  # beside the page: same styles
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", TABLE_WIDTHS + "</body>"), encoding="utf-8")
     try:
-        body = BeautifulSoup(offline_dom(probe, window_width=window_width), "html.parser").body
+        body = BeautifulSoup(offline_dom(probe), "html.parser").body
     finally:
         probe.unlink()
     return int(body["data-tables"]), int(body["data-wide-tables"])

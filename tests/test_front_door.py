@@ -180,9 +180,30 @@ def test_the_workflows_online_steps_call_the_packages_own_commands():
     assert "IB_TUTORIAL_ONLINE" in workflow["jobs"]["build"]["env"]
 
 
+def requirement_names(text: str) -> set[str]:
+    return {re.split(r"[=<>!~\[ ]", line.strip())[0].lower() for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith(("#", "-"))}
+
+
 def test_binder_installs_cpu_wheels_and_the_project_pins():
+    """Binder's requirements.txt is self-contained (no -r, no -e: repo2docker installs such a
+    file before it copies the repository, so the layer survives commits that leave it alone):
+    the CPU wheels of the pinned PyTorch and, at requirements.txt's pins, every runtime
+    dependency of the package, and no book or test tool. postBuild installs the package
+    itself, without its dependencies."""
     binder = (REPO / "binder" / "requirements.txt").read_text()
     pinned = pins(REPO / "requirements.txt")
     assert f"torch=={pinned['torch']}+cpu" in binder and f"torchvision=={pinned['torchvision']}+cpu" in binder
-    assert "-r ../requirements.txt" in binder and "download.pytorch.org/whl/cpu" in binder
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in binder
+    lines = [line.strip() for line in binder.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert not [line for line in lines if line.startswith(("-r", "-e", "-c", ".")) or "../" in line], lines
+    binder_pins = pins(REPO / "binder" / "requirements.txt")
+    assert {name: version for name, version in binder_pins.items() if name not in ("torch", "torchvision")} == {
+        name: pinned[name] for name in binder_pins if name not in ("torch", "torchvision")}
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert requirement_names("\n".join(project["dependencies"])) == set(binder_pins)
+    tools = requirement_names("\n".join(sum(project["optional-dependencies"].values(), [])))
+    assert not tools & set(binder_pins), tools & set(binder_pins)
+    post_build = REPO / "binder" / "postBuild"
+    assert os.access(post_build, os.X_OK) and "pip install --no-deps -e ." in post_build.read_text()
     assert (REPO / "binder" / "runtime.txt").read_text().strip() == "python-3.11"

@@ -56,6 +56,8 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
         size: int | None = None,
         seed: int = 0,
         texture_weight: float | None = None,
+        object_scale: float = 1.0,
+        clutter: float = 1.0,
     ) -> SyntheticWorld:
         # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
         if fixed_texture_weight is None:
@@ -69,7 +71,7 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
             texture_weight = fixed_texture_weight
         return SyntheticWorld(
             split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
-            texture_weight=texture_weight, transform=transform,
+            texture_weight=texture_weight, object_scale=object_scale, clutter=clutter, transform=transform,
         )
 
     return load

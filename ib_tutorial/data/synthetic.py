@@ -74,6 +74,7 @@ MIN_IMG_SIZE, MAX_IMG_SIZE = 16, 256
 HARMONICS = np.arange(2, 6)
 MAX_AMPLITUDES = np.array([0.35, 0.25, 0.2, 0.15])
 OBJECT_RADIUS_RANGE = (0.16, 0.28)  # equivalent radius, as a fraction of the side
+MAX_OBJECT_SCALE = 1.75  # 0.28 x 1.75 = 0.49: the largest object still fits the image
 
 # Texture family: class frequency range (cycles per pixel), orientation concentration
 # exponents n (0: isotropic blobs, 4: loosely oriented, 16: stripes) and tanh gains g
@@ -209,6 +210,11 @@ class SyntheticWorld(torch.utils.data.Dataset):
             val and test). Images are generated when indexed; nothing is stored.
         seed: selects the images (not the classes).
         texture_weight: :math:`w \in [0, 1]`, image = :math:`(1-w)` object + :math:`w` texture.
+        object_scale: multiplies the objects' equivalent radius (16-28 % of the side at 1);
+            larger objects put the outline over more patches.
+        clutter: opacity of the background's blotches and strokes, from 0 (a plain background
+            of one colour) to 1 (the default clutter); the drawn images are the same
+            otherwise, so one ``(seed, index)`` shows the same object at every value.
         transform: applied to the PIL image; without one, items are ``(PIL RGB image, int)``.
 
     Attributes:
@@ -225,6 +231,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         size: int | None = None,
         seed: int = 0,
         texture_weight: float = 0.0,
+        object_scale: float = 1.0,
+        clutter: float = 1.0,
         transform: Callable | None = None,
     ) -> None:
         if split not in SPLITS:
@@ -237,6 +245,10 @@ class SyntheticWorld(torch.utils.data.Dataset):
             raise ValueError(f"size must be a non-negative number of images, got {size}.")
         if not 0.0 <= texture_weight <= 1.0:
             raise ValueError(f"texture_weight must lie in [0, 1], got {texture_weight}.")
+        if not 0.0 < object_scale <= MAX_OBJECT_SCALE:
+            raise ValueError(f"object_scale must lie in (0, {MAX_OBJECT_SCALE}], got {object_scale}.")
+        if not 0.0 <= clutter <= 1.0:
+            raise ValueError(f"clutter must lie in [0, 1], got {clutter}.")
         if not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer in [0, 2**64), got {seed}.")
         self.split = split
@@ -245,6 +257,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         self.size = DEFAULT_SPLIT_SIZES[split] if size is None else size
         self.seed = seed
         self.texture_weight = float(texture_weight)
+        self.object_scale = float(object_scale)
+        self.clutter = float(clutter)
         self.transform = transform
         self._key = (SPLITS.index(split) << 64) | seed
         # Pixel centres in pixel units, so distances come out in pixels.
@@ -321,10 +335,10 @@ class SyntheticWorld(torch.utils.data.Dataset):
             # A bar from (x, y) along the angle: inside when within width/2 of its axis
             # and between its two ends; the smallest margin is the distance to the edge.
             inside = np.minimum(np.minimum(along, length - along), width / 2 - across)
-            self._paint(image, inside, colour)
+            self._paint(image, inside, colour, self.clutter)
 
         table = self._radius_tables[label]
-        scale = draws.uniform(*OBJECT_RADIUS_RANGE)
+        scale = self.object_scale * draws.uniform(*OBJECT_RADIUS_RANGE)
         margin = min(float(table.max()) * scale, 0.5)
         centre_x, centre_y = draws.uniform(margin, 1 - margin), draws.uniform(margin, 1 - margin)
         to_x, to_y = self._x - side * centre_x, self._y - side * centre_y
@@ -348,14 +362,16 @@ class SyntheticWorld(torch.utils.data.Dataset):
         hue = draws.uniform()
         low = _hsv(hue, draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65))
         high = _hsv(hue + draws.uniform(-0.2, 0.2), draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65))
-        return low + field * (high - low)
+        return low + (self.clutter * field) * (high - low)
 
     @staticmethod
-    def _paint(image: np.ndarray, inside_pixels: np.ndarray, colour: np.ndarray) -> None:
-        """Blend ``colour`` in where ``inside_pixels`` (signed distance to the edge, in
-        pixels, positive inside) is positive, with a one-pixel antialiased edge."""
+    def _paint(image: np.ndarray, inside_pixels: np.ndarray, colour: np.ndarray, opacity: float = 1.0) -> None:
+        """Blend ``colour`` in at ``opacity`` where ``inside_pixels`` (signed distance to the
+        edge, in pixels, positive inside) is positive, with a one-pixel antialiased edge."""
         alpha = inside_pixels + 0.5
         np.clip(alpha, 0.0, 1.0, out=alpha)
+        if opacity != 1.0:
+            alpha *= opacity
         image += alpha * (colour - image)
 
     # --- textures -------------------------------------------------------------------

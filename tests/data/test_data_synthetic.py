@@ -129,12 +129,33 @@ def test_bad_options_name_the_fix():
         get_dataset("synthetic-mix", "train", texture_weight=1.5)
     with pytest.raises(ValueError, match="between 16 and 256"):
         get_dataset("synthetic-textures", "train", img_size=8)
-    with pytest.raises(ValueError, match="takes: img_size, num_classes, size, seed, texture_weight"):
+    with pytest.raises(ValueError, match="takes: img_size, num_classes, size, seed, texture_weight, object_scale, clutter"):
         get_dataset("synthetic-textures", "train", image_size=32)
     with pytest.raises(ValueError, match="offers: train, val, test"):
         get_dataset("synthetic-textures", "validation")
+    with pytest.raises(ValueError, match=r"object_scale must lie in \(0, 1.75\]"):
+        get_dataset("synthetic-objects", "train", object_scale=2.0)
+    with pytest.raises(ValueError, match=r"clutter must lie in \[0, 1\]"):
+        get_dataset("synthetic-objects", "train", clutter=-0.1)
     with pytest.raises(IndexError):
         SyntheticWorld("train", size=3)[3]
+
+
+def test_clutter_and_object_scale_change_only_the_background_and_the_object_size():
+    def world(**options):
+        return get_dataset("synthetic-objects", "train", size=8, img_size=64, **options)
+
+    assert np.array_equal(world(clutter=1.0, object_scale=1.0).image_array(5), world().image_array(5))
+    # No clutter: every pixel is the background colour or the object's (or their antialiased edge).
+    plain = world(clutter=0.0).image_array(5).reshape(-1, 3)
+    colours, counts = np.unique(plain, axis=0, return_counts=True)
+    assert counts[np.argsort(counts)[-2:]].sum() > 0.9 * len(plain)
+    # The object's area grows with the square of its scale (the class's outline has the area of a unit disc).
+    def object_pixels(scale: float) -> int:
+        image = world(clutter=0.0, object_scale=scale).image_array(2).reshape(-1, 3)
+        return int((np.abs(image.astype(int) - image[0].astype(int)).sum(axis=1) > 30).sum())
+
+    assert object_pixels(1.5) / object_pixels(1.0) == pytest.approx(2.25, rel=0.2)
 
 
 def test_unknown_dataset_lists_the_known_names():

@@ -164,20 +164,54 @@ def test_the_workflow_installs_cpu_wheels_of_the_pinned_torch():
 def test_the_workflows_online_steps_call_the_packages_own_commands():
     """The downloads and profiles of the online build are `ib-tutorial` commands this
     package's command line accepts (its own download code, checksums included), gated by
-    IB_TUTORIAL_ONLINE, and the chapter reads where they write."""
+    IB_TUTORIAL_ONLINE, and the chapter reads where they write. A command that fails warns
+    and the build goes on (the chapter says what is missing)."""
     from ib_tutorial.cli import build_parser
 
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "book.yml").read_text())
-    online = [step for step in workflow["jobs"]["build"]["steps"] if step.get("if") == "env.IB_TUTORIAL_ONLINE == '1'"]
-    commands = [shlex.split(line.strip().replace('"$dataset"', "cifar100")) for step in online
-                for line in step.get("run", "").splitlines() if line.strip().startswith("ib-tutorial ")]
-    assert len(online) == 2 and len(commands) == 2
+    online = [step for step in workflow["jobs"]["build"]["steps"] if step.get("if", "").startswith("env.IB_TUTORIAL_ONLINE == '1'")]
+    lines = [line.strip() for step in online for line in step.get("run", "").splitlines() if line.strip().startswith("ib-tutorial ")]
+    assert len(lines) == 2 and all(' || echo "::warning::' in line for line in lines), lines
+    commands = [shlex.split(line.split(" || ")[0].replace('"$dataset"', "cifar100")) for line in lines]
     for command in commands:
         args = build_parser().parse_args(command[1:])  # exits (fails the test) on an unknown command or flag
         assert args.command == "profile-pretrained" and args.download and args.out is None  # the chapter's folder
     profiled = {model for command in commands for model in build_parser().parse_args(command[1:]).models}
     assert profiled == set(PUBLISHED_VIT_SMALL)
     assert "IB_TUTORIAL_ONLINE" in workflow["jobs"]["build"]["env"]
+
+
+def test_the_online_cache_holds_archives_and_weights_keyed_by_their_checksums(tmp_path):
+    """actions/cache on its Node 24 major; what it restores and saves are the archives where
+    the loaders look for them and the hub's folders of the published weights, nothing else
+    (no extracted copy, no profiles), under a key that changes with their checksums."""
+    workflow = (REPO / ".github" / "workflows" / "book.yml").read_text()
+    uses = re.findall(r"uses: (actions/cache\S*)@(\S+)", workflow)
+    assert sorted(uses) == [("actions/cache/restore", "v5"), ("actions/cache/save", "v5")]
+    script = [sys.executable, str(REPO / ".github" / "online_cache.py")]
+    env = {**os.environ, "IB_TUTORIAL_DATA": str(tmp_path / "data"), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    plan = subprocess.run([*script, "plan"], env=env, capture_output=True, text=True, check=True).stdout
+    paths = plan.split("paths<<END\n")[1].split("\nEND")[0].splitlines()
+    assert sorted(Path(path).name for path in paths if path.startswith(str(tmp_path / "data"))) == sorted(
+        ["cifar-100-python.tar.gz", "tiny-imagenet-200.zip", "UCMerced_LandUse.zip", "dtd-r1.0.1.tar.gz"])
+    assert [path for path in paths if not path.startswith(str(tmp_path / "data"))] == [
+        str(tmp_path / "hub" / f"models--timm--{model}") for model in PUBLISHED_VIT_SMALL]
+    base = re.search(r"^base=(online-\w+)$", plan, re.M).group(1)
+
+    def key() -> str:
+        return subprocess.run([*script, "present"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+    empty = key()
+    assert empty.startswith(f"key={base}-")
+    (tmp_path / "data" / "tiny-imagenet-200").mkdir(parents=True)  # an extracted copy: not part of the key
+    assert key() == empty
+    (tmp_path / "data" / "tiny-imagenet-200.zip").write_bytes(b"")
+    with_archive = key()
+    assert with_archive != empty
+    blobs = tmp_path / "hub" / f"models--timm--{PUBLISHED_VIT_SMALL[0]}" / "blobs"
+    blobs.mkdir(parents=True)
+    (blobs / "0123abcd").write_bytes(b"")
+    assert key() not in (empty, with_archive)
 
 
 def requirement_names(text: str) -> set[str]:

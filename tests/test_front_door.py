@@ -94,6 +94,7 @@ def test_the_colab_set_up_finds_the_committed_results(tmp_path):
     subprocess.run(["git", "clone", "-q", "--depth", "1", REPO.as_uri(), str(clone)], check=True)
     committed = sorted(p.parent.name for p in (clone / "results").glob("*/summary.json"))
     assert committed, "the repository commits no bundle"
+    assert (clone / "constraints.txt").is_file()  # the pins the cell installs with
     out = run_python(CHAPTER_VIEW, clone)
     assert str(clone / "ib_tutorial") in out and str(committed) in out
     assert "not a checkout" not in out

@@ -31,7 +31,31 @@ def test_every_chapter_installs_the_configured_repository_in_colab():
         assert len(install) == 1, f"{notebook.name}: {len(install)} Colab install cells"
         # The cell clones the repository (so that its committed results come too) and installs from the clone.
         assert re.findall(r'"clone", "-q", "--depth", "1", "([^"]+)"', install[0]) == [repository_url()], notebook.name
-        assert '"install", "-q", "-e", "ib-tutorial"' in install[0], notebook.name
+        # It installs the tested versions (constraints.txt; PyTorch stays Colab's) and lets Colab draw ipywidgets 8.
+        assert '"install", "-q", "-c", "ib-tutorial/constraints.txt", "-e", "ib-tutorial"' in install[0], notebook.name
+        assert "output.enable_custom_widget_manager()" in install[0], notebook.name
+    assert len({install_block(notebook) for notebook in notebooks}) == 1, "the chapters' Colab blocks differ"
+
+
+def install_block(notebook: Path) -> str:
+    """The `if "google.colab" in sys.modules:` block of a chapter's set-up cell."""
+    cell = next("".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+                if cell["cell_type"] == "code" and '"google.colab" in sys.modules' in "".join(cell["source"]))
+    block = cell[cell.index('if "google.colab" in sys.modules'):]
+    return block[:re.search(r"\n(?=\S)", block).start()].rstrip()
+
+
+def test_the_colab_constraints_are_the_tested_pins_less_pytorch():
+    """constraints.txt: every pin of requirements.txt but torch and torchvision (Colab brings
+    its own, built for its CUDA), and nothing else."""
+    def pins(path: Path) -> dict[str, str]:
+        return dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", path.read_text(), re.M))
+
+    constraints = REPO / "constraints.txt"
+    assert pins(constraints) == {name: version for name, version in pins(REPO / "requirements.txt").items()
+                                 if name not in ("torch", "torchvision")}
+    lines = [line for line in constraints.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert len(lines) == len(pins(constraints)), lines
 
 
 def test_the_readme_links_the_configured_repository_and_its_book():

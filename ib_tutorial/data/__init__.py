@@ -35,11 +35,12 @@ class DatasetInfo:
     native_size: int | None = None  # the side of the stored images; None when it varies
     train_images: int | None = None  # images in the train split; None when options set it
     split_note: str = ""  # why a split one might expect is not offered
+    folder_options: tuple[str, ...] = ()  # options that read a folder without the official split
 
     def held_out_split(self, options: dict | None = None) -> str:
         """The split a model trained on ``train`` is evaluated on: ``val`` where the dataset
-        offers one, else ``test``; a DTD ``folder`` (no ``labels/``) has ``test`` only."""
-        if "val" in self.splits and (options or {}).get("folder") is None:
+        offers one, else ``test``; a DTD ``folder`` or ``subset`` (no ``labels/``) has ``test`` only."""
+        if "val" in self.splits and all((options or {}).get(key) is None for key in self.folder_options):
             return "val"
         return "test"
 
@@ -99,7 +100,7 @@ DATASETS: dict[str, DatasetInfo] = {
     "dtd": DatasetInfo(
         load_dtd, "texture-centric", ("train", "val", "test"),
         "Describable Textures: 47 classes x 120, 300-640 px; official partitions 1-10 (torchvision)",
-        input_size=224, train_images=1_880,
+        input_size=224, train_images=1_880, folder_options=("folder", "subset"),
     ),
     "eurosat": DatasetInfo(
         load_eurosat, "texture-centric", ("train", "test"),
@@ -153,7 +154,11 @@ def get_dataset(
               to 256 x 256, bicubic; or ``"keep"``).
             - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (a folder of
               ``images/<class>/`` without ``labels/``, absolute or inside the data
-              root) with ``train_fraction`` and ``split_seed``.
+              root) with ``train_fraction`` and ``split_seed``; or ``subset``
+              (``"dtd6"``), a built subset folder read like ``folder`` (see
+              :mod:`~ib_tutorial.data.subsets`).
+            - ``tiny-imagenet``: ``subset`` (``"tin20"``), that subset's classes of a
+              full download or of a built subset folder.
             - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
             - every dataset read from image files (``tiny-imagenet``, ``uc-merced``,
               ``dtd``, ``eurosat``): ``skip_corrupt`` (``False``). When true, every

@@ -54,8 +54,9 @@ def train_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
     return samples
 
 
-def val_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
-    """The images named in ``val/val_annotations.txt``, labelled by their wnid."""
+def val_samples(folder: Path, wnids: list[str], others: bool = False) -> list[tuple[Path, int]]:
+    """The images named in ``val/val_annotations.txt``, labelled by their wnid; those of
+    classes not in ``wnids`` are left out when ``others`` (a subset of the folder's classes)."""
     label_of = {wnid: label for label, wnid in enumerate(wnids)}
     annotations = folder / "val" / "val_annotations.txt"
     samples = []
@@ -63,6 +64,8 @@ def val_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
         if not line.strip():
             continue
         name, wnid = line.split("\t")[:2]
+        if others and wnid not in label_of:
+            continue
         if wnid not in label_of:
             raise DatasetNotFoundError(f"{annotations}, line {number}: {wnid} is not in wnids.txt.")
         samples.append((folder / "val" / "images" / name, label_of[wnid]))
@@ -79,18 +82,27 @@ def load(
     transform: Callable | None = None,
     *,
     skip_corrupt: bool = False,
+    subset: str | None = None,
 ) -> ImageFiles:
     """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``);
-    ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`)."""
+    ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`);
+    ``subset`` (e.g. ``"tin20"``, see :mod:`~ib_tutorial.data.subsets`) keeps that subset's
+    classes, in its order, of a full download or of a built subset folder alike."""
+    from .subsets import named_subset  # subsets builds this module's layout: imported here, not above
+
     folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "Tiny ImageNet", LAYOUT)
     wnids, names = read_classes(folder)
-    if len(wnids) != OFFICIAL_CLASSES:
+    if subset is not None:
+        keep = named_subset(subset, "tiny-imagenet").keep(
+            wnids, folder / "wnids.txt", f"Point root at the full Tiny ImageNet download or at a built {subset!r} folder.")
+        wnids, names = [wnids[i] for i in keep], [names[i] for i in keep]
+    elif len(wnids) != OFFICIAL_CLASSES:
         warnings.warn(
             f"{folder / 'wnids.txt'} lists {len(wnids)} classes, not the official {OFFICIAL_CLASSES}: "
             f"this is a {'subset' if len(wnids) < OFFICIAL_CLASSES else 'superset'} of Tiny ImageNet, "
             "and accuracies on it are not comparable with published ones.",
             stacklevel=3,
         )
-    samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids)
-    info = {"wnids": wnids, "folder": str(folder), "num_classes": len(wnids)}
+    samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids, others=subset is not None)
+    info = {"wnids": wnids, "folder": str(folder), "num_classes": len(wnids), "subset": subset}
     return ImageFiles(samples, names, transform, info=info, skip_corrupt=skip_corrupt)

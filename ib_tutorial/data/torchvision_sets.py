@@ -79,25 +79,33 @@ def load_dtd(
     train_fraction: float = 0.8,
     split_seed: int = 0,
     skip_corrupt: bool = False,
+    subset: str | None = None,
 ) -> ImageFiles:
     """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
     with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
     stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused).
     A relative ``folder`` is taken inside the data root (``folder="dtd"`` reads
     ``<root>/dtd/images``), so a run's configuration names no machine's paths.
+    ``subset`` (e.g. ``"dtd6"``, see :mod:`~ib_tutorial.data.subsets`) reads that subset's
+    built folder (``folder``, by default the subset's own) the same way, its classes only.
     ``skip_corrupt`` leaves unreadable image files out of either."""
+    if subset is not None:
+        from .subsets import named_subset  # subsets builds this module's layout: imported here, not above
+
+        chosen = named_subset(subset, "dtd")
+        folder = chosen.folder if folder is None else folder
     if folder is not None:
         base = Path(folder).expanduser()
         base = base if base.is_absolute() else data_root(root) / base
         images = base / "images"
-        if not images.is_dir():
+        if subset is None and not images.is_dir():
             raise DatasetNotFoundError(
                 f"DTD: no images/ folder in {base} (a relative folder is read inside the data root "
                 f"{data_root(root)}). Expected layout:\n{DTD_FOLDER_LAYOUT}")
         if split == "val":
             raise ValueError("A DTD folder without labels/ is split into train and test only; use split='test'.")
-        files = class_folders(images)
-        info = {"train_fraction": train_fraction, "split_seed": split_seed, "folder": str(base)}
+        files = class_folders(images) if subset is None else chosen.built_classes(images)
+        info = {"train_fraction": train_fraction, "split_seed": split_seed, "folder": str(base), "subset": subset}
         samples = stratified_split(files, split, train_fraction, split_seed)
         return ImageFiles(samples, list(files), transform, info=info, skip_corrupt=skip_corrupt)
 

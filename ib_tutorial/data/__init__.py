@@ -87,7 +87,7 @@ DATASETS: dict[str, DatasetInfo] = {
     ),
     "tiny-imagenet": DatasetInfo(
         tiny_imagenet.load, "object-centric", ("train", "val"),
-        "Tiny ImageNet: 200 classes (as wnids.txt lists; a subset warns), 64 px, 100,000 train / 10,000 val",
+        "Tiny ImageNet: 200 classes (as wnids.txt lists; an unnamed subset warns), 64 px, 100,000 train / 10,000 val",
         input_size=64, native_size=64, train_images=100_000,
         split_note="Its test images have no published labels; use 'val' for evaluation.",
     ),

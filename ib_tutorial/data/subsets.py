@@ -19,8 +19,11 @@ needs its downscaled images, so it is built once from the full download::
 :func:`build_subset` writes the subset's folder under a data root in the layout the
 loaders read, all or nothing, and compares its :func:`folder_digest` with the one
 recorded here from the folder the committed runs were trained on, so a match means
-the same files, byte for byte. A run records what it saw with :func:`subset_record`:
-the class list and :func:`training_file_digest` of its training files.
+the same files, byte for byte. Build into a data root of its own: the subsets' folders
+take the downloads' names (``dtd/``, ``tiny-imagenet-200/``, as in
+``../shared/data/real``). A full Tiny ImageNet needs no build: ``subset="tin20"`` reads
+it. A run records what it saw with :func:`subset_record`: the class list and
+:func:`training_file_digest` of its training files.
 """
 from __future__ import annotations
 
@@ -422,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     build = commands.add_parser("build", help="write a subset's folder from the full download")
     build.add_argument("name", choices=SUBSETS, help="the subset")
     build.add_argument("--source", required=True, help="data root (or dataset folder) holding the full download")
-    build.add_argument("--out", required=True, help="data root to make the subset's folder in")
+    build.add_argument("--out", required=True,
+                       help="data root to make the subset's folder in; not the source's (its full DTD is <root>/dtd)")
     build.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     if args.command == "list":
@@ -431,9 +435,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"  classes: {' '.join(subset.classes)}")
         return
     try:
-        built = build_subset(args.name, args.source, args.out, progress=not args.no_progress)
-    except (DatasetNotFoundError, FileExistsError) as error:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            built = build_subset(args.name, args.source, args.out, progress=not args.no_progress)
+    except (DatasetNotFoundError, FileExistsError, CorruptImageError) as error:
         raise SystemExit(f"error: {error}") from None
+    for warning in caught:
+        print(f"warning: {warning.message}")
     verdict = "identical to" if built.matches else "DIFFERENT from"
     print(f"{built.folder}: {built.files:,} files, content sha256 {built.content_sha256}, "
           f"{verdict} the folder the committed runs used.")

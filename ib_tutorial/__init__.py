@@ -3,6 +3,8 @@
 The package behind the ib-tutorial book. Importing it fetches nothing and starts
 nothing; every download is an explicit call.
 """
+import importlib.metadata
+
 from .measure.covariance import CovarianceAccumulator
 from .measure.metrics import (
     eed_percent,
@@ -13,7 +15,10 @@ from .measure.metrics import (
 )
 from .presets import get_preset
 
-__version__ = "0.1.0"
+try:  # one version source, pyproject.toml's, as installed
+    __version__ = importlib.metadata.version("ib-tutorial")
+except importlib.metadata.PackageNotFoundError:  # imported from a folder that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str):

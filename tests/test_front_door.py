@@ -143,6 +143,21 @@ def test_licence_and_its_spdx_form():
     assert "| licence |" in (REPO / "README.md").read_text()
 
 
+def test_one_version_in_the_package_and_its_citation():
+    """pyproject.toml holds the version; the package reads it from its installed metadata,
+    and CITATION.cff (which cites the paper it reproduces) states the same."""
+    import ib_tutorial
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert ib_tutorial.__version__ == version == citation["version"]
+    assert f'"{version}"' not in (REPO / "ib_tutorial" / "__init__.py").read_text()  # no second copy
+    assert citation["repository-code"] == yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+    paper = citation["references"][0]
+    assert paper["authors"][0]["family-names"] == "Awadhiya" and paper["url"] == "https://arxiv.org/abs/2512.07331"
+    assert f"## {version}" in (REPO / "CHANGELOG.md").read_text()
+
+
 def pins(path: Path) -> dict[str, str]:
     return dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s+]+)", path.read_text(), re.M))
 

@@ -1,0 +1,316 @@
+r"""Uncertainty of a profile: the bootstrap over images, and the Wilson interval of an accuracy.
+
+The images a profile is measured on are a sample; another sample would give other values.
+The bootstrap measures how much: it draws the images again, with replacement, and measures
+again. A second pass over the network is not needed, because every covariance of
+:mod:`~ib_tutorial.measure.variants` is a function of sums over images (per-image token sums
+:math:`s_i`, Gram matrices :math:`G_i = \sum_t x_{it} x_{it}^\top` and the like): a replicate
+is the same sums weighted by how often each image was drawn, multinomial counts
+:math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`. Resampling images, not tokens, matters: the
+tokens of one image are not independent draws, and resampling them would give intervals far
+too narrow.
+
+**Memory.** Per-image Gram matrices take :math:`8 D^2` bytes each (1.2 MB at :math:`D = 384`,
+for every block). :class:`ImageStatistics` keeps at most :math:`K` groups of sums
+(``groups``, by default as many as ``max_bytes`` allows): image :math:`j < K` has a group of
+its own, and every later image joins one of the :math:`K` groups drawn at random (seeded).
+While :math:`N \le K` the bootstrap resamples images exactly; beyond, it resamples the groups
+(a cluster bootstrap: random groups of independent images are themselves independent),
+which stays valid and only coarsens the resampling, so keep :math:`K` at 100 or more.
+
+**Intervals.** The percentile interval at ``level``: the :math:`(1 - \mathrm{level})/2` and
+:math:`(1 + \mathrm{level})/2` quantiles of a statistic over the replicates. Every block of a
+profile is measured on the same replicates (the same resampled images), so a statistic of
+several blocks (a U-depth, a difference between blocks) gets its interval from the same
+replicates too (:meth:`BootstrapProfile.interval`); two profiles bootstrapped with the same
+``seed`` on the same images in the same order share their replicates' images, so a statistic
+of both (a change over training) is paired (:func:`joint_interval`).
+
+For a k-NN accuracy, :func:`wilson_interval` gives the binomial (Wilson score) interval.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import torch
+
+from .metrics import eed_percent, effective_dimension_from_spectrum
+from .shape import DIRECTIONS, Verdict, verdict
+from .variants import IMAGE_OUTER, POSITIONS, TokenMoments, get_variant
+
+Tensor = torch.Tensor
+
+#: Bytes the per-group sums of one :class:`ImageStatistics` may take by default (at
+#: :math:`D = 384`, 227 groups of Gram matrices; half as many when the per-image outer
+#: products are kept too).
+MAX_BYTES = 256 * 2**20
+#: Replicates of a bootstrap, and the level of its intervals, by default.
+REPLICATES, LEVEL = 1000, 0.9
+# Per-image Gram matrices of at most this many bytes are formed at once in an update, and
+# replicates' weighted sums of at most this many in a bootstrap.
+_WORK_BYTES = 2**27
+
+
+class ImageStatistics:
+    r"""Per-image (or per-group) sums of one block's tokens, in float64.
+
+    For each group :math:`g` of images (see the module docstring: one image per group while
+    there are at most ``groups`` images), the number of images, the token sum
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D] and the Gram matrix
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D], and on request the
+    per-position sums [T, D] (``keep`` holding ``"positions"``) and the per-image sums'
+    outer products [D, D] (``"image_outer"``) that some variants need
+    (:func:`~ib_tutorial.measure.variants.needed_sums`). The shift :math:`c` is the first
+    batch's mean token, fixed thereafter: it keeps the float64 sums far from cancelling.
+
+    Args:
+        dim: D, the token width.
+        keep: optional sums to keep, from ``"positions"`` and ``"image_outer"``.
+        groups: the most groups kept; default: as many as ``max_bytes`` holds.
+        max_bytes: the memory the groups' sums may take when ``groups`` is not given.
+        seed: seeds which group each image beyond the first ``groups`` joins.
+    """
+
+    def __init__(self, dim: int, keep: Iterable[str] = (), groups: int | None = None,
+                 max_bytes: int = MAX_BYTES, seed: int = 0):
+        self.keep = frozenset(keep)
+        if unknown := self.keep - {POSITIONS, IMAGE_OUTER}:
+            raise ValueError(f"unknown sums to keep {sorted(unknown)}; choose from {POSITIONS!r}, {IMAGE_OUTER!r}")
+        if dim < 1 or (groups is not None and groups < 1):
+            raise ValueError(f"the width and the number of groups must be at least 1, got {dim} and {groups}")
+        self.dim, self.max_groups, self.max_bytes = dim, groups, max_bytes
+        self.images = 0
+        self.tokens: int | None = None
+        self._generator = torch.Generator().manual_seed(seed)
+        self._shift: Tensor | None = None
+        self._sums: dict[str, Tensor] = {}
+
+    def _start(self, tokens: int, shift: Tensor) -> None:
+        dim = self.dim
+        shapes = {"images": (), "total": (dim,), "gram": (dim, dim)}
+        if POSITIONS in self.keep:
+            shapes[POSITIONS] = (tokens, dim)
+        if IMAGE_OUTER in self.keep:
+            shapes[IMAGE_OUTER] = (dim, dim)
+        if self.max_groups is None:
+            group_bytes = 8 * sum(math.prod(shape) for shape in shapes.values())
+            self.max_groups = max(1, self.max_bytes // group_bytes)
+        self.tokens = tokens
+        self._sums = {name: torch.zeros(0, *shape, dtype=torch.float64) for name, shape in shapes.items()}
+        self._shift = shift
+
+    @property
+    def groups(self) -> int:
+        """The number of groups holding images so far."""
+        return len(self._sums["images"]) if self._sums else 0
+
+    def update(self, tokens: Tensor) -> None:
+        """Add a batch of images' tokens [B, T, D] (any float dtype and device; T the same
+        for every batch)."""
+        if tokens.ndim != 3 or tokens.shape[-1] != self.dim:
+            raise ValueError(f"expected tokens [B, T, {self.dim}], got shape {tuple(tokens.shape)}")
+        batch, count = tokens.shape[:2]
+        if batch == 0:
+            return
+        x = tokens.detach().to(torch.float64)
+        if not torch.isfinite(x).all():
+            raise ValueError("tokens contain NaN or inf; check the model output or the input images")
+        if self.tokens is None:
+            self._start(count, x.mean((0, 1)))
+        elif count != self.tokens:
+            raise ValueError(f"every image must have the same number of tokens: {self.tokens} before, {count} now")
+        x = x - self._shift.to(x.device)
+        ids = self._assign(batch)
+        sums = x.sum(1)
+        self._add("images", ids, torch.ones(batch, dtype=torch.float64))
+        self._add("total", ids, sums)
+        chunk = max(1, _WORK_BYTES // (8 * self.dim**2))
+        for start in range(0, batch, chunk):
+            piece = x[start : start + chunk]
+            self._add("gram", ids[start : start + chunk], torch.bmm(piece.transpose(1, 2), piece))
+        if POSITIONS in self.keep:
+            self._add(POSITIONS, ids, x)
+        if IMAGE_OUTER in self.keep:
+            self._add(IMAGE_OUTER, ids, sums[:, :, None] * sums[:, None, :])
+        self.images += batch
+
+    def _assign(self, batch: int) -> Tensor:
+        """Groups of the next ``batch`` images: a new group each up to ``max_groups``, then
+        groups drawn at random."""
+        first = torch.arange(self.images, self.images + batch)
+        drawn = torch.randint(self.max_groups, (batch,), generator=self._generator)
+        ids = torch.where(first < self.max_groups, first, drawn)
+        if (new := int(ids.max()) + 1 - self.groups) > 0:
+            self._sums = {name: torch.cat([s, s.new_zeros(new, *s.shape[1:])]) for name, s in self._sums.items()}
+        return ids
+
+    def _add(self, name: str, ids: Tensor, values: Tensor) -> None:
+        self._sums[name].index_add_(0, ids, values.cpu())
+
+    def moments(self, weights: Tensor | None = None) -> TokenMoments:
+        r"""The sums over groups weighted by ``weights`` [..., K] (K = :attr:`groups`; default
+        all ones: the images themselves), as :class:`~ib_tutorial.measure.variants.TokenMoments`
+        with the leading shape of ``weights``."""
+        if not self.images:
+            raise ValueError("no images accumulated yet")
+        if weights is None:
+            weights = torch.ones(self.groups, dtype=torch.float64)
+        if weights.shape[-1] != self.groups:
+            raise ValueError(f"expected weights [..., {self.groups}], got shape {tuple(weights.shape)}")
+        weighted = {name: torch.tensordot(weights.to(torch.float64), s, dims=1) for name, s in self._sums.items()}
+        return TokenMoments(weighted["images"], self.tokens, weighted["total"], weighted["gram"],
+                            weighted.get(POSITIONS), weighted.get(IMAGE_OUTER))
+
+    def group_images(self) -> Tensor:
+        """The number of images in each group [K]."""
+        return self._sums["images"].clone()
+
+
+def resampling_weights(groups: int, replicates: int, seed: int) -> Tensor:
+    r"""Multinomial counts [replicates, groups] (float64): each row draws ``groups`` groups
+    uniformly with replacement, :math:`w \sim \mathrm{Mult}(K; 1/K, \dots, 1/K)`; a fixed
+    function of ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    draws = torch.randint(groups, (replicates, groups), generator=generator)
+    counts = torch.zeros(replicates, groups, dtype=torch.float64)
+    return counts.scatter_add_(1, draws, torch.ones_like(counts))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate and its interval at ``level`` (a share, e.g. 0.9)."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+
+    def verdict(self, margin: float = DIRECTIONS) -> Verdict:
+        """Whether the statistic exceeds ``margin``: see :func:`~ib_tutorial.measure.shape.verdict`."""
+        return verdict(self.low, self.high, margin)
+
+
+def percentile_interval(estimate: float, replicates: Tensor, level: float) -> Interval:
+    r"""The percentile interval of a statistic's ``replicates`` [R] about ``estimate``: their
+    :math:`(1 - \mathrm{level})/2` and :math:`(1 + \mathrm{level})/2` quantiles (linear
+    interpolation)."""
+    if not 0 < level < 1:
+        raise ValueError(f"the level must lie between 0 and 1, got {level}")
+    tail = (1 - level) / 2
+    low, high = torch.quantile(replicates.to(torch.float64), torch.tensor([tail, 1 - tail], dtype=torch.float64))
+    return Interval(float(estimate), float(low), float(high), level)
+
+
+@dataclass(frozen=True)
+class BootstrapProfile:
+    r"""A profile's :math:`N_\mathrm{eff}` per block and its bootstrap replicates.
+
+    Attributes:
+        n_eff: the measured :math:`N_\mathrm{eff}` of each block (all images once).
+        replicates: [R, L] :math:`N_\mathrm{eff}` of every block in each replicate, every
+            block of a replicate on the same resampled images.
+        dim: D, the width (EED% is :math:`100 N_\mathrm{eff} / D`).
+        level: the intervals' level.
+        variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`).
+        seed: the seed of the resampling weights.
+    """
+
+    n_eff: list[float]
+    replicates: Tensor
+    dim: int
+    level: float
+    variant: str
+    seed: int
+
+    @property
+    def eed_percent(self) -> list[float]:
+        """EED% of each block."""
+        return [eed_percent(n, self.dim) for n in self.n_eff]
+
+    def intervals(self, percent: bool = False) -> list[Interval]:
+        r"""Each block's interval, of :math:`N_\mathrm{eff}` or (``percent``) of EED%."""
+        return [self.interval(lambda values, block=block: values[block], percent) for block in range(len(self.n_eff))]
+
+    def interval(self, statistic: Callable[[Sequence[float]], float], percent: bool = False) -> Interval:
+        r"""The interval of ``statistic`` (a function of one value per block, e.g.
+        :func:`~ib_tutorial.measure.shape.u_depth`) over this profile's replicates, of
+        :math:`N_\mathrm{eff}` values or (``percent``) of EED% values."""
+        return joint_interval(statistic, [self], percent)
+
+
+def joint_interval(statistic: Callable[..., float], profiles: Sequence[BootstrapProfile], percent: bool = False,
+                   level: float | None = None) -> Interval:
+    """The interval of ``statistic(values_1, ..., values_k)``, one list of per-block values
+    per profile, computed on the measured values and on replicate :math:`r` of every profile
+    together. Pairing is meaningful for profiles with the same ``seed`` measured on the same
+    images in the same order (they share each replicate's images); for profiles of
+    independent image sets any pairing is a valid draw of both. ``level`` defaults to the
+    first profile's."""
+    if len({profile.replicates.shape[0] for profile in profiles}) != 1:
+        raise ValueError("the profiles have different numbers of replicates")
+    scales = [100 / profile.dim if percent else 1.0 for profile in profiles]
+    estimate = statistic(*[[value * scale for value in profile.n_eff] for profile, scale in zip(profiles, scales)])
+    rows = zip(*[(profile.replicates * scale).tolist() for profile, scale in zip(profiles, scales)])
+    values = torch.tensor([statistic(*row) for row in rows], dtype=torch.float64)
+    return percentile_interval(estimate, values, profiles[0].level if level is None else level)
+
+
+def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens", replicates: int = REPLICATES,
+                  level: float = LEVEL, seed: int = 0) -> BootstrapProfile:
+    r""":math:`N_\mathrm{eff}` of every block and its bootstrap replicates.
+
+    Args:
+        statistics: one :class:`ImageStatistics` per block, all fed the same images in the
+            same order (so their groups hold the same images).
+        variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`);
+            the accumulators must keep the sums it needs.
+        replicates: R, the bootstrap replicates.
+        level: the intervals' level.
+        seed: seeds the resampling weights (:func:`resampling_weights`), shared by every block.
+    """
+    if not statistics:
+        raise ValueError("no blocks to bootstrap")
+    covariance = get_variant(variant).covariance
+    sizes = statistics[0].group_images()
+    if any(not torch.equal(s.group_images(), sizes) for s in statistics[1:]):
+        raise ValueError("the blocks' statistics hold different images; feed every block the same batches")
+    weights = resampling_weights(len(sizes), replicates, seed)
+    chunk = max(1, _WORK_BYTES // (8 * statistics[0].dim ** 2))
+    n_eff, columns = [], []
+    for block in statistics:
+        n_eff.append(_n_eff(covariance(block.moments()))[0])
+        columns.append([n for rows in weights.split(chunk) for n in _n_eff(covariance(block.moments(rows)))])
+    return BootstrapProfile(n_eff, torch.tensor(columns, dtype=torch.float64).T, statistics[0].dim, level, variant, seed)
+
+
+def _n_eff(covariances: Tensor) -> list[float]:
+    r""":math:`N_\mathrm{eff}` of each covariance [..., D, D], flattened."""
+    spectra = torch.linalg.eigvalsh(covariances.reshape(-1, *covariances.shape[-2:]))
+    return [effective_dimension_from_spectrum(spectrum) for spectrum in spectra]
+
+
+def wilson_interval(correct: int, total: int, level: float = 0.95) -> Interval:
+    r"""The Wilson score interval of an accuracy ``correct / total`` (shares, not points):
+
+    .. math::
+
+        \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
+        \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1 - \hat p)}{n} + \frac{z^2}{4n^2}},
+
+    :math:`z` the standard normal's :math:`(1 + \mathrm{level})/2` quantile. Unlike
+    :math:`\hat p \pm z \sqrt{\hat p(1 - \hat p)/n}` it stays inside [0, 1] and keeps its
+    coverage near 0 and 1 (Brown, Cai & DasGupta 2001).
+    """
+    if total < 1 or not 0 <= correct <= total:
+        raise ValueError(f"need 0 <= correct <= total and total >= 1, got {correct} of {total}")
+    if not 0 < level < 1:
+        raise ValueError(f"the level must lie between 0 and 1, got {level}")
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    p, n = correct / total, total
+    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z / (1 + z**2 / n) * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+    # At 0 or n correct the bound is exactly 0 or 1; the formula leaves round-off there.
+    return Interval(p, 0.0 if correct == 0 else centre - half, 1.0 if correct == total else centre + half, level)

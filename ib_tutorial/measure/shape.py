@@ -1,0 +1,183 @@
+r"""The shape of a profile over depth, named by one rule, and three-valued verdicts.
+
+A profile is one value per block, :math:`v_0, \dots, v_{L-1}` (:math:`N_\mathrm{eff}` in
+effective directions, or EED%). Blocks fall into three regions by depth fraction, with
+:math:`b(f) = \lfloor f L + \tfrac12 \rfloor` the block boundary at fraction :math:`f`:
+
+* **early**: blocks :math:`[0,\ b(1/6))`,
+* **middle**: blocks :math:`[b(1/6),\ b(5/12))`,
+* **late**: blocks :math:`[b(3/4),\ L)`,
+
+which for the paper's :math:`L = 12` are L0-L1, L2-L4 and L9-L11, the blocks it calls early,
+middle (where it finds the minimum) and late. :math:`\bar v_E, \bar v_M, \bar v_L` are the
+means over these regions. Two statistics, both :math:`\ge 0`:
+
+.. math::
+
+    \mathrm{U\text{-}depth} = \begin{cases}
+        \max\big(0,\ \min(\bar v_E, \bar v_L) - \bar v_M\big) & \arg\min_l v_l \in \text{middle} \\
+        0 & \text{otherwise}
+    \end{cases}
+    \qquad
+    \mathrm{hump} = \begin{cases}
+        \max\big(0,\ \max_l v_l - \max(\bar v_E, \bar v_L)\big) & \arg\max_l v_l \in \text{inside} \\
+        0 & \text{otherwise}
+    \end{cases}
+
+where *inside* is every block neither early nor late. U-depth is 0, not undefined, where the
+lowest block is not a middle one: a profile that merely falls with depth, or a network that
+collapses in its last block, has no U however low its middle lies, and a bootstrap replicate
+whose minimum moves out of the middle counts as no U.
+
+:func:`classify_shape` names a profile by the first of these that applies, with a
+``tolerance`` :math:`\tau` in the units of the values:
+
+1. ``flat``: :math:`\max_l v_l - \min_l v_l \le \tau`;
+2. ``U``: U-depth :math:`> \tau` (the paper's shape is checked first);
+3. ``hump``: hump :math:`> \tau` (the "hunchback" of Ansuini et al. 2019);
+4. ``falling``: :math:`\bar v_E - \bar v_L > \tau`; ``rising``: :math:`\bar v_L - \bar v_E > \tau`;
+5. ``irregular``: none of these, e.g. a dip outside the middle blocks with level ends.
+
+The default tolerance, :data:`DIRECTIONS`, is one effective direction: it assumes
+:math:`N_\mathrm{eff}` values, a unit that means the same at any width (one point of EED% is
+3.84 directions at :math:`D = 384` and 1.92 at :math:`D = 192`). For EED% pass
+:math:`100\,\tau / D`.
+
+:func:`verdict` turns an interval of a statistic into one of three verdicts on "the statistic
+exceeds the margin": it holds, it fails, or the interval straddles the margin.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+#: Where the early blocks end, the middle ones end and the late ones begin, as fractions of
+#: the depth (L2-L4 the middle, L9-L11 the late blocks of 12, as in the paper).
+EARLY_END, MIDDLE_END, LATE_START = Fraction(1, 6), Fraction(5, 12), Fraction(3, 4)
+#: The default tolerance and margin: one effective direction.
+DIRECTIONS = 1.0
+
+
+class ProfileShape(enum.StrEnum):
+    """The name :func:`classify_shape` gives a profile (a ``str``: it compares equal to and
+    serialises as its value)."""
+
+    U = "U"
+    HUMP = "hump"
+    FALLING = "falling"
+    RISING = "rising"
+    FLAT = "flat"
+    IRREGULAR = "irregular"
+
+
+class Verdict(enum.StrEnum):
+    """Whether a statistic exceeds its margin: ``holds`` (all of its interval lies above),
+    ``fails`` (none of it does) or ``undetermined`` (the interval straddles the margin)."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    UNDETERMINED = "undetermined"
+
+
+@dataclass(frozen=True)
+class DepthRegions:
+    """The early, middle and late blocks of a profile of ``depth`` blocks (0-based)."""
+
+    depth: int
+    early: range
+    middle: range
+    late: range
+
+    @property
+    def inside(self) -> range:
+        """The blocks neither early nor late."""
+        return range(self.early.stop, self.late.start)
+
+
+def depth_regions(depth: int) -> DepthRegions:
+    r"""The regions of a profile of ``depth`` blocks: boundaries :math:`\lfloor fL + \tfrac12 \rfloor`
+    at :data:`EARLY_END`, :data:`MIDDLE_END` and :data:`LATE_START` (exact fractions, so no
+    boundary depends on round-off). Each region is non-empty from 4 blocks on."""
+    if depth < 4:
+        raise ValueError(f"a profile needs at least 4 blocks to have early, middle and late ones, got {depth}")
+    early_end, middle_end, late_start = (math.floor(f * depth + Fraction(1, 2)) for f in (EARLY_END, MIDDLE_END, LATE_START))
+    return DepthRegions(depth, range(0, early_end), range(early_end, middle_end), range(late_start, depth))
+
+
+@dataclass(frozen=True)
+class RegionMeans:
+    """The means of a profile over its early, middle and late blocks (see :func:`depth_regions`)."""
+
+    early: float
+    middle: float
+    late: float
+
+
+def region_means(values: Sequence[float]) -> RegionMeans:
+    """:class:`RegionMeans` of one value per block."""
+    regions = depth_regions(len(values))
+    return RegionMeans(*(_mean(values, blocks) for blocks in (regions.early, regions.middle, regions.late)))
+
+
+def u_depth(values: Sequence[float]) -> float:
+    r"""How far the middle blocks' mean lies below the lower of the early and late means,
+    :math:`\max(0, \min(\bar v_E, \bar v_L) - \bar v_M)`, counted only when the lowest block is
+    a middle one (else 0); in the units of ``values``."""
+    regions = depth_regions(len(values))
+    lowest = min(range(len(values)), key=values.__getitem__)
+    if lowest not in regions.middle:
+        return 0.0
+    means = region_means(values)
+    return max(0.0, min(means.early, means.late) - means.middle)
+
+
+def hump_height(values: Sequence[float]) -> float:
+    r"""How far the highest block rises above the higher of the early and late means,
+    :math:`\max(0, \max_l v_l - \max(\bar v_E, \bar v_L))`, counted only when the highest
+    block is neither early nor late (else 0); in the units of ``values``."""
+    regions = depth_regions(len(values))
+    highest = max(range(len(values)), key=values.__getitem__)
+    if highest not in regions.inside:
+        return 0.0
+    means = region_means(values)
+    return max(0.0, values[highest] - max(means.early, means.late))
+
+
+def classify_shape(values: Sequence[float], tolerance: float = DIRECTIONS) -> ProfileShape:
+    r"""The :class:`ProfileShape` of one value per block, by the rule in this module's
+    docstring; ``tolerance`` is in the units of ``values`` (default: one effective direction,
+    for :math:`N_\mathrm{eff}` values)."""
+    if tolerance < 0:
+        raise ValueError(f"the tolerance must be at least 0, got {tolerance}")
+    if max(values) - min(values) <= tolerance:
+        return ProfileShape.FLAT
+    if u_depth(values) > tolerance:
+        return ProfileShape.U
+    if hump_height(values) > tolerance:
+        return ProfileShape.HUMP
+    means = region_means(values)
+    if means.early - means.late > tolerance:
+        return ProfileShape.FALLING
+    if means.late - means.early > tolerance:
+        return ProfileShape.RISING
+    return ProfileShape.IRREGULAR
+
+
+def verdict(interval_low: float, interval_high: float, margin: float = DIRECTIONS) -> Verdict:
+    """The verdict on "the statistic exceeds ``margin``" from an interval of it:
+    ``holds`` when ``interval_low > margin``, ``fails`` when ``interval_high <= margin``,
+    else ``undetermined``."""
+    if interval_low > interval_high:
+        raise ValueError(f"the interval's low end {interval_low} lies above its high end {interval_high}")
+    if interval_low > margin:
+        return Verdict.HOLDS
+    if interval_high <= margin:
+        return Verdict.FAILS
+    return Verdict.UNDETERMINED
+
+
+def _mean(values: Sequence[float], blocks: range) -> float:
+    return sum(values[block] for block in blocks) / len(blocks)

@@ -1,0 +1,167 @@
+r"""Measurement variants a reader would try: which covariance of a block's tokens EED reads.
+
+Every variant is a function of one set of sums over a block's tokens, :class:`TokenMoments`,
+so one pass over the images serves them all (the accumulator is
+:class:`~ib_tutorial.measure.bootstrap.ImageStatistics`, which also resamples them). Write
+:math:`x_{it} \in \mathbb{R}^D` for token :math:`t` of image :math:`i`
+(:math:`N` images of :math:`T` tokens each) and :math:`c` for a fixed shift (any vector near
+the tokens' mean: it keeps the sums small, and cancels from every covariance below). The sums,
+each over images weighted by :math:`w_i` (1 for the measurement itself, a multinomial count in a
+bootstrap replicate), are
+
+.. math::
+
+    N = \sum_i w_i, \quad
+    s = \sum_i w_i \sum_t (x_{it} - c), \quad
+    G = \sum_i w_i \sum_t (x_{it} - c)(x_{it} - c)^\top, \\
+    P_t = \sum_i w_i (x_{it} - c), \quad
+    Q = \sum_i w_i\, s_i s_i^\top \ \text{ with } s_i = \sum_t (x_{it} - c).
+
+The variants, one entry each of :data:`VARIANTS`:
+
+* ``tokens`` (the default; the paper's): the covariance of all tokens pooled,
+  :math:`C = (G - s s^\top / NT) / (NT - 1)`;
+* ``post_ln``: the same, of the tokens after the LayerNorm the *next* block applies to them
+  (:func:`post_layernorm`, :func:`next_norms`): what the next block's attention and MLP read;
+* ``correlation``: the correlation matrix of ``tokens``, each channel standardised,
+  :math:`R = \mathrm{diag}(C)^{-1/2}\, C\, \mathrm{diag}(C)^{-1/2}`: no channel counts more for
+  its scale (the residual stream of a ViT has a few channels of outsized scale);
+* ``position_centred``: centred within each token position,
+  :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))`: what the tokens of one position vary
+  by across images, without the position embedding's offset;
+* ``per_image``: the per-image token covariance averaged over images,
+  :math:`C = (G - Q / T) / (N (T - 1))`: how tokens vary within an image, without the
+  differences between images.
+
+Each formula is exact for weighted sums: with :math:`w_i = 1` they are the textbook
+covariances of the tokens (tested in ``tests/measure/test_variants.py`` against direct
+computation).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import torch
+
+Tensor = torch.Tensor
+
+#: Optional sums a variant may need beyond :math:`N, s, G`.
+POSITIONS, IMAGE_OUTER = "positions", "image_outer"
+
+
+@dataclass(frozen=True)
+class TokenMoments:
+    r"""Weighted sums over images of one block's shifted tokens (float64), see the module docstring.
+
+    A leading batch shape ``...`` (e.g. one entry per bootstrap replicate) is allowed.
+
+    Attributes:
+        images: :math:`N` [...], the weighted number of images.
+        tokens: :math:`T`, tokens per image.
+        total: :math:`s` [..., D].
+        gram: :math:`G` [..., D, D].
+        positions: :math:`P` [..., T, D], or None when not kept.
+        image_outer: :math:`Q` [..., D, D], or None when not kept.
+    """
+
+    images: Tensor
+    tokens: int
+    total: Tensor
+    gram: Tensor
+    positions: Tensor | None = None
+    image_outer: Tensor | None = None
+
+
+def tokens_covariance(m: TokenMoments) -> Tensor:
+    r"""Covariance of all tokens pooled, :math:`C = (G - s s^\top / NT) / (NT - 1)` [..., D, D]."""
+    count = (m.images * m.tokens)[..., None, None]
+    return (m.gram - m.total[..., :, None] * m.total[..., None, :] / count) / (count - 1)
+
+
+def correlation(m: TokenMoments) -> Tensor:
+    r"""Correlation matrix of all tokens pooled, :math:`R_{jk} = C_{jk} / \sqrt{C_{jj} C_{kk}}`
+    [..., D, D]; a channel that does not vary (:math:`C_{jj} = 0`) gets a zero row and column,
+    so it adds a zero eigenvalue, as it does to :math:`C`."""
+    covariance = tokens_covariance(m)
+    variance = covariance.diagonal(dim1=-2, dim2=-1)
+    inverse_scale = torch.where(variance > 0, variance.clamp_min(torch.finfo(variance.dtype).tiny).rsqrt(), 0.0)
+    return covariance * inverse_scale[..., :, None] * inverse_scale[..., None, :]
+
+
+def position_centred(m: TokenMoments) -> Tensor:
+    r"""Covariance of the tokens centred on their position's mean over images,
+    :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))` [..., D, D]."""
+    if m.positions is None:
+        raise ValueError("the position-centred covariance needs the per-position sums: keep 'positions' when accumulating")
+    between = torch.einsum("...td,...te->...de", m.positions, m.positions) / m.images[..., None, None]
+    return (m.gram - between) / (m.tokens * (m.images[..., None, None] - 1))
+
+
+def per_image(m: TokenMoments) -> Tensor:
+    r"""The per-image token covariance averaged over images,
+    :math:`C = \frac1N \sum_i \frac{1}{T-1} \sum_t (x_{it} - \bar x_i)(x_{it} - \bar x_i)^\top
+    = (G - Q / T) / (N (T - 1))` [..., D, D]."""
+    if m.image_outer is None:
+        raise ValueError("the per-image covariance needs the per-image sums' outer products: keep 'image_outer' when accumulating")
+    if m.tokens < 2:
+        raise ValueError("the per-image covariance needs at least 2 tokens per image")
+    return (m.gram - m.image_outer / m.tokens) / (m.images[..., None, None] * (m.tokens - 1))
+
+
+@torch.no_grad()
+def post_layernorm(tokens: Tensor, norm: torch.nn.Module) -> Tensor:
+    r"""Block outputs [B, T, D] as the next block reads them: its LayerNorm applied,
+    :math:`\gamma \odot (x - \mu(x)) / \sqrt{\sigma^2(x) + \epsilon} + \beta` over each token's
+    D channels. ``norm`` is the next block's ``norm1`` (see :func:`next_norms`)."""
+    return norm(tokens)
+
+
+def next_norms(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """For each block of a timm ViT, the LayerNorm that next reads its output: block
+    :math:`l + 1`'s ``norm1``, and for the last block the model's final ``norm``."""
+    blocks = list(model.blocks)
+    return [block.norm1 for block in blocks[1:]] + [model.norm]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of measuring a block's tokens.
+
+    Attributes:
+        name: its key in :data:`VARIANTS`.
+        covariance: the covariance it reads, from :class:`TokenMoments` [..., D, D].
+        needs: the optional sums it needs (:data:`POSITIONS`, :data:`IMAGE_OUTER`).
+        layer_norm: whether the tokens pass through the next block's LayerNorm
+            (:func:`post_layernorm`) before they are accumulated.
+    """
+
+    name: str
+    covariance: Callable[[TokenMoments], Tensor]
+    needs: frozenset[str] = frozenset()
+    layer_norm: bool = False
+
+
+#: Every measurement variant, the default (``tokens``) first.
+VARIANTS: dict[str, Variant] = {
+    variant.name: variant
+    for variant in (
+        Variant("tokens", tokens_covariance),
+        Variant("post_ln", tokens_covariance, layer_norm=True),
+        Variant("correlation", correlation),
+        Variant("position_centred", position_centred, frozenset({POSITIONS})),
+        Variant("per_image", per_image, frozenset({IMAGE_OUTER})),
+    )
+}
+
+
+def get_variant(name: str) -> Variant:
+    """The :class:`Variant` called ``name``; ``ValueError`` naming the known ones otherwise."""
+    if name not in VARIANTS:
+        raise ValueError(f"unknown measurement variant {name!r}; choose from {', '.join(VARIANTS)}")
+    return VARIANTS[name]
+
+
+def needed_sums(names: Iterable[str]) -> frozenset[str]:
+    """The optional sums an accumulator must keep to serve every variant in ``names``."""
+    return frozenset().union(*(get_variant(name).needs for name in names))

@@ -1,0 +1,188 @@
+"""The bootstrap over images: coverage on data with a known spectrum, joint replicates, memory, Wilson."""
+import pytest
+import torch
+
+from ib_tutorial.measure.bootstrap import (
+    ImageStatistics,
+    Interval,
+    bootstrap_eed,
+    joint_interval,
+    percentile_interval,
+    resampling_weights,
+    wilson_interval,
+)
+from ib_tutorial.measure.metrics import effective_dimension_from_spectrum, effective_encoding_dimension
+from ib_tutorial.measure.shape import Verdict, u_depth
+
+# Tokens of an image share an image effect (variances IMAGE) and add their own noise (TOKEN):
+# the pooled covariance of all tokens is diag(IMAGE + TOKEN), but tokens of one image are
+# correlated, so only resampling images gives honest intervals.
+IMAGE = torch.tensor([4.0, 2.0, 1.0, 0.5], dtype=torch.float64)
+TOKEN = torch.tensor([0.5, 0.5, 1.0, 1.0], dtype=torch.float64)
+TRUE_N_EFF = effective_dimension_from_spectrum(IMAGE + TOKEN)
+
+
+def images(count: int, tokens: int, generator: torch.Generator) -> torch.Tensor:
+    effect = IMAGE.sqrt() * torch.randn(count, 1, 4, generator=generator, dtype=torch.float64)
+    return effect + TOKEN.sqrt() * torch.randn(count, tokens, 4, generator=generator, dtype=torch.float64)
+
+
+def statistics_of(tokens: torch.Tensor, **options) -> ImageStatistics:
+    statistics = ImageStatistics(tokens.shape[-1], **options)
+    for batch in tokens.split(64):
+        statistics.update(batch)
+    return statistics
+
+
+def coverage(repetitions: int, resample_tokens: bool = False) -> float:
+    """The share of 90 % intervals (200 replicates each) that hold the true N_eff."""
+    generator = torch.Generator().manual_seed(0)
+    hits = 0
+    for repetition in range(repetitions):
+        tokens = images(200, 8, generator)
+        if resample_tokens:  # every token its own "image", the mistake the bootstrap must not make
+            tokens = tokens.reshape(-1, 1, 4)
+        profile = bootstrap_eed([statistics_of(tokens, groups=200)], replicates=200, level=0.9, seed=repetition)
+        interval = profile.intervals()[0]
+        hits += interval.low <= TRUE_N_EFF <= interval.high
+    return hits / repetitions
+
+
+def test_intervals_cover_the_true_value_at_about_their_level():
+    # Measured: 0.92 (200 repetitions; the binomial standard error is 0.02).
+    assert 0.8 <= coverage(200) <= 0.97
+
+
+def test_resampling_tokens_instead_of_images_would_undercover():
+    # Measured: 0.57, far under the level: the test above can fail.
+    assert coverage(100, resample_tokens=True) < 0.75
+
+
+def test_measured_value_is_the_pooled_tokens_n_eff(generator):
+    tokens = images(50, 6, generator)
+    profile = bootstrap_eed([statistics_of(tokens)], replicates=20)
+    assert profile.n_eff[0] == pytest.approx(effective_encoding_dimension(tokens.reshape(-1, 4)), rel=1e-10)
+    assert profile.eed_percent[0] == pytest.approx(25 * profile.n_eff[0])
+    assert profile.replicates.shape == (20, 1)
+
+
+def test_replicates_are_a_function_of_the_seed(generator):
+    statistics = [statistics_of(images(40, 5, generator))]
+    first, again = bootstrap_eed(statistics, replicates=30, seed=7), bootstrap_eed(statistics, replicates=30, seed=7)
+    assert torch.equal(first.replicates, again.replicates)
+    assert not torch.equal(first.replicates, bootstrap_eed(statistics, replicates=30, seed=8).replicates)
+
+
+def test_resampling_weights_draw_as_many_groups_as_there_are():
+    weights = resampling_weights(groups=17, replicates=500, seed=0)
+    assert weights.shape == (500, 17)
+    assert torch.equal(weights.sum(1), torch.full((500,), 17.0, dtype=torch.float64))
+    assert weights.mean().item() == pytest.approx(1.0)
+    assert weights.var().item() == pytest.approx(1 - 1 / 17, rel=0.1)  # multinomial: n p (1 - p)
+
+
+def test_every_block_is_measured_on_the_same_replicates(generator):
+    # Blocks 1 and 3 see the same tokens as block 0; block 2 other ones. A statistic of several
+    # blocks is then computed on each replicate's own images: the difference between two blocks
+    # of identical tokens is exactly 0 in every replicate, not the spread of two resamplings.
+    tokens, other = images(60, 5, generator), images(60, 5, generator)
+    profile = bootstrap_eed([statistics_of(t) for t in (tokens, tokens, other, tokens)], replicates=100)
+    same = profile.interval(lambda values: values[3] - values[0])
+    assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
+    different = profile.interval(lambda values: values[2] - values[0])
+    assert different.high - different.low > 0.05
+
+
+def test_profiles_with_one_seed_on_the_same_images_are_paired(generator):
+    tokens = images(60, 5, generator)
+    first = bootstrap_eed([statistics_of(tokens)], replicates=50, seed=3)
+    scaled = bootstrap_eed([statistics_of(3 * tokens + 1)], replicates=50, seed=3)  # N_eff does not change
+    change = joint_interval(lambda before, after: after[0] - before[0], [first, scaled])
+    assert abs(change.low) < 1e-9 and abs(change.high) < 1e-9
+    unpaired = bootstrap_eed([statistics_of(3 * tokens + 1)], replicates=50, seed=4)
+    spread = joint_interval(lambda before, after: after[0] - before[0], [first, unpaired])
+    assert spread.high - spread.low > 0.05
+
+
+def test_u_depth_gets_an_interval_and_a_verdict(generator):
+    # Twelve blocks whose middle ones use fewer directions: a U of known depth.
+    def block(scales):
+        return images(80, 6, generator) * torch.tensor(scales, dtype=torch.float64)
+
+    wide, narrow = [1.0, 1.0, 1.0, 1.0], [1.0, 0.1, 0.1, 0.1]
+    profile = bootstrap_eed([statistics_of(block(narrow if b in (2, 3, 4) else wide)) for b in range(12)],
+                            replicates=100)
+    depth = profile.interval(u_depth)
+    assert depth.estimate == pytest.approx(u_depth(profile.n_eff))
+    assert depth.low <= depth.estimate <= depth.high
+    assert depth.verdict(margin=1.0) == Verdict.HOLDS
+    assert depth.verdict(margin=depth.estimate) == Verdict.UNDETERMINED
+    assert depth.verdict(margin=10.0) == Verdict.FAILS
+    in_percent = profile.interval(u_depth, percent=True)
+    assert in_percent.estimate == pytest.approx(25 * depth.estimate)
+
+
+def test_percent_intervals_are_scaled_n_eff_intervals(generator):
+    profile = bootstrap_eed([statistics_of(images(40, 5, generator))], replicates=50)
+    n_eff, percent = profile.intervals()[0], profile.intervals(percent=True)[0]
+    assert (percent.low, percent.high) == pytest.approx((25 * n_eff.low, 25 * n_eff.high))
+
+
+def test_groups_follow_the_memory_budget_and_later_images_join_them(generator):
+    group_bytes = 8 * (1 + 4 + 16)  # an image count, a token sum [4] and a Gram matrix [4, 4]
+    statistics = statistics_of(images(100, 3, generator), max_bytes=10 * group_bytes)
+    assert statistics.groups == 10
+    assert statistics.group_images().sum().item() == 100
+    assert statistics.group_images().min().item() >= 1
+    exact = statistics_of(images(100, 3, generator), max_bytes=1000 * group_bytes)
+    assert exact.groups == 100  # one image a group: the bootstrap resamples images exactly
+    assert torch.equal(exact.group_images(), torch.ones(100, dtype=torch.float64))
+
+
+def test_blocks_fed_different_images_are_refused(generator):
+    with pytest.raises(ValueError, match="different images"):
+        bootstrap_eed([statistics_of(images(10, 3, generator)), statistics_of(images(11, 3, generator))])
+
+
+def test_statistics_refuse_inconsistent_batches(generator):
+    statistics = ImageStatistics(4)
+    statistics.update(images(3, 5, generator))
+    with pytest.raises(ValueError, match="same number of tokens"):
+        statistics.update(images(3, 6, generator))
+    with pytest.raises(ValueError, match=r"expected tokens \[B, T, 4\]"):
+        statistics.update(torch.zeros(3, 5, 3))
+    with pytest.raises(ValueError, match="NaN"):
+        statistics.update(torch.full((1, 5, 4), float("nan")))
+    with pytest.raises(ValueError, match="unknown sums"):
+        ImageStatistics(4, keep=["whitened"])
+
+
+def test_percentile_interval_of_known_replicates():
+    interval = percentile_interval(50.0, torch.arange(101, dtype=torch.float64), level=0.9)
+    assert (interval.estimate, interval.low, interval.high, interval.level) == pytest.approx((50.0, 5.0, 95.0, 0.9))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        percentile_interval(0.0, torch.zeros(3), level=90)
+
+
+def test_wilson_interval_of_a_known_case():
+    # 8 of 10 at 95 %: (0.4902, 0.9433) (Brown, Cai & DasGupta 2001; Newcombe 1998).
+    interval = wilson_interval(8, 10, level=0.95)
+    assert (interval.estimate, interval.low, interval.high) == pytest.approx((0.8, 0.4902, 0.9433), abs=1e-4)
+    # 0 of 10 and 10 of 10 stay inside [0, 1]; k of n mirrors n - k of n.
+    assert wilson_interval(0, 10).low == 0.0 and wilson_interval(0, 10).high == pytest.approx(0.2775, abs=1e-4)
+    assert wilson_interval(10, 10).high == 1.0
+    mirrored = wilson_interval(2, 10)
+    assert (mirrored.low, mirrored.high) == pytest.approx((1 - interval.high, 1 - interval.low))
+
+
+def test_wilson_interval_narrows_with_more_images():
+    small, large = wilson_interval(40, 100), wilson_interval(400, 1000)
+    assert large.high - large.low < small.high - small.low
+    with pytest.raises(ValueError, match="correct <= total"):
+        wilson_interval(11, 10)
+
+
+def test_an_interval_gives_a_three_valued_verdict():
+    assert Interval(2.0, 1.5, 2.5, 0.9).verdict(margin=1.0) == Verdict.HOLDS
+    assert Interval(1.0, 0.5, 1.5, 0.9).verdict(margin=1.0) == Verdict.UNDETERMINED
+    assert Interval(0.0, -0.5, 0.5, 0.9).verdict(margin=1.0) == Verdict.FAILS

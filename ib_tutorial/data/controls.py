@@ -176,6 +176,7 @@ class PatchStatistics:
 
     @property
     def eed_percent(self) -> float:
+        """EED% of the patches."""
         return eed_percent(self.n_eff, self.dim)
 
 

@@ -2,6 +2,7 @@
 
     synthetic-mix:texture_weight=0.25
     uc-merced:train_fraction=0.5,split_seed=1
+    tiny-imagenet:subset=tin20        (a named subset, see ib_tutorial.data.subsets)
 
 ``ib-tutorial reproduce --datasets synthetic-objects synthetic-mix:texture_weight=0.5
 synthetic-textures`` sweeps the ``texture_weight`` knob in one results bundle. Each value is

@@ -198,13 +198,12 @@ def named_subset(name: str, dataset: str | None = None) -> Subset:
 
 # --- what a run saw -------------------------------------------------------------------
 def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
-    r"""SHA-256 (hex) of a list of files, independent of the machine and of the order given.
+    """SHA-256 (hex) of a list of files, independent of the machine and of the order given.
 
     Each path is taken relative to ``root`` (as given when ``root`` is ``None``) and
-    written with ``/``; the digest is
-    :math:`\mathrm{sha256}(p_1 \backslash n\, p_2 \backslash n \cdots p_n \backslash n)`
-    over the sorted relative paths :math:`p_1 < \dots < p_n`. A full Tiny ImageNet
-    restricted to ``tin20`` and the built ``tin20`` folder give the same digest.
+    written with ``/``; the digest is that of the sorted relative paths, each followed by
+    a newline, in UTF-8. A full Tiny ImageNet restricted to ``tin20`` and the built
+    ``tin20`` folder give the same digest.
     """
     relative = sorted(PurePath(os.path.relpath(path, root) if root is not None else path).as_posix() for path in paths)
     return hashlib.sha256("".join(f"{path}\n" for path in relative).encode()).hexdigest()
@@ -244,8 +243,8 @@ class SubsetRecord:
 def subset_record(dataset) -> SubsetRecord:
     """The :class:`SubsetRecord` of a training split made by :func:`~ib_tutorial.data.get_dataset`.
 
-    Files are taken relative to the dataset's ``info["folder"]`` where it has one (every
-    dataset read from image files), else to their common parent folder."""
+    The files are those the split serves (after ``skip_corrupt``), taken relative to the
+    dataset's ``info["folder"]`` where it has one, else to their common parent folder."""
     info = getattr(dataset, "info", {})
     classes = tuple(dataset.classes)
     samples = getattr(dataset, "samples", None)

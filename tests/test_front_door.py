@@ -140,7 +140,59 @@ def test_licence_and_its_spdx_form():
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
     licence = (REPO / "LICENSE").read_text()
     assert licence.startswith("MIT License") and "their own terms" in licence
-    assert "| licence |" in (REPO / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    assert "MIT-licensed (`LICENSE`)" in readme and "keep their own\nterms" in readme
+    # Each data set's source and licence: the table of the book's appendix, which the README points to.
+    assert "| licence |" in (REPO / "book" / "appendix_running.md").read_text()
+    assert "book/appendix_running.md" in readme
+
+
+README_BUILD = "IB_TUTORIAL_PRESET=ci jupyter-book build . --warningiserror --keep-going"
+README_TESTS = "IB_TUTORIAL_PRESET=ci pytest -n 2"
+
+
+def shell_blocks(markdown: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", markdown, re.S)
+
+
+def test_the_readme_is_short_and_its_two_commands_are_what_ci_and_the_workflow_run():
+    """The README a newcomer reads to the end: the CPU install, command (a) and command (b),
+    exactly as .ci/run and the workflow run them; the rest lives in the appendix and the
+    results' and benchmarks' READMEs, which exist and are in the book's table of contents."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    install = "python3.11 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt"
+    blocks = shell_blocks(readme)
+    assert f"{install} && {README_BUILD}\n" in blocks and f"{install} && {README_TESTS}\n" in blocks
+    cpu = "pip install torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu"
+    assert any(cpu in block and block.index(cpu) < block.index("pip install -r requirements.txt") for block in blocks)
+    pinned = pins(REPO / "requirements.txt")
+    assert f"torch=={pinned['torch']} torchvision=={pinned['torchvision']}" in cpu
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "pytest -n 2" in ci and "export IB_TUTORIAL_PRESET=ci" in ci
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "book.yml").read_text())
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    assert any(run.endswith(f"&& {README_TESTS}") and cpu in run for run in runs)
+    assert any(run.endswith(f"&& {README_BUILD}") for run in runs)
+    toc = (REPO / "_toc.yml").read_text()
+    assert "file: book/appendix_running" in toc
+    for path in ("results/README.md", "benchmarks/README.md", "book/appendix_running.md", "CHANGELOG.md",
+                 "CITATION.cff", "constraints.txt", "binder/postBuild"):
+        assert (REPO / path).is_file() and f"`{path}`" in readme, path
+
+
+def test_every_bundle_and_benchmark_has_its_entry():
+    """results/README.md names every committed bundle, with its command; benchmarks/README.md
+    every benchmark script and every stored result."""
+    results = (REPO / "results" / "README.md").read_text()
+    for bundle in sorted(p.name for p in (REPO / "results").iterdir() if p.is_dir()):
+        assert f"## `{bundle}`" in results, bundle
+    assert len(shell_blocks(results)) >= 5
+    benchmarks = (REPO / "benchmarks" / "README.md").read_text()
+    for script in sorted((REPO / "benchmarks").glob("bench_*.py")):
+        assert f"## `{script.name}`" in benchmarks, script.name
+    for stored in sorted((REPO / "benchmarks" / "results").glob("*.json")):
+        assert f"benchmarks/results/{stored.name}" in benchmarks, stored.name
 
 
 def test_one_version_in_the_package_and_its_citation():

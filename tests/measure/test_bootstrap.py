@@ -66,6 +66,14 @@ def test_measured_value_is_the_pooled_tokens_n_eff(generator):
     assert profile.replicates.shape == (20, 1)
 
 
+def test_bias_is_large_for_few_images_and_small_for_many(generator):
+    few = bootstrap_eed([statistics_of(images(8, 2, generator))], replicates=200)
+    many = bootstrap_eed([statistics_of(images(2000, 2, generator))], replicates=200)
+    assert few.bias[0] < -0.1  # repeated images in a replicate span fewer directions
+    assert abs(many.bias[0]) < 0.02
+    assert many.bias[0] == pytest.approx(many.replicates[:, 0].mean().item() - many.n_eff[0])
+
+
 def test_replicates_are_a_function_of_the_seed(generator):
     statistics = [statistics_of(images(40, 5, generator))]
     first, again = bootstrap_eed(statistics, replicates=30, seed=7), bootstrap_eed(statistics, replicates=30, seed=7)

@@ -229,6 +229,29 @@ def test_the_workflow_installs_cpu_wheels_of_the_pinned_torch():
         assert run.index("whl/cpu") < run.index("pip install -r requirements.txt")
 
 
+def test_the_workflows_tests_job_installs_chromium_and_fails_without_one(tmp_path):
+    """The book's page checks skip on a machine without Chromium: the tests job installs it
+    with apt before README command (b), and its check, which reads the names the tests look
+    for, fails when none of them is on PATH."""
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "book.yml").read_text())
+    runs = [step.get("run", "") for step in workflow["jobs"]["tests"]["steps"]]
+    chromium = next(i for i, run in enumerate(runs) if "apt-get install" in run and "chromium" in run)
+    assert chromium < next(i for i, run in enumerate(runs) if run.endswith("pytest -n 2"))
+    check = next(line.strip() for line in runs[chromium].splitlines() if line.strip().startswith("python3 -c "))
+    code = shlex.split(check)[2]
+    (tmp_path / "bin").mkdir()
+
+    def passes(path: str) -> bool:
+        return subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PATH": path},
+                              capture_output=True).returncode == 0
+
+    assert not passes(str(tmp_path / "bin"))
+    browser = tmp_path / "bin" / "chromium"
+    browser.write_text("#!/bin/sh\n")
+    browser.chmod(0o755)
+    assert passes(str(tmp_path / "bin"))
+
+
 def test_the_workflows_online_steps_call_the_packages_own_commands():
     """The downloads and profiles of the online build are `ib-tutorial` commands this
     package's command line accepts (its own download code, checksums included), gated by

@@ -283,8 +283,9 @@ class Plan:
 
 @dataclass(frozen=True)
 class Built:
-    """What :func:`build_subset` wrote: the folder, its file count, its
-    :func:`folder_digest`, and whether that is the digest the subset records."""
+    """A subset's folder as :func:`build_subset` wrote it or :func:`check_subset` found
+    it: the folder, its file count, its :func:`folder_digest`, and whether that is the
+    digest the subset records."""
 
     folder: Path
     files: int
@@ -414,9 +415,26 @@ def build_subset(name: str, source_root: str | os.PathLike, target_root: str | o
     return built
 
 
+def check_subset(name: str, root: str | os.PathLike, progress: bool = True) -> Built:
+    """Whether subset ``name``'s folder under the data root ``root`` holds the files the
+    committed runs used, byte for byte (its :func:`folder_digest` against the recorded one).
+
+    Raises:
+        DatasetNotFoundError: there is no such folder; the message gives the build command.
+    """
+    subset = named_subset(name)
+    folder = Path(root).expanduser() / subset.folder
+    if not folder.is_dir():
+        raise DatasetNotFoundError(f"No folder {folder} to check. Build it: " + BUILD_COMMAND.format(name=name))
+    digest = folder_digest(folder, progress)
+    files = sum(1 for path in folder.rglob("*") if path.is_file())
+    return Built(folder, files, digest, digest == subset.content_sha256)
+
+
 # --- command line -----------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m ib_tutorial.data.subsets list`` and ``... build NAME --source DIR --out DIR``."""
+    """``python -m ib_tutorial.data.subsets list``, ``... build NAME --source DIR --out DIR``
+    and ``... check NAME --root DIR``."""
     parser = argparse.ArgumentParser(prog="python -m ib_tutorial.data.subsets",
                                      description="The named subsets of the real datasets, and building their folders.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -426,7 +444,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     build.add_argument("--source", required=True, help="data root (or dataset folder) holding the full download")
     build.add_argument("--out", required=True,
                        help="data root to make the subset's folder in; not the source's (its full DTD is <root>/dtd)")
-    build.add_argument("--no-progress", action="store_true", help="no progress bars")
+    check = commands.add_parser("check", help="compare a subset's folder with the one the committed runs used")
+    check.add_argument("name", choices=SUBSETS, help="the subset")
+    check.add_argument("--root", required=True, help="data root holding the subset's folder")
+    for command in (build, check):
+        command.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     if args.command == "list":
         for subset in SUBSETS.values():
@@ -436,7 +458,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            built = build_subset(args.name, args.source, args.out, progress=not args.no_progress)
+            built = (build_subset(args.name, args.source, args.out, progress=not args.no_progress) if args.command == "build"
+                     else check_subset(args.name, args.root, progress=not args.no_progress))
     except (DatasetNotFoundError, FileExistsError, CorruptImageError) as error:
         raise SystemExit(f"error: {error}") from None
     for warning in caught:
@@ -444,6 +467,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     verdict = "identical to" if built.matches else "DIFFERENT from"
     print(f"{built.folder}: {built.files:,} files, content sha256 {built.content_sha256}, "
           f"{verdict} the folder the committed runs used.")
+    if args.command == "check" and not built.matches:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

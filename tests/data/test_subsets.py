@@ -20,6 +20,7 @@ from ib_tutorial.data.subsets import (
     Subset,
     SubsetRecord,
     build_subset,
+    check_subset,
     folder_digest,
     subset_record,
     training_file_digest,
@@ -238,6 +239,11 @@ def test_the_build_command(dtd_source, tmp_path, capsys):
     assert "warning: " in out and "12 files, content sha256" in out and "DIFFERENT from the folder" in out
     with pytest.raises(SystemExit, match=r"^error: .*exists"):
         subsets.main(["build", "dtd2", "--source", str(dtd_source), "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit, match="^1$"):  # the test subset records no digest
+        subsets.main(["check", "dtd2", "--root", str(tmp_path / "out"), "--no-progress"])
+    assert "12 files, content sha256" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"^error: No folder .*elsewhere/dtd to check\. Build it: .*build dtd2"):
+        subsets.main(["check", "dtd2", "--root", str(tmp_path / "elsewhere")])
     subsets.main(["list"])
     assert "dtd:subset=dtd6" in capsys.readouterr().out
 
@@ -254,8 +260,8 @@ def test_the_subsets_are_the_committed_runs_folders():
     assert SUBSETS["tin20"].classes == tuple((REAL / "tiny-imagenet-200" / "wnids.txt").read_text().split())
     assert SUBSETS["dtd6"].classes == tuple(sorted(p.name for p in (REAL / "dtd" / "images").iterdir()))
     for subset in (SUBSETS["tin20"], SUBSETS["dtd6"]):
-        assert folder_digest(REAL / subset.folder) == subset.content_sha256
-        assert len(files_under(REAL / subset.folder)) == subset.content_files
+        checked = check_subset(subset.name, REAL, progress=False)
+        assert checked.matches and checked.files == subset.content_files
 
 
 @needs_real

@@ -45,13 +45,14 @@ from ib_tutorial.training.augment import (
     MultiCropDataset,
 )
 from ib_tutorial.training.batch_augment import BatchMultiCrop, DecodedImages
-from ib_tutorial.training.dino_step import DINOTraining, build_schedules
+from ib_tutorial.training.dino_step import DINOTraining
+from ib_tutorial.training.objective import build_schedules
 from ib_tutorial.training.run_config import RunConfig
 
 
 def make_step(config: RunConfig, device: torch.device):
     """One full training step of a fresh DINO state on random views of the configured shapes."""
-    state = DINOTraining(config, build_schedules(config.train, steps_per_epoch=100), device)
+    state = DINOTraining(config, build_schedules(config.train, steps_per_epoch=100), device, num_classes=0)
     batch, global_side, local_side = config.train.batch_size, config.view.img_size, config.view.local_crop_size
     views = [torch.randn(batch, 3, global_side, global_side, device=device) for _ in range(2)]
     views += [torch.randn(batch, 3, local_side, local_side, device=device) for _ in range(config.train.local_crops_number)]

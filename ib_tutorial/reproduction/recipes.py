@@ -101,10 +101,10 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
 
 
 def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
-    """Every DINO run directly under ``folder``, as recipes, by name (a supervised control
-    beside them is not a DINO recipe, and logs no teacher)."""
+    """Every run of the paper's objective (DINO) directly under ``folder``, as recipes, by
+    name (a supervised control beside them is not a DINO recipe, and logs no teacher)."""
     runs = sorted(p for p in Path(folder).iterdir() if (p / "config.json").exists())
-    return [read_recipe(run, reference) for run in runs if RunDirectory(run).read_config().train.objective == "dino"]
+    return [read_recipe(run, reference) for run in runs if RunDirectory(run).read_config().objective.compared_with_paper]
 
 
 def _plain(value):

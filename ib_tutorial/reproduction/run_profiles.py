@@ -127,8 +127,7 @@ def profile_run(
                                 twonn_samples=preset.profile.twonn_samples, seed=config.seed, progress=False)
         origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset,
                             n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
-        network = "teacher" if config.train.objective == "dino" else "network"  # a supervised run has no teacher
-        record = profile_record(profile, label=f"{config.dataset} {network}, epoch {epoch}", epoch=epoch,
+        record = profile_record(profile, label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
                                 provenance=origin)
         save_profile_record(folder / f"{epoch}.json", record)
     return [folder / f"{e}.json" for e in epochs]

@@ -1,24 +1,8 @@
-"""What a training run costs: the FLOPs of one DINO step, counted from its settings, and
-the time of a whole run on a machine where none was timed, estimated from the benchmark
-records in ``benchmarks/results/``.
+"""What a training run costs: the time of a whole run on a machine where none was timed,
+estimated from the benchmark records in ``benchmarks/results/``.
 
-FLOPs are counted as ``torch.utils.flop_counter`` counts them (the benchmarks use it):
-``2 m n k`` for every matrix product, elementwise work not counted. A linear layer of
-``a`` inputs and ``b`` outputs costs ``2 a b`` per token forward and twice that backward
-(gradients of its input and of its weights), so one token through one transformer block
-of width :math:`D` costs
-
-.. math::
-    2\\,(3D^2 + D^2 + 4D^2 + 4D^2) = 24 D^2
-    \\quad\\text{plus}\\quad 4 T D \\text{ for attention over } T \\text{ tokens.}
-
-A DINO step runs the teacher forward on the two global crops and the student forward and
-backward (three forwards' worth) on every crop; each crop's CLS token goes through the
-head (``in -> hidden -> hidden -> bottleneck -> K``). :func:`image_flops` adds it up per
-image; with ``attention=False`` it gives what the benchmark counted on the CPU, where
-PyTorch's fused attention is not counted (a test checks both records).
-
-:func:`estimate_run_time` turns that into a time for a machine described by its data
+:func:`estimate_run_time` turns the FLOPs of a step (its objective's ``image_flops``,
+counted from the settings by :mod:`ib_tutorial.training.flops`) into a time for a machine described by its data
 sheet (:data:`COLAB_FREE_GPU`), with the two limits a GPU run meets: the GPU's arithmetic
 at the best fraction of peak the benchmarks measured, and the loader's augmentation on the
 machine's CPU cores, scaled from the rate the benchmarks measured. It is an estimate, and
@@ -30,57 +14,14 @@ import json
 from dataclasses import dataclass
 
 from ..data import DATASETS
-from ..models import ARCHITECTURES
 from ..presets import TrainSettings, ViewSettings, get_preset
 from ..paths import stored_benchmark
 from .run_config import resolve_settings
+from .objectives import get_objective
 
 # The records the estimate reads: FLOPs, fraction of the matmul peak and augmentation rate
 # of each CPU tier's step (benchmarks/bench_utilisation.py).
 UTILISATION_RECORD = "bench_utilisation_cpu.json"
-
-
-def tokens_per_crop(side: int, patch_size: int) -> int:
-    """Patch tokens of a square crop plus the CLS token: ``(side / patch)^2 + 1``."""
-    return (side // patch_size) ** 2 + 1
-
-
-def backbone_flops(width: int, depth: int, tokens: int, patch_size: int, attention: bool = True) -> tuple[float, float]:
-    """(FLOPs of the transformer blocks, FLOPs of the patch embedding) of one crop's forward
-    pass: ``depth (24 D^2 T + 4 T^2 D)`` and ``2 (3 p^2) D (T - 1)``."""
-    blocks = depth * (24 * width**2 * tokens + (4 * tokens**2 * width if attention else 0))
-    embedding = 2 * 3 * patch_size**2 * width * (tokens - 1)
-    return float(blocks), float(embedding)
-
-
-def head_flops(width: int, train: TrainSettings) -> float:
-    """FLOPs of the DINO head's forward pass on one CLS token."""
-    hidden, bottleneck = train.hidden_dim, train.bottleneck_dim
-    return 2.0 * (width * hidden + hidden * hidden + hidden * bottleneck + bottleneck * train.out_dim)
-
-
-def image_flops(view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
-    """FLOPs one training image costs in one DINO step (:mod:`ib_tutorial.training.dino_step`).
-
-    Per crop of :math:`T` tokens: teacher forward (global crops only) plus student forward
-    and backward (every crop, three forwards), the head on the CLS token; the patch
-    embedding's backward computes its weight gradient only (the images need none).
-
-    Args:
-        view: the crops' geometry (global and local side, patch size).
-        train: the backbone (``arch``), the number of local crops and the head's shape.
-        attention: count the attention products (``False``: as the CPU benchmark counted).
-    """
-    if train.objective != "dino":
-        raise ValueError(f"image_flops counts a DINO step; this run trains with objective {train.objective!r}")
-    shape = ARCHITECTURES[train.arch]
-    width, depth = shape["embed_dim"], shape["depth"]
-    total = 0.0
-    for side, crops, teacher_sees in ((view.img_size, 2, True), (view.local_crop_size, train.local_crops_number, False)):
-        blocks, embedding = backbone_flops(width, depth, tokens_per_crop(side, view.patch_size), view.patch_size, attention)
-        forward = blocks + head_flops(width, train)
-        total += crops * (3 * forward + 2 * embedding + ((forward + embedding) if teacher_sees else 0.0))
-    return total
 
 
 def crop_pixels(view: ViewSettings, train: TrainSettings) -> tuple[int, int]:
@@ -121,7 +62,7 @@ class RunTimeEstimate:
         machine: where (:class:`Machine`).
         images: training images over the whole run (epochs x images per epoch).
         epochs: epochs of the run.
-        gflop_per_image: :func:`image_flops` of its step, in GFLOP.
+        gflop_per_image: the objective's ``image_flops`` of its step, in GFLOP.
         utilisation: the fraction of peak assumed, the best the benchmarks measured.
         utilisation_source: which benchmark record measured it.
         gpu_seconds: the arithmetic alone at that fraction.
@@ -156,7 +97,7 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
     utilisation record (default: the stored ``bench_utilisation_cpu.json``); None when no
     record is at hand.
 
-    - GPU: ``images x image_flops / (peak x u)``, with ``u`` the best fraction of its own
+    - GPU: ``images x image_flops / (peak x u)`` (the objective's ``image_flops``), with ``u`` the best fraction of its own
       matmul peak a benchmarked step reached (an optimistic bound for a GPU).
     - Loader: the measured augmentation rate per core, at the benchmarked tier's crops,
       scaled to this run's crops by their number (if a crop's fixed cost dominates) and by
@@ -179,7 +120,7 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
     if per_epoch is None:
         raise ValueError(f"{dataset} has no fixed number of training images; the estimate needs one.")
     images = train.epochs * per_epoch
-    flops = image_flops(view, train)
+    flops = get_objective(train.objective).image_flops(view, train)
     crops, pixels = crop_pixels(view, train)
     reference_crops, reference_pixels = crop_pixels(reference_view, reference_train)
     per_core = measured["augmentation_images_per_s"]

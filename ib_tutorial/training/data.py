@@ -34,8 +34,7 @@ def build_data(config: RunConfig, root, download: bool, device: torch.device, pr
     name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
     images = get_dataset(name, "train", root=root, download=download, **options)
     subset = Subset(images, epoch_indices(len(images), train.train_images, seed))
-    # Supervised training learns from the global views only: no local crops to make.
-    local_crops = train.local_crops_number if train.objective == "dino" else 0
+    local_crops = train.local_crops_number if config.objective.local_crops else 0
     if train.augmentation == "batched":
         views = DecodedImages(subset, BatchMultiCrop(config.view, local_crops, seed), device, progress)
     else:

@@ -1,36 +1,43 @@
 """One DINO training step and everything it changes: student and teacher networks, the
 loss with its centre, the optimiser, the loss scaler and the schedules.
 
-:func:`build_networks` and :func:`build_schedules` make the parts from a
+:func:`build_networks` makes the parts from a
 :class:`~ib_tutorial.training.run_config.RunConfig`; :class:`DINOTraining` holds them, takes a step
 (:meth:`~DINOTraining.forward`, then :meth:`~DINOTraining.update`) and is what a
-checkpoint saves. The parts themselves are in :mod:`ib_tutorial.training.dino`.
+checkpoint saves; what it shares with the supervised control is in
+:class:`~ib_tutorial.training.objective.Objective`. The parts themselves are in
+:mod:`ib_tutorial.training.dino`.
 """
 from __future__ import annotations
 
-import torch
-from torch.nn.parallel import DistributedDataParallel
+import math
+from typing import TYPE_CHECKING
 
-from ..models import build_vit
+import torch
+
+from ..models import ARCHITECTURES, build_vit
 from ..precision import autocast
-from ..presets import TrainSettings
+from ..presets import TrainSettings, ViewSettings
 from .dino import (
     DINOHead,
     DINOLoss,
     DINOLossOutput,
     MultiCropWrapper,
     Schedules,
-    apply_schedules,
     cancel_last_layer_gradients,
-    clip_gradients,
-    parameter_groups,
     update_teacher,
 )
-from .run_config import RunConfig
+from .flops import backbone_flops, head_flops, tokens_per_crop
+from .objective import Objective
 
-SCHEDULE_SETTINGS = ("lr", "min_lr", "warmup_epochs", "weight_decay", "weight_decay_end", "momentum_teacher",
-                     "warmup_teacher_temp", "teacher_temp", "warmup_teacher_temp_epochs")
+if TYPE_CHECKING:  # the run configuration names its objective, so it imports this module's table
+    from .run_config import RunConfig
 
+# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
+# or teacher information (what the output says about the image) below this fraction of
+# log K, is a collapse (DINOTraining.collapse_warning).
+COLLAPSE_FRACTION = 0.02
+INFORMATION_FRACTION = 0.05
 
 def build_networks(config: RunConfig) -> tuple[MultiCropWrapper, MultiCropWrapper]:
     """Student (with stochastic depth) and teacher (without), starting from the same weights."""
@@ -49,51 +56,7 @@ def build_networks(config: RunConfig) -> tuple[MultiCropWrapper, MultiCropWrappe
     return student, teacher
 
 
-def build_schedules(train: TrainSettings, steps_per_epoch: int) -> Schedules:
-    """The run's learning-rate, weight-decay, momentum and teacher-temperature schedules."""
-    return Schedules.build(
-        epochs=train.epochs, steps_per_epoch=steps_per_epoch, global_batch=train.batch_size,
-        **{name: getattr(train, name) for name in SCHEDULE_SETTINGS},
-    )
-
-
-def step_optimiser(training, loss: torch.Tensor, step: int, before_step=None) -> None:
-    """One optimisation step of ``training`` (its ``optimizer``, ``scaler``, ``schedules``,
-    ``settings`` and ``student_module``): this step's learning rate and weight decay,
-    back-propagation, DINO's per-parameter clipping, ``before_step()`` if given, the step."""
-    apply_schedules(training.optimizer, training.schedules.lr[step], training.schedules.weight_decay[step])
-    training.optimizer.zero_grad(set_to_none=True)
-    training.scaler.scale(loss).backward()
-    if training.settings.clip_grad:
-        training.scaler.unscale_(training.optimizer)
-        clip_gradients(training.student_module, training.settings.clip_grad)
-    if before_step is not None:
-        before_step()
-    training.scaler.step(training.optimizer)
-    training.scaler.update()
-
-
-def checkpoint_state(training) -> dict:
-    """What a checkpoint holds of ``training`` (:class:`DINOTraining` or
-    :class:`~ib_tutorial.training.supervised_step.SupervisedTraining`): the state of each part it
-    names in ``checkpointed()``, then its optimiser, loss scaler and schedules."""
-    parts = {name: part.state_dict() for name, part in training.checkpointed().items()}
-    return {**parts, "optimizer": training.optimizer.state_dict(), "scaler": training.scaler.state_dict(),
-            "schedules": training.schedules.state_dict()}
-
-
-def load_checkpoint_state(training, state: dict) -> None:
-    """Load what :func:`checkpoint_state` saved back into ``training``; refuse a checkpoint
-    whose schedules differ from the run's."""
-    if not training.schedules.matches(state["schedules"]):
-        raise ValueError("The checkpoint's schedules differ from this run's; start a new run with a new --out.")
-    for name, part in training.checkpointed().items():
-        part.load_state_dict(state[name])
-    training.optimizer.load_state_dict(state["optimizer"])
-    training.scaler.load_state_dict(state["scaler"])
-
-
-class DINOTraining:
+class DINOTraining(Objective):
     """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
     everything one step changes and a checkpoint holds.
 
@@ -101,21 +64,18 @@ class DINOTraining:
     loss is finite, :meth:`update` (student, then teacher).
     """
 
-    def __init__(self, config: RunConfig, schedules: Schedules, device: torch.device):
-        self.settings, self.schedules, self.device = config.train, schedules, device
-        self.precision = config.precision
+    name = "dino"
+    local_crops = True
+    network = "teacher"
+    compared_with_paper = True
+
+    def __init__(self, config: RunConfig, schedules: Schedules, device: torch.device, num_classes: int):
+        super().__init__(config, schedules, device, num_classes)
         student, teacher = build_networks(config)
-        self.student_module, self.teacher = student.to(device), teacher.to(device)
-        self.student: torch.nn.Module = self.student_module  # the DDP wrapper once distributed
+        self.teacher = teacher.to(device)
         self.loss_fn = DINOLoss(self.settings.out_dim, self.settings.student_temp,
                                 self.settings.center_momentum).to(device)
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.student_module))
-        self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision == "fp16")
-
-    def distribute(self) -> None:
-        """Wrap the student in DDP, which averages its gradients over processes."""
-        device_ids = [self.device.index] if self.device.type == "cuda" else None
-        self.student = DistributedDataParallel(self.student_module, device_ids=device_ids)
+        self._optimise(student.to(device))
 
     @property
     def backbone(self) -> torch.nn.Module:
@@ -134,8 +94,8 @@ class DINOTraining:
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
         """Back-propagate, clip, freeze the last layer while due, take the AdamW step with
         this step's learning rate and weight decay, then move the teacher (EMA)."""
-        step_optimiser(self, loss, step,
-                       lambda: cancel_last_layer_gradients(self.student_module, epoch, self.settings.freeze_last_layer))
+        self.step_optimiser(loss, step,
+                            lambda: cancel_last_layer_gradients(self.student_module, epoch, self.settings.freeze_last_layer))
         update_teacher(self.student_module, self.teacher, float(self.schedules.momentum[step]))
 
     @staticmethod
@@ -147,8 +107,7 @@ class DINOTraining:
 
     def step_settings(self, epoch: int, step: int) -> dict[str, float]:
         """The schedules' values at ``step`` (steps done, so the last step's) and the centre's norm."""
-        return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1]),
-                "teacher_temp": float(self.schedules.teacher_temp[epoch]),
+        return {**super().step_settings(epoch, step), "teacher_temp": float(self.schedules.teacher_temp[epoch]),
                 "momentum": float(self.schedules.momentum[step - 1]),
                 "center_norm": self.loss_fn.center.norm().item()}
 
@@ -156,8 +115,48 @@ class DINOTraining:
         """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
 
-    def state_dict(self) -> dict:
-        return checkpoint_state(self)
+    @staticmethod
+    def collapse_warning(record: dict, settings: TrainSettings) -> str | None:
+        """:func:`collapse_message` of a logged training record."""
+        return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim)
 
-    def load_state_dict(self, state: dict) -> None:
-        load_checkpoint_state(self, state)
+    @classmethod
+    def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
+        """FLOPs one training image costs in one DINO step.
+
+        Per crop of :math:`T` tokens: teacher forward (global crops only) plus student forward
+        and backward (every crop, three forwards), the head on the CLS token; the patch
+        embedding's backward computes its weight gradient only (the images need none)
+        (:mod:`ib_tutorial.training.flops`).
+
+        Args:
+            view: the crops' geometry (global and local side, patch size).
+            train: the backbone (``arch``), the number of local crops and the head's shape.
+            attention: count the attention products (``False``: as the CPU benchmark counted).
+        """
+        shape = ARCHITECTURES[train.arch]
+        width, depth = shape["embed_dim"], shape["depth"]
+        total = 0.0
+        for side, crops, teacher_sees in ((view.img_size, 2, True), (view.local_crop_size, train.local_crops_number, False)):
+            blocks, embedding = backbone_flops(width, depth, tokens_per_crop(side, view.patch_size), view.patch_size, attention)
+            forward = blocks + head_flops(width, train)
+            total += crops * (3 * forward + 2 * embedding + ((forward + embedding) if teacher_sees else 0.0))
+        return total
+
+
+def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:
+    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), or when
+    the teacher's output carries almost no information about its image (either collapse
+    under way: :class:`~ib_tutorial.training.dino.DINOLossOutput`), else None."""
+    limit = math.log(out_dim)
+    if teacher_entropy > (1 - COLLAPSE_FRACTION) * limit:
+        kind = f"entropy {teacher_entropy:.3f} nats is near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
+    elif teacher_entropy < COLLAPSE_FRACTION * limit:
+        kind = f"entropy {teacher_entropy:.3f} nats is near 0 (one-hot collapse: try a higher --center-momentum or a higher --teacher-temp)"
+    elif teacher_information < INFORMATION_FRACTION * limit:
+        kind = (f"output carries {teacher_information:.3f} nats about the image, under {INFORMATION_FRACTION:.0%} of "
+                f"log K = {limit:.2f}: every image gets nearly the same distribution (entropy {teacher_entropy:.2f} "
+                "nats; try a lower --teacher-temp or a lower --momentum-teacher)")
+    else:
+        return None
+    return f"teacher {kind}"

@@ -2,8 +2,9 @@
 as it goes.
 
 One function, :func:`train`, runs everything. It resolves the preset and overrides into
-one :class:`~ib_tutorial.training.run_config.RunConfig`, builds student and teacher
-(:mod:`ib_tutorial.training.dino_step`) and the multi-crop data (:mod:`ib_tutorial.training.augment`), then
+one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the run's objective (an
+:class:`~ib_tutorial.training.objective.Objective`: DINO's student and teacher,
+:mod:`ib_tutorial.training.dino_step`) and the multi-crop data (:mod:`ib_tutorial.training.augment`), then
 for every DINO step:
 
 1. sets this step's learning rate and weight decay;
@@ -45,25 +46,12 @@ from ..presets import Preset, get_preset, resolve_device
 from ..seeding import rng_state, seed_all, set_rng_state
 from .data import TrainingData, build_data, build_loader
 from .disk import check_disk_space, run_writes
-from .memory import out_of_memory
-from .dino import Schedules
-from .dino_step import DINOTraining, build_schedules
 from .distributed import Processes, restarted
+from .memory import out_of_memory
+from .objective import Objective, build_schedules
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory
 from .stopping import StopRequests, TrainingStopped, resume_command
-from .supervised_step import SupervisedTraining
-
-# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
-# or teacher information (what the output says about the image) below this fraction of
-# log K, raises a CollapseWarning.
-COLLAPSE_FRACTION = 0.02
-INFORMATION_FRACTION = 0.05
-
-
-# What one step changes and a checkpoint holds, for either objective (the same interface).
-TrainingState = DINOTraining | SupervisedTraining
-
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; the run stopped before the bad step changed any weight."""
@@ -149,7 +137,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views))
     if run.exists():
         config.check_resumable(run.read_config(), run.path)
-    state = build_training(config, build_schedules(config.train, len(loader)), device, data.num_classes)
+    state = config.objective(config, build_schedules(config.train, len(loader)), device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:
@@ -190,14 +178,6 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     return run.path
 
 
-def build_training(config: RunConfig, schedules: Schedules, device: torch.device,
-                   num_classes: int) -> TrainingState:
-    """The networks, optimiser and state of the run's objective."""
-    if config.train.objective == "supervised":
-        return SupervisedTraining(config, schedules, device, num_classes)
-    return DINOTraining(config, schedules, device)
-
-
 @dataclass(frozen=True)
 class Position:
     """Where a run stands: in epoch ``epoch`` after its first ``batch`` batches (0 at an
@@ -209,7 +189,7 @@ class Position:
     batch: int = 0
 
 
-def _restore(run: RunDirectory, state: TrainingState, processes: Processes, device: torch.device) -> Position:
+def _restore(run: RunDirectory, state: Objective, processes: Processes, device: torch.device) -> Position:
     """Load the run's last checkpoint into ``state`` and this process's random generators."""
     checkpoint = run.load_checkpoint(device)
     if checkpoint is None:
@@ -225,7 +205,7 @@ class RunRecorder:
     collapse warnings, one ``epoch`` record per epoch, k-NN evaluations and checkpoints when
     due; and the progress bar. A new run starts by recording its random initialisation."""
 
-    def __init__(self, run: RunDirectory, config: RunConfig, state: TrainingState, data: TrainingData,
+    def __init__(self, run: RunDirectory, config: RunConfig, state: Objective, data: TrainingData,
                  processes: Processes, device: torch.device, start: Position, progress: bool):
         self.run, self.config, self.settings, self.state = run, config, config.train, state
         self.data, self.processes, self.device = data, processes, device
@@ -261,8 +241,7 @@ class RunRecorder:
                   **dict(zip(statistics, averaged.tolist())), "images_per_s": images_per_s}
         self.run.append_metrics(record)
         self.bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
-        warning = (collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim)
-                   if self.settings.objective == "dino" else None)
+        warning = self.state.collapse_warning(record, self.settings)
         if warning and self.warned_epoch != epoch:
             warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=3)
             self.warned_epoch = epoch
@@ -303,24 +282,6 @@ class RunRecorder:
 
     def close(self) -> None:
         self.bar.close()
-
-
-def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:
-    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), or when
-    the teacher's output carries almost no information about its image (either collapse
-    under way: :class:`~ib_tutorial.training.dino.DINOLossOutput`), else None."""
-    limit = math.log(out_dim)
-    if teacher_entropy > (1 - COLLAPSE_FRACTION) * limit:
-        kind = f"entropy {teacher_entropy:.3f} nats is near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
-    elif teacher_entropy < COLLAPSE_FRACTION * limit:
-        kind = f"entropy {teacher_entropy:.3f} nats is near 0 (one-hot collapse: try a higher --center-momentum or a higher --teacher-temp)"
-    elif teacher_information < INFORMATION_FRACTION * limit:
-        kind = (f"output carries {teacher_information:.3f} nats about the image, under {INFORMATION_FRACTION:.0%} of "
-                f"log K = {limit:.2f}: every image gets nearly the same distribution (entropy {teacher_entropy:.2f} "
-                "nats; try a lower --teacher-temp or a lower --momentum-teacher)")
-    else:
-        return None
-    return f"teacher {kind}"
 
 
 def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> str:

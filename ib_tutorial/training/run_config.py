@@ -24,9 +24,9 @@ from ..models import ARCHITECTURES
 from ..paths import data_root
 from ..precision import resolve_precision
 from ..presets import Preset, TrainSettings, ViewSettings, training_overrides
+from .objective import Objective
+from .objectives import get_objective
 
-# What a run can train for: DINO (ib_tutorial.training.dino_step) or labels (ib_tutorial.training.supervised_step).
-OBJECTIVES = ("dino", "supervised")
 AUGMENTATIONS = ("loader", "batched")  # where the views are made (TrainSettings.augmentation)
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
@@ -86,6 +86,11 @@ class RunConfig:
             versions={"torch": torch.__version__, "timm": timm.__version__},
         )
 
+    @property
+    def objective(self) -> type[Objective]:
+        """The objective the run trains with (:data:`~ib_tutorial.training.objectives.OBJECTIVES`)."""
+        return get_objective(self.train.objective)
+
     def to_dict(self) -> dict:
         """JSON-ready data (``config.json``): :func:`dataclasses.asdict`, tuples as lists."""
         return json.loads(json.dumps(dataclasses.asdict(self)))
@@ -121,8 +126,7 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     train_names = {f.name for f in dataclasses.fields(TrainSettings)}
     train = dataclasses.replace(preset.train, **{k: v for k, v in overrides.items() if k in train_names})
     view = dataclasses.replace(preset.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
-    if train.objective not in OBJECTIVES:
-        raise ValueError(f"Unknown objective {train.objective!r}; known: {', '.join(OBJECTIVES)}.")
+    get_objective(train.objective)  # an unknown name fails here, before anything is built
     if train.augmentation not in AUGMENTATIONS:
         raise ValueError(f"Unknown augmentation {train.augmentation!r}; known: {', '.join(AUGMENTATIONS)}.")
     for size in (view.img_size, view.local_crop_size):

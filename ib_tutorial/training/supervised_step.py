@@ -6,24 +6,26 @@ stochastic depth), with a linear classifier on its CLS token. It sees the same i
 the same augmentation as DINO's two global views, each view a training sample with its
 image's label, and learns by cross-entropy with the same optimiser (AdamW without weight
 decay on biases and norms), schedules, gradient clipping and precision. Only the
-objective differs. :class:`SupervisedTraining` has the interface of
-:class:`~ib_tutorial.training.dino_step.DINOTraining`, so the loop, checkpoints, k-NN evaluations
-and block profiles of :mod:`ib_tutorial.training.loop` serve both.
+objective differs. :class:`SupervisedTraining` is an
+:class:`~ib_tutorial.training.objective.Objective`, as DINO's step is, so the loop,
+checkpoints, k-NN evaluations and block profiles of :mod:`ib_tutorial.training.loop` serve both.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
 from ..models import build_vit
 from ..precision import autocast
-from .dino import Schedules, parameter_groups
-from .dino_step import checkpoint_state, load_checkpoint_state, step_optimiser
-from .run_config import RunConfig
+from .dino import Schedules
+from .objective import Objective
+
+if TYPE_CHECKING:  # the run configuration names its objective, so it imports this module's table
+    from .run_config import RunConfig
 
 
 class Classifier(nn.Module):
@@ -46,29 +48,25 @@ class SupervisedOutput:
     train_accuracy: torch.Tensor
 
 
-class SupervisedTraining:
+class SupervisedTraining(Objective):
     """Classifier, optimiser, loss scaler and schedules: everything one step changes and a
     checkpoint holds. One step is :meth:`forward`, then, if the loss is finite, :meth:`update`."""
 
+    name = "supervised"
+    local_crops = False  # it learns from the two global views only
+    network = "network"  # no teacher
+    compared_with_paper = False  # the paper's values are DINO's
+
     def __init__(self, config: RunConfig, schedules: Schedules, device: torch.device, num_classes: int):
-        self.settings, self.schedules, self.device = config.train, schedules, device
-        self.precision = config.precision
+        super().__init__(config, schedules, device, num_classes)
         backbone = build_vit(self.settings.arch, config.view.img_size, config.view.patch_size,
                              self.settings.drop_path_rate)
-        self.student_module = Classifier(backbone, config.model["embed_dim"], num_classes).to(device)
-        self.student: nn.Module = self.student_module  # the DDP wrapper once distributed
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.student_module))
-        self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision == "fp16")
+        self._optimise(Classifier(backbone, config.model["embed_dim"], num_classes).to(device))
 
     @property
     def backbone(self) -> nn.Module:
         """The network a run evaluates and saves: the classifier's backbone."""
         return self.student_module.backbone
-
-    def distribute(self) -> None:
-        """Wrap the classifier in DDP, which averages its gradients over processes."""
-        device_ids = [self.device.index] if self.device.type == "cuda" else None
-        self.student = DistributedDataParallel(self.student_module, device_ids=device_ids)
 
     def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int) -> SupervisedOutput:
         """Cross-entropy of the classifier on the two global views, each with its image's label."""
@@ -82,23 +80,13 @@ class SupervisedTraining:
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
         """Back-propagate, clip, and take the AdamW step with this step's learning rate and weight decay."""
-        step_optimiser(self, loss, step)
+        self.step_optimiser(loss, step)
 
     @staticmethod
     def statistics(result: SupervisedOutput) -> dict[str, torch.Tensor]:
         """What a logged step records of its output (averaged over processes)."""
         return {"train_accuracy": result.train_accuracy}
 
-    def step_settings(self, epoch: int, step: int) -> dict[str, float]:
-        """The learning rate and weight decay of the last step (``step`` counts steps done)."""
-        return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1])}
-
     def checkpointed(self) -> dict[str, nn.Module]:
         """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module}
-
-    def state_dict(self) -> dict:
-        return checkpoint_state(self)
-
-    def load_state_dict(self, state: dict) -> None:
-        load_checkpoint_state(self, state)

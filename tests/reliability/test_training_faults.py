@@ -18,7 +18,7 @@ from training_runs import DATASET, TINY, child_env, run_command, same_metrics
 
 from ib_tutorial import files
 from ib_tutorial.files import DiskFullError
-from ib_tutorial.training import loop
+from ib_tutorial.training import dino_step, loop
 from ib_tutorial.training.runs import CheckpointError, RunDirectory, RunLockedError
 from ib_tutorial.training.stopping import TrainingStopped
 
@@ -106,14 +106,14 @@ def test_sigterm_stops_mid_epoch_with_a_checkpoint_and_the_command_that_resumes(
 
 
 def test_ctrl_c_in_a_notebook_stops_with_a_checkpoint_and_says_how_to_resume(tmp_path, monkeypatch):
-    update = loop.DINOTraining.update
+    update = dino_step.DINOTraining.update
 
     def interrupted_at_step_3(self, loss, epoch, step):
         update(self, loss, epoch, step)
         if step == 2:  # the third step (steps count from 0 here)
             signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(loop.DINOTraining, "update", interrupted_at_step_3)
+    monkeypatch.setattr(dino_step.DINOTraining, "update", interrupted_at_step_3)
     # A notebook's kernel handles SIGINT with Python's default handler; a test run started in
     # the background may begin with SIGINT ignored instead.
     outer = signal.signal(signal.SIGINT, signal.default_int_handler)

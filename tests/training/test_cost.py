@@ -7,7 +7,8 @@ import pytest
 from ib_tutorial.presets import get_preset
 from ib_tutorial.paths import stored_benchmark
 from ib_tutorial.report.tables import estimate_markdown
-from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time, image_flops
+from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time
+from ib_tutorial.training.objectives import get_objective
 from ib_tutorial.training.run_config import resolve_settings
 
 stored = stored_benchmark(UTILISATION_RECORD)
@@ -21,6 +22,7 @@ def test_the_count_matches_what_the_benchmark_counted(tier):
     """torch's flop counter on the CPU counts the matrix products but not the fused attention."""
     measured = record["results"][tier]
     train, view = resolve_settings(get_preset(tier), measured["dataset"], {})
+    image_flops = get_objective(train.objective).image_flops
     assert image_flops(view, train, attention=False) * measured["batch"] == pytest.approx(measured["gflop_per_step"] * 1e9, rel=1e-6)
     assert image_flops(view, train) > image_flops(view, train, attention=False)
 
@@ -28,7 +30,7 @@ def test_the_count_matches_what_the_benchmark_counted(tier):
 def test_a_supervised_step_is_not_counted_as_dino():
     train, view = resolve_settings(get_preset("ci"), "tiny-imagenet", {"objective": "supervised"})
     with pytest.raises(ValueError, match="supervised"):
-        image_flops(view, train)
+        get_objective(train.objective).image_flops(view, train)
 
 
 @needs_record

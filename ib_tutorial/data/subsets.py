@@ -45,7 +45,8 @@ from .archives import CHUNK, DatasetNotFoundError
 from .folders import UNREADABLE, CorruptImageError, class_folders
 from .torchvision_sets import DTD_LAYOUT
 
-BUILD_COMMAND = "python -m ib_tutorial.data.subsets build {name} --source <folder holding the full download> --out <data root>"
+BUILD_COMMAND = ("python -m ib_tutorial.data.subsets build {name} "
+                 "--source <folder holding the full download> --out <data root>")
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,8 @@ class SubsetRecord:
 
     def to_dict(self) -> dict:
         """JSON-ready data: :func:`dataclasses.asdict`, tuples as lists."""
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in dataclasses.asdict(self).items()}
+        return {key: list(value) if isinstance(value, tuple) else value
+                for key, value in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> SubsetRecord:
@@ -359,7 +361,9 @@ def plan_dtd(subset: Subset, source_root: Path) -> Plan:
 PLANS: dict[str, Callable[[Subset, Path], Plan]] = {"tiny-imagenet": plan_tiny_imagenet, "dtd": plan_dtd}
 
 
-def build_subset(name: str, source_root: str | os.PathLike, target_root: str | os.PathLike, progress: bool = True) -> Built:
+def build_subset(
+    name: str, source_root: str | os.PathLike, target_root: str | os.PathLike, progress: bool = True
+) -> Built:
     """Write subset ``name`` from the full download under ``source_root`` to its folder
     under the data root ``target_root`` (``<target_root>/tiny-imagenet-200``,
     ``<target_root>/dtd``), in the layout its loader reads.
@@ -452,14 +456,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "list":
         for subset in SUBSETS.values():
-            print(f"{subset.name}: {subset.dataset}:subset={subset.name}, folder {subset.folder}/ - {subset.description}\n"
-                  f"  classes: {' '.join(subset.classes)}")
+            print(f"{subset.name}: {subset.dataset}:subset={subset.name}, folder {subset.folder}/ - "
+                  f"{subset.description}\n  classes: {' '.join(subset.classes)}")
         return
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            built = (build_subset(args.name, args.source, args.out, progress=not args.no_progress) if args.command == "build"
-                     else check_subset(args.name, args.root, progress=not args.no_progress))
+            progress = not args.no_progress
+            built = (build_subset(args.name, args.source, args.out, progress) if args.command == "build"
+                     else check_subset(args.name, args.root, progress))
     except (DatasetNotFoundError, FileExistsError, CorruptImageError) as error:
         raise SystemExit(f"error: {error}") from None
     for warning in caught:

@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from archive_builders import TINY_VAL, TINY_WNIDS, TINY_WORDS, dtd_tar, image_bytes, snapshot, tiny_imagenet_zip
+from archive_builders import TINY_VAL, TINY_WORDS, dtd_tar, image_bytes, snapshot, tiny_imagenet_zip
 from PIL import Image
 
 from ib_tutorial.data import CorruptImageError, DatasetNotFoundError, get_dataset, held_out_split, subsets
@@ -60,7 +60,8 @@ def dtd_source(tmp_path, monkeypatch) -> Path:
     return root
 
 
-def build_quietly(name: str, source: Path, target: Path) -> subsets.Built:
+def build_unrecorded(name: str, source: Path, target: Path) -> subsets.Built:
+    """Build a subset whose recorded digest no folder has: it warns."""
     with pytest.warns(UserWarning, match="is not the folder the committed runs used"):
         return build_subset(name, source, target, progress=False)
 
@@ -71,7 +72,7 @@ def files_under(folder: Path) -> list[str]:
 
 # --- Tiny ImageNet ----------------------------------------------------------------------------
 def test_tiny_imagenet_subset_is_the_original_files_of_its_classes_in_its_order(tiny_source, tmp_path):
-    built = build_quietly("tiny2", tiny_source, tmp_path / "out")
+    built = build_unrecorded("tiny2", tiny_source, tmp_path / "out")
     source, folder = tiny_source / "tiny-imagenet-200", tmp_path / "out" / "tiny-imagenet-200"
     assert built.folder == folder and not built.matches
     assert (folder / "wnids.txt").read_text() == "n07749582\nn09246464\n"
@@ -79,17 +80,19 @@ def test_tiny_imagenet_subset_is_the_original_files_of_its_classes_in_its_order(
     kept = [(name, wnid) for name, wnid in TINY_VAL if wnid in TINY2.classes]
     assert (folder / "val" / "val_annotations.txt").read_text() == "".join(
         f"{name}\t{wnid}\t1\t2\t60\t61\n" for name, wnid in kept)  # the source's lines, in its order
-    train = [f"train/{w}/{name}" for w in TINY2.classes for name in (f"{w}_boxes.txt", *(f"images/{w}_{n}.JPEG" for n in range(3)))]
-    expected = sorted(["wnids.txt", "words.txt", "val/val_annotations.txt", *train, *(f"val/images/{n}" for n, _ in kept)])
+    train = [f"train/{w}/{name}" for w in TINY2.classes
+             for name in (f"{w}_boxes.txt", *(f"images/{w}_{n}.JPEG" for n in range(3)))]
+    val = [f"val/images/{name}" for name, _ in kept]
+    expected = sorted(["wnids.txt", "words.txt", "val/val_annotations.txt", *train, *val])
     assert files_under(folder) == expected and built.files == len(expected)  # no test/, no other class
-    for relative in train + [f"val/images/{name}" for name, _ in kept]:
+    for relative in train + val:
         assert (folder / relative).read_bytes() == (source / relative).read_bytes()
     assert built.content_sha256 == folder_digest(folder)
     assert not list((tmp_path / "out").glob(".*"))
 
 
 def test_a_build_that_reproduces_the_recorded_folder_says_so_without_warning(tiny_source, tmp_path, monkeypatch):
-    first = build_quietly("tiny2", tiny_source, tmp_path / "first")
+    first = build_unrecorded("tiny2", tiny_source, tmp_path / "first")
     monkeypatch.setitem(SUBSETS, "tiny2", dataclasses.replace(TINY2, content_sha256=first.content_sha256))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -98,7 +101,7 @@ def test_a_build_that_reproduces_the_recorded_folder_says_so_without_warning(tin
 
 
 def test_a_full_download_restricted_to_a_subset_is_the_built_subset(tiny_source, tmp_path):
-    build_quietly("tiny2", tiny_source, tmp_path / "out")
+    build_unrecorded("tiny2", tiny_source, tmp_path / "out")
     for split in ("train", "val"):
         full = get_dataset("tiny-imagenet", split, root=tiny_source, subset="tiny2")
         with warnings.catch_warnings():
@@ -144,19 +147,20 @@ def test_a_missing_val_image_fails_before_anything_is_written(tiny_source, tmp_p
 
 # --- DTD --------------------------------------------------------------------------------------
 def test_dtd_subset_is_its_classes_downscaled_to_the_longer_side(dtd_source, tmp_path):
-    built = build_quietly("dtd2", dtd_source, tmp_path / "out")
+    built = build_unrecorded("dtd2", dtd_source, tmp_path / "out")
     images = tmp_path / "out" / "dtd" / "images"
     assert built.folder == tmp_path / "out" / "dtd" and built.files == 12
     assert sorted(p.name for p in images.iterdir()) == ["banded", "striped"]  # nothing else, no labels/
     for path in sorted(images.rglob("*.jpg")):
-        with Image.open(path) as image, Image.open(dtd_source / "dtd" / "dtd" / "images" / path.relative_to(images)) as original:
+        source = dtd_source / "dtd" / "dtd" / "images" / path.relative_to(images)
+        with Image.open(path) as image, Image.open(source) as original:
             assert image.format == "JPEG" and image.size == (240, 256)  # 300 x 320 -> longer side 256
             assert image.mode == original.mode == ("L" if path.relative_to(images).as_posix() == GREY_DTD else "RGB")
             assert "exif" not in image.info and "icc_profile" not in image.info
 
 
 def test_dtd_subset_is_read_as_a_folder_split_train_and_test(dtd_source, tmp_path):
-    build_quietly("dtd2", dtd_source, tmp_path / "out")
+    build_unrecorded("dtd2", dtd_source, tmp_path / "out")
     train = get_dataset("dtd", "train", root=tmp_path / "out", subset="dtd2")
     test = get_dataset("dtd", "test", root=tmp_path / "out", subset="dtd2")
     assert train.classes == test.classes == ["striped", "banded"]  # the subset's order
@@ -169,7 +173,7 @@ def test_dtd_subset_is_read_as_a_folder_split_train_and_test(dtd_source, tmp_pat
 def test_dtd_subset_pointed_at_the_full_download_says_to_build_it(dtd_source):
     with pytest.raises(DatasetNotFoundError, match=r"no folder .*dtd/images\. Build .*subsets build dtd2"):
         get_dataset("dtd", "train", root=dtd_source, subset="dtd2")
-    with pytest.raises(DatasetNotFoundError, match=r"12 images .* larger than its 256 px.*full-size dtd.*subsets build dtd2"):
+    with pytest.raises(DatasetNotFoundError, match=r"12 images .* larger than its 256 px.*full-size dtd.*build dtd2"):
         get_dataset("dtd", "train", root=dtd_source, subset="dtd2", folder="dtd/dtd")
 
 
@@ -205,8 +209,9 @@ def test_an_existing_target_is_never_overwritten(dtd_source, tmp_path):
 def test_an_interrupted_build_is_redone(dtd_source, tmp_path):
     (tmp_path / "out" / ".dtd.partial" / "images").mkdir(parents=True)
     (tmp_path / "out" / ".dtd.partial" / "images" / "stale.jpg").write_bytes(b"half")
-    build_quietly("dtd2", dtd_source, tmp_path / "out")
-    assert files_under(tmp_path / "out") == [f"dtd/images/{c}/{c}_{n:04d}.jpg" for c in ("banded", "striped") for n in range(6)]
+    build_unrecorded("dtd2", dtd_source, tmp_path / "out")
+    expected = [f"dtd/images/{c}/{c}_{n:04d}.jpg" for c in ("banded", "striped") for n in range(6)]
+    assert files_under(tmp_path / "out") == expected  # not the stale file
 
 
 # --- records and the command line ---------------------------------------------------------------

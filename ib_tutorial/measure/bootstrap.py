@@ -38,7 +38,7 @@ from statistics import NormalDist
 import torch
 
 from .metrics import eed_percent, effective_dimension_from_spectrum
-from .shape import DIRECTIONS, Verdict, verdict
+from .shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, verdict
 from .variants import IMAGE_OUTER, POSITIONS, TokenMoments, get_variant
 
 Tensor = torch.Tensor
@@ -238,6 +238,13 @@ class BootstrapProfile:
         eigenvalues spread out), and a replicate, which repeats some images, more so: a bias
         comparable to the interval's width says the images are too few for the width."""
         return (self.replicates.mean(0) - torch.tensor(self.n_eff, dtype=torch.float64)).tolist()
+
+    def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:
+        r"""The share of replicates :func:`~ib_tutorial.measure.shape.classify_shape` gives each
+        shape, of their :math:`N_\mathrm{eff}` values with ``tolerance`` in effective directions
+        (shapes no replicate has are left out): how firmly the images fix the profile's shape."""
+        shapes = [classify_shape(row, tolerance) for row in self.replicates.tolist()]
+        return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
 
     def intervals(self, percent: bool = False) -> list[Interval]:
         r"""Each block's interval, of :math:`N_\mathrm{eff}` or (``percent``) of EED%."""

@@ -12,7 +12,7 @@ from ib_tutorial.measure.bootstrap import (
     wilson_interval,
 )
 from ib_tutorial.measure.metrics import effective_dimension_from_spectrum, effective_encoding_dimension
-from ib_tutorial.measure.shape import Verdict, u_depth
+from ib_tutorial.measure.shape import ProfileShape, Verdict, u_depth
 
 # Tokens of an image share an image effect (variances IMAGE) and add their own noise (TOKEN):
 # the pooled covariance of all tokens is diag(IMAGE + TOKEN), but tokens of one image are
@@ -133,6 +133,11 @@ def test_u_depth_gets_an_interval_and_a_verdict(generator):
     assert depth.verdict(margin=10.0) == Verdict.FAILS
     in_percent = profile.interval(u_depth, percent=True)
     assert in_percent.estimate == pytest.approx(25 * depth.estimate)
+    assert profile.shape_shares(tolerance=1.0) == {ProfileShape.U: 1.0}
+    # With the U-depth itself as the tolerance, some replicates are a U and others are not.
+    split = profile.shape_shares(tolerance=depth.estimate)
+    assert 0 < split[ProfileShape.U] < 1
+    assert sum(split.values()) == pytest.approx(1.0)
 
 
 def test_percent_intervals_are_scaled_n_eff_intervals(generator):

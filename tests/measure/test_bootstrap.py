@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from ib_tutorial.measure.block_profile import profile_model
 from ib_tutorial.measure.bootstrap import (
     ImageStatistics,
     Interval,
@@ -13,6 +14,7 @@ from ib_tutorial.measure.bootstrap import (
 )
 from ib_tutorial.measure.metrics import effective_dimension_from_spectrum, effective_encoding_dimension
 from ib_tutorial.measure.shape import ProfileShape, Verdict, u_depth
+from ib_tutorial.models import vit_small
 
 # Tokens of an image share an image effect (variances IMAGE) and add their own noise (TOKEN):
 # the pooled covariance of all tokens is diag(IMAGE + TOKEN), but tokens of one image are
@@ -204,3 +206,21 @@ def test_an_interval_gives_a_three_valued_verdict():
     assert Interval(2.0, 1.5, 2.5, 0.9).verdict(margin=1.0) == Verdict.HOLDS
     assert Interval(1.0, 0.5, 1.5, 0.9).verdict(margin=1.0) == Verdict.UNDETERMINED
     assert Interval(0.0, -0.5, 0.5, 0.9).verdict(margin=1.0) == Verdict.FAILS
+
+
+def test_a_vits_blocks_measured_from_image_sums_match_the_profiler():
+    torch.manual_seed(0)
+    model = vit_small(img_size=32, patch_size=8).eval()
+    pictures = torch.randn(12, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    statistics = [ImageStatistics(model.embed_dim) for _ in model.blocks]
+    hooks = [block.register_forward_hook(lambda _m, _i, out, s=s: s.update(out))
+             for block, s in zip(model.blocks, statistics)]
+    with torch.no_grad():
+        model.forward_features(pictures[:5])
+        model.forward_features(pictures[5:])
+    for hook in hooks:
+        hook.remove()
+    profile = bootstrap_eed(statistics, replicates=10)
+    expected = profile_model(model, pictures, progress=False).n_eff
+    assert profile.n_eff == pytest.approx(expected, rel=1e-6)  # the profiler's float32 products
+    assert profile.replicates.shape == (10, 12)

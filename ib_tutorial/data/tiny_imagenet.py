@@ -54,9 +54,10 @@ def train_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
     return samples
 
 
-def val_samples(folder: Path, wnids: list[str], others: bool = False) -> list[tuple[Path, int]]:
-    """The images named in ``val/val_annotations.txt``, labelled by their wnid; those of
-    classes not in ``wnids`` are left out when ``others`` (a subset of the folder's classes)."""
+def val_samples(folder: Path, wnids: list[str], other_classes: bool = False) -> list[tuple[Path, int]]:
+    """The images named in ``val/val_annotations.txt``, labelled by their wnid. An image of
+    a class not in ``wnids`` is an error, or left out when ``other_classes`` (the folder
+    holds more classes than ``wnids``, a subset of them)."""
     label_of = {wnid: label for label, wnid in enumerate(wnids)}
     annotations = folder / "val" / "val_annotations.txt"
     samples = []
@@ -64,9 +65,9 @@ def val_samples(folder: Path, wnids: list[str], others: bool = False) -> list[tu
         if not line.strip():
             continue
         name, wnid = line.split("\t")[:2]
-        if others and wnid not in label_of:
-            continue
         if wnid not in label_of:
+            if other_classes:
+                continue
             raise DatasetNotFoundError(f"{annotations}, line {number}: {wnid} is not in wnids.txt.")
         samples.append((folder / "val" / "images" / name, label_of[wnid]))
     missing = [str(path) for path, _ in samples if not path.exists()]
@@ -103,6 +104,6 @@ def load(
             "and accuracies on it are not comparable with published ones.",
             stacklevel=3,
         )
-    samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids, others=subset is not None)
+    samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids, subset is not None)
     info = {"wnids": wnids, "folder": str(folder), "num_classes": len(wnids), "subset": subset}
     return ImageFiles(samples, names, transform, info=info, skip_corrupt=skip_corrupt)

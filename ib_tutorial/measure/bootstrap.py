@@ -18,8 +18,20 @@ While :math:`N \le K` the bootstrap resamples images exactly; beyond, it resampl
 (a cluster bootstrap: random groups of independent images are themselves independent),
 which stays valid and only coarsens the resampling, so keep :math:`K` at 100 or more.
 
-**Intervals.** The percentile interval at ``level``: the :math:`(1 - \mathrm{level})/2` and
-:math:`(1 + \mathrm{level})/2` quantiles of a statistic over the replicates. Every block of a
+**Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` the
+:math:`a`-quantile of its replicates, at ``level`` :math:`1 - 2\alpha`: the *basic* interval
+:math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]` (the default) or the
+*percentile* interval :math:`[q_\alpha, q_{1-\alpha}]` (``method``). The default matters:
+:math:`N_\mathrm{eff}` of a sample is biased low (sample eigenvalues spread out), and a
+replicate, which repeats some images, lower still. The percentile interval sits where the
+replicates are, the measured value plus the bias again; the basic one reflects them about the
+measured value, which corrects the bias to first order. With 400 images in 32 dimensions
+(``tests/measure/test_bootstrap.py``) the 90 % percentile interval held the true
+:math:`N_\mathrm{eff}` in none of 100 draws, the basic one in 96 (with 100 images, in 78: the
+correction is first-order only); where the bias is small beside the spread (4 dimensions, 200
+images) both hold it at about their level. A measured value can then lie
+outside its basic interval, above it: the interval is for the value all images would give,
+which the measured one underestimates (:attr:`BootstrapProfile.bias`). Every block of a
 profile is measured on the same replicates (the same resampled images), so a statistic of
 several blocks (a U-depth, a difference between blocks) gets its interval from the same
 replicates too (:meth:`BootstrapProfile.interval`); two profiles bootstrapped with the same
@@ -194,15 +206,23 @@ class Interval:
         return verdict(self.low, self.high, margin)
 
 
-def percentile_interval(estimate: float, replicates: Tensor, level: float) -> Interval:
-    r"""The percentile interval of a statistic's ``replicates`` [R] about ``estimate``: their
-    :math:`(1 - \mathrm{level})/2` and :math:`(1 + \mathrm{level})/2` quantiles (linear
-    interpolation)."""
+#: The bootstrap intervals :func:`bootstrap_interval` makes, the default first.
+METHODS = ("basic", "percentile")
+
+
+def bootstrap_interval(estimate: float, replicates: Tensor, level: float, method: str = METHODS[0]) -> Interval:
+    r"""The interval at ``level`` of a statistic measured as ``estimate`` (:math:`\hat\theta`)
+    from its ``replicates`` [R]: ``basic``, :math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]`,
+    or ``percentile``, :math:`[q_\alpha, q_{1-\alpha}]`, with :math:`\alpha = (1 - \mathrm{level})/2`
+    and :math:`q` the replicates' quantiles (linear interpolation); see the module docstring."""
     if not 0 < level < 1:
         raise ValueError(f"the level must lie between 0 and 1, got {level}")
+    _check_method(method)
     tail = (1 - level) / 2
-    low, high = torch.quantile(replicates.to(torch.float64), torch.tensor([tail, 1 - tail], dtype=torch.float64))
-    return Interval(float(estimate), float(low), float(high), level)
+    low, high = torch.quantile(replicates.to(torch.float64), torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    if method == "basic":
+        low, high = 2 * estimate - high, 2 * estimate - low
+    return Interval(float(estimate), low, high, level)
 
 
 @dataclass(frozen=True)
@@ -215,6 +235,7 @@ class BootstrapProfile:
             block of a replicate on the same resampled images.
         dim: D, the width (EED% is :math:`100 N_\mathrm{eff} / D`).
         level: the intervals' level.
+        method: the intervals' kind (:data:`METHODS`).
         variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`).
         seed: the seed of the resampling weights.
     """
@@ -223,6 +244,7 @@ class BootstrapProfile:
     replicates: Tensor
     dim: int
     level: float
+    method: str
     variant: str
     seed: int
 
@@ -234,9 +256,9 @@ class BootstrapProfile:
     @property
     def bias(self) -> list[float]:
         r"""The bootstrap's estimate of each block's bias, the replicates' mean less the measured
-        :math:`N_\mathrm{eff}`. Spectral entropy from a finite sample is biased low (sample
-        eigenvalues spread out), and a replicate, which repeats some images, more so: a bias
-        comparable to the interval's width says the images are too few for the width."""
+        :math:`N_\mathrm{eff}`, about the measured value's own bias (negative: spectral entropy
+        from a finite sample is biased low). The basic interval corrects it to first order; a
+        bias comparable to the interval's width says the images are too few for the width."""
         return (self.replicates.mean(0) - torch.tensor(self.n_eff, dtype=torch.float64)).tolist()
 
     def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:
@@ -258,24 +280,26 @@ class BootstrapProfile:
 
 
 def joint_interval(statistic: Callable[..., float], profiles: Sequence[BootstrapProfile], percent: bool = False,
-                   level: float | None = None) -> Interval:
+                   level: float | None = None, method: str | None = None) -> Interval:
     """The interval of ``statistic(values_1, ..., values_k)``, one list of per-block values
     per profile, computed on the measured values and on replicate :math:`r` of every profile
     together. Pairing is meaningful for profiles with the same ``seed`` measured on the same
     images in the same order (they share each replicate's images); for profiles of
-    independent image sets any pairing is a valid draw of both. ``level`` defaults to the
-    first profile's."""
+    independent image sets any pairing is a valid draw of both. ``level`` and ``method``
+    (:func:`bootstrap_interval`) default to the first profile's."""
     if len({profile.replicates.shape[0] for profile in profiles}) != 1:
         raise ValueError("the profiles have different numbers of replicates")
     scales = [100 / profile.dim if percent else 1.0 for profile in profiles]
     estimate = statistic(*[[value * scale for value in profile.n_eff] for profile, scale in zip(profiles, scales)])
     rows = zip(*[(profile.replicates * scale).tolist() for profile, scale in zip(profiles, scales)])
     values = torch.tensor([statistic(*row) for row in rows], dtype=torch.float64)
-    return percentile_interval(estimate, values, profiles[0].level if level is None else level)
+    return bootstrap_interval(estimate, values, profiles[0].level if level is None else level,
+                              profiles[0].method if method is None else method)
 
 
 def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens", replicates: int = REPLICATES,
-                  level: float = LEVEL, seed: int = 0, device: torch.device | str = "cpu") -> BootstrapProfile:
+                  level: float = LEVEL, method: str = METHODS[0], seed: int = 0,
+                  device: torch.device | str = "cpu") -> BootstrapProfile:
     r""":math:`N_\mathrm{eff}` of every block and its bootstrap replicates.
 
     Args:
@@ -285,6 +309,7 @@ def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens"
             the accumulators must keep the sums it needs.
         replicates: R, the bootstrap replicates.
         level: the intervals' level.
+        method: the intervals' kind (:func:`bootstrap_interval`).
         seed: seeds the resampling weights (:func:`resampling_weights`), shared by every block.
         device: where the replicates' weighted sums and eigendecompositions run. On one CPU
             core at :math:`D = 384` a replicate of a block takes about 21 ms (the
@@ -292,6 +317,7 @@ def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens"
     """
     if not statistics:
         raise ValueError("no blocks to bootstrap")
+    _check_method(method)
     covariance = get_variant(variant).covariance
     sizes = statistics[0].group_images()
     if any(not torch.equal(s.group_images(), sizes) for s in statistics[1:]):
@@ -302,7 +328,13 @@ def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens"
     for block in statistics:
         n_eff.append(_n_eff(covariance(block.moments()))[0])
         columns.append([n for rows in weights.split(chunk) for n in _n_eff(covariance(block.moments(rows.to(device))))])
-    return BootstrapProfile(n_eff, torch.tensor(columns, dtype=torch.float64).T, statistics[0].dim, level, variant, seed)
+    return BootstrapProfile(n_eff, torch.tensor(columns, dtype=torch.float64).T, statistics[0].dim, level, method,
+                            variant, seed)
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"unknown interval method {method!r}; choose from {', '.join(METHODS)}")
 
 
 def _n_eff(covariances: Tensor) -> list[float]:

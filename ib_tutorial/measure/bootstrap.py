@@ -29,14 +29,15 @@ measured value, which corrects the bias to first order. With 400 images in 32 di
 (``tests/measure/test_bootstrap.py``) the 90 % percentile interval held the true
 :math:`N_\mathrm{eff}` in none of 100 draws, the basic one in 96 (with 100 images, in 78: the
 correction is first-order only); where the bias is small beside the spread (4 dimensions, 200
-images) both hold it at about their level. A measured value can then lie
-outside its basic interval, above it: the interval is for the value all images would give,
-which the measured one underestimates (:attr:`BootstrapProfile.bias`). Every block of a
-profile is measured on the same replicates (the same resampled images), so a statistic of
-several blocks (a U-depth, a difference between blocks) gets its interval from the same
-replicates too (:meth:`BootstrapProfile.interval`); two profiles bootstrapped with the same
-``seed`` on the same images in the same order share their replicates' images, so a statistic
-of both (a change over training) is paired (:func:`joint_interval`).
+images) both hold it at about their level. A measured value can then lie outside its basic
+interval, above it: the interval is for the value all images would give, which the measured
+one underestimates (:attr:`BootstrapProfile.bias`).
+
+Every block of a profile is measured on the same replicates (the same resampled images), so a
+statistic of several blocks (a U-depth, a difference between blocks) gets its interval from
+the same replicates too (:meth:`BootstrapProfile.interval`); two profiles bootstrapped with
+the same ``seed`` on the same images in the same order share their replicates' images, so a
+statistic of both (a change over training) is paired (:func:`joint_interval`).
 
 For a k-NN accuracy, :func:`wilson_interval` gives the binomial (Wilson score) interval.
 """
@@ -264,8 +265,13 @@ class BootstrapProfile:
     def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:
         r"""The share of replicates :func:`~ib_tutorial.measure.shape.classify_shape` gives each
         shape, of their :math:`N_\mathrm{eff}` values with ``tolerance`` in effective directions
-        (shapes no replicate has are left out): how firmly the images fix the profile's shape."""
-        shapes = [classify_shape(row, tolerance) for row in self.replicates.tolist()]
+        (shapes no replicate has are left out): how firmly the images fix the profile's shape.
+        For the basic method the replicates are first reflected about the measured profile,
+        :math:`2\hat v - v^*`, as its intervals are."""
+        rows = self.replicates
+        if self.method == "basic":
+            rows = 2 * torch.tensor(self.n_eff, dtype=torch.float64) - rows
+        shapes = [classify_shape(row, tolerance) for row in rows.tolist()]
         return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
 
     def intervals(self, percent: bool = False) -> list[Interval]:

@@ -5,6 +5,7 @@ import torch
 from ib_tutorial.measure.block_profile import profile_model
 from ib_tutorial.measure.bootstrap import (
     METHODS,
+    BootstrapProfile,
     ImageStatistics,
     Interval,
     bootstrap_eed,
@@ -253,3 +254,14 @@ def test_a_vits_blocks_measured_from_image_sums_match_the_profiler():
     expected = profile_model(model, pictures, progress=False).n_eff
     assert profile.n_eff == pytest.approx(expected, rel=1e-6)  # the profiler's float32 products
     assert profile.replicates.shape == (10, 12)
+
+
+def test_shape_shares_read_the_replicates_as_the_intervals_do():
+    measured = [59.0, 58, 31, 30, 31, 40, 50, 60, 70, 80, 88, 92]
+    falling = [60.0 - 4 * block for block in range(12)]
+    reflected = torch.tensor([[2 * m - f for m, f in zip(measured, falling)]] * 5, dtype=torch.float64)
+    basic = BootstrapProfile(measured, reflected, 384, 0.9, "basic", "tokens", 0)
+    assert basic.shape_shares() == {ProfileShape.FALLING: 1.0}  # 2 v - v* is the falling profile
+    percentile = BootstrapProfile(measured, torch.tensor([falling] * 5, dtype=torch.float64), 384, 0.9, "percentile",
+                                  "tokens", 0)
+    assert percentile.shape_shares() == {ProfileShape.FALLING: 1.0}

@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from ..precision import autocast
+from ..workers import ignore_stop_signals
 from .metrics import effective_encoding_dimension
 
 # Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
@@ -46,7 +47,8 @@ def extract_features(
     if unknown:
         raise ValueError(f"Unknown pooling {sorted(unknown)}; choose from {', '.join(POOLS)}.")
     device = torch.device(device)
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                        worker_init_fn=ignore_stop_signals)
     was_training = backbone.training
     backbone.eval()
     features: dict[str, list[torch.Tensor]] = {pool: [] for pool in pools}

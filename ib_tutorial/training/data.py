@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from ..data import get_dataset
 from ..seeding import epoch_indices, subset_indices
+from ..workers import ignore_stop_signals
 from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
 from .batch_augment import BatchMultiCrop, DecodedImages, DeviceViewsLoader
 from .distributed import Processes
@@ -86,7 +87,8 @@ def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
     # a run resumed mid-epoch finds the global generator (stochastic depth) where it was saved.
     loader = DataLoader(data.train_views, batch_size=config.batch_per_process, sampler=sampler,
                         num_workers=0 if batched else config.train.num_workers,
-                        pin_memory=device.type == "cuda" and not batched, drop_last=True,
+                        worker_init_fn=ignore_stop_signals, pin_memory=device.type == "cuda" and not batched,
+                        drop_last=True,
                         generator=torch.Generator().manual_seed(config.seed + processes.rank))
     if len(loader) == 0:
         raise ValueError(

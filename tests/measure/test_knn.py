@@ -1,7 +1,11 @@
 """Weighted k-NN against a vote counted by hand, and on separable data."""
+import os
+import signal
+
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils.data import Dataset, get_worker_info
 
 from ib_tutorial.measure.knn import (
     POOLS,
@@ -66,3 +70,30 @@ def test_pools_are_the_cls_token_and_the_mean_of_the_patch_tokens(generator):
     torch.testing.assert_close(features["cls"], F.normalize(backbone(images), dim=1))  # timm's own CLS pooling
     with pytest.raises(ValueError, match="Unknown pooling"):
         extract_features(backbone, [(images[0], 0)], progress=False, pools=("max",))
+
+
+class SignalledInWorkers(Dataset):
+    """Images whose loading sends SIGTERM and SIGINT to the worker process loading them: what
+    a worker receives when a scheduler or Ctrl-C signals the whole process group."""
+
+    def __init__(self, images: torch.Tensor):
+        self.images = images
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        if get_worker_info() is not None:
+            for number in (signal.SIGTERM, signal.SIGINT):
+                os.kill(os.getpid(), number)
+        return self.images[index], index % 3
+
+
+def test_feature_workers_ignore_stop_signals_and_leave_them_to_the_main_process(generator):
+    backbone = build_vit("vit_tiny", img_size=16, patch_size=8).eval()
+    images = torch.randn(8, 3, 16, 16, generator=generator)
+    in_workers, labels = extract_features(backbone, SignalledInWorkers(images), batch_size=2, num_workers=2,
+                                          progress=False)
+    in_process, _ = extract_features(backbone, [(image, i % 3) for i, image in enumerate(images)], progress=False)
+    assert labels.tolist() == [i % 3 for i in range(8)]
+    torch.testing.assert_close(in_workers, in_process)

@@ -4,12 +4,14 @@ configuration of ``training_runs`` (3 epochs of 6 steps, a checkpoint and a k-NN
 evaluation after each epoch)."""
 import errno
 import json
+import os
 import random
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -97,12 +99,47 @@ def test_sigterm_stops_mid_epoch_with_a_checkpoint_and_the_command_that_resumes(
     assert "SIGTERM received" in stopped.stderr and "Traceback" not in stopped.stderr
     checkpoint = torch.load(RunDirectory(out).checkpoint_path, weights_only=True)
     assert (checkpoint["epoch"], checkpoint["batch"], checkpoint["step"]) == (1, 2, 8)  # mid-epoch: 2 of 6 batches
-    command = shlex.split(stopped.stderr.strip().splitlines()[-1])
+    resume_as_printed(stopped.stderr, out, uninterrupted.read_metrics())
+
+
+def test_sigterm_to_the_process_group_spares_the_loader_workers_and_the_run_resumes(uninterrupted, tmp_path):
+    """``timeout``, Slurm and Kubernetes signal the whole group: the DataLoader workers get
+    SIGTERM too, and must leave the stop to the main process."""
+    out = tmp_path / "run"
+    run = subprocess.Popen(run_command(out, *SETTINGS, "--num-workers", "2"), env=child_env(), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_until_stepping(RunDirectory(out), run)
+        os.killpg(run.pid, signal.SIGTERM)  # the run leads its own group: group id = its pid
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "killed by signal" not in stderr and "Traceback" not in stderr, stderr[-2000:]
+    assert "SIGTERM received" in stderr
+    assert torch.load(RunDirectory(out).checkpoint_path, weights_only=True)["step"] >= 1
+    resume_as_printed(stderr, out, uninterrupted.read_metrics())
+
+
+def wait_until_stepping(run: RunDirectory, process: subprocess.Popen, timeout: float = 120) -> None:
+    """Return once ``process`` has logged its first optimisation step (its loader's workers
+    are then running), failing if it ends or takes longer than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not run.read_metrics("train"):
+        assert process.poll() is None, f"the run ended before its first step: {process.stderr.read()[-2000:]}"
+        assert time.monotonic() < deadline, f"no step logged within {timeout} s"
+        time.sleep(0.1)
+
+
+def resume_as_printed(stderr: str, out, reference: list[dict]) -> None:
+    """Run the command a stopped run printed last and check that the run then ends as the
+    uninterrupted one (``reference``, its metrics) did."""
+    command = shlex.split(stderr.strip().splitlines()[-1])
     assert command[:2] == ["ib-tutorial", "train"] and command[-1] == "--resume"
     resumed = subprocess.run([sys.executable, "-m", "ib_tutorial", *command[1:], "--no-progress"], env=child_env(),
                              capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    same_metrics(uninterrupted.read_metrics(), RunDirectory(out).read_metrics(), rel=1e-5)
+    same_metrics(reference, RunDirectory(out).read_metrics(), rel=1e-5)
 
 
 def test_ctrl_c_in_a_notebook_stops_with_a_checkpoint_and_says_how_to_resume(tmp_path, monkeypatch):

@@ -220,7 +220,8 @@ def bootstrap_interval(estimate: float, replicates: Tensor, level: float, method
         raise ValueError(f"the level must lie between 0 and 1, got {level}")
     _check_method(method)
     tail = (1 - level) / 2
-    low, high = torch.quantile(replicates.to(torch.float64), torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    quantiles = torch.tensor([tail, 1 - tail], dtype=torch.float64)
+    low, high = torch.quantile(replicates.to(torch.float64), quantiles).tolist()
     if method == "basic":
         low, high = 2 * estimate - high, 2 * estimate - low
     return Interval(float(estimate), low, high, level)

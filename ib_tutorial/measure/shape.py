@@ -103,7 +103,9 @@ def depth_regions(depth: int) -> DepthRegions:
     boundary depends on round-off). Each region is non-empty from 4 blocks on."""
     if depth < 4:
         raise ValueError(f"a profile needs at least 4 blocks to have early, middle and late ones, got {depth}")
-    early_end, middle_end, late_start = (math.floor(f * depth + Fraction(1, 2)) for f in (EARLY_END, MIDDLE_END, LATE_START))
+    early_end, middle_end, late_start = (
+        math.floor(f * depth + Fraction(1, 2)) for f in (EARLY_END, MIDDLE_END, LATE_START)
+    )
     return DepthRegions(depth, range(0, early_end), range(early_end, middle_end), range(late_start, depth))
 
 

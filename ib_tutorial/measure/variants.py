@@ -93,7 +93,8 @@ def position_centred(m: TokenMoments) -> Tensor:
     r"""Covariance of the tokens centred on their position's mean over images,
     :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))` [..., D, D]."""
     if m.positions is None:
-        raise ValueError("the position-centred covariance needs the per-position sums: keep 'positions' when accumulating")
+        raise ValueError("the position-centred covariance needs the per-position sums: "
+                         "keep 'positions' when accumulating")
     between = torch.einsum("...td,...te->...de", m.positions, m.positions) / m.images[..., None, None]
     return (m.gram - between) / (m.tokens * (m.images[..., None, None] - 1))
 
@@ -103,7 +104,8 @@ def per_image(m: TokenMoments) -> Tensor:
     :math:`C = \frac1N \sum_i \frac{1}{T-1} \sum_t (x_{it} - \bar x_i)(x_{it} - \bar x_i)^\top
     = (G - Q / T) / (N (T - 1))` [..., D, D]."""
     if m.image_outer is None:
-        raise ValueError("the per-image covariance needs the per-image sums' outer products: keep 'image_outer' when accumulating")
+        raise ValueError("the per-image covariance needs the per-image sums' outer products: "
+                         "keep 'image_outer' when accumulating")
     if m.tokens < 2:
         raise ValueError("the per-image covariance needs at least 2 tokens per image")
     return (m.gram - m.image_outer / m.tokens) / (m.images[..., None, None] * (m.tokens - 1))

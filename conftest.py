@@ -7,6 +7,10 @@ them, in order and first (the longest share), while the other takes the rest fil
 so that a file's module fixtures are built once. Each worker, and every process it starts
 (notebook kernels, the book's build, training runs), uses one thread, so that the two do
 not fight over the cores; a run without workers uses two.
+
+The notebooks, the book's build and the tests marked ``slow`` (training runs to the end,
+kills and resumptions, the reproduction fixture) take most of the time: ``pytest -m "not
+slow"`` leaves them out, the quick check of the package.
 """
 import os
 
@@ -27,7 +31,15 @@ def share(nodeid: str) -> str:
     return BOOK if path.endswith(".ipynb") or path == "tests/test_book_pages.py" else path
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: minutes rather than seconds; `-m \"not slow\"` leaves it out")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items):
+    for item in items:
+        if share(item.nodeid) == BOOK:
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: share(item.nodeid) != BOOK)  # stable: each share keeps its order
 
 

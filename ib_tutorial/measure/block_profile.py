@@ -8,8 +8,10 @@ block, before the final LayerNorm.
 from __future__ import annotations
 
 import contextlib
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 import torch
 from tqdm.auto import tqdm
@@ -23,7 +25,8 @@ from .metrics import (
     twonn_dimension,
 )
 
-TOKEN_CHOICES = ("all", "cls", "patch", "mean")
+Tokens = Literal["all", "cls", "patch", "mean"]  # which tokens feed the metric (select_tokens)
+TOKEN_CHOICES: tuple[str, ...] = typing.get_args(Tokens)
 COMPANIONS = ("rankme", "participation_ratio", "twonn")
 
 
@@ -32,17 +35,20 @@ class Profile:
     """Per-block measurements of one model on one image set.
 
     ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions``
-    maps a measure's name to its per-block list.
+    maps a measure's name to its per-block list. Each field's ``metadata["schema"]``
+    constrains it in the profile files' JSON Schema (:data:`ib_tutorial.reproduction.records.PROFILE_SCHEMA`).
     """
 
-    n_eff: list[float]
-    eed_percent: list[float]
-    dim: int
-    tokens: str
+    n_eff: list[float] = field(metadata={"schema": {"minItems": 1}})
+    eed_percent: list[float] = field(metadata={"schema": {
+        "minItems": 1, "items": {"type": "number", "minimum": 0, "maximum": 100}}})
+    dim: int = field(metadata={"schema": {"minimum": 1}})
+    tokens: Tokens
     center: bool
-    n_images: int
-    n_tokens: int
-    companions: dict[str, list[float]] = field(default_factory=dict)
+    n_images: int = field(metadata={"schema": {"minimum": 0}})
+    n_tokens: int = field(metadata={"schema": {"minimum": 2}})
+    companions: dict[str, list[float]] = field(default_factory=dict, metadata={"schema": {
+        "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 1}}})
 
     @property
     def depth(self) -> int:

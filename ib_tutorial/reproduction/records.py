@@ -8,7 +8,8 @@ A profile file is JSON::
      "provenance": {code_version, preset, config_hash, packages, device, date,
                     dataset, n_images, n_tokens}}
 
-:data:`PROFILE_SCHEMA` is the JSON Schema they validate against.
+:class:`ProfileRecord` is their type, and :data:`PROFILE_SCHEMA`, the JSON Schema they
+validate against, is derived from it (:func:`ib_tutorial.schema.json_schema`).
 """
 from __future__ import annotations
 
@@ -18,55 +19,47 @@ import json
 import os
 import platform
 import subprocess
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 from ..files import write_json_atomic
 from ..measure.block_profile import Profile
+from ..schema import json_schema
 
 SCHEMA_ID = "ib-tutorial/profile/1"
 
-_PER_BLOCK = {"type": "array", "items": {"type": "number"}, "minItems": 1}
-#: The JSON Schema every profile file validates against.
-PROFILE_SCHEMA: dict = {
-    "type": "object",
-    "required": ["schema", "label", "epoch", "profile", "provenance"],
-    "properties": {
-        "schema": {"const": SCHEMA_ID},
-        "label": {"type": "string"},
-        "epoch": {"type": ["integer", "null"], "minimum": 0},
-        "profile": {
-            "type": "object",
-            "required": ["n_eff", "eed_percent", "dim", "tokens", "center", "n_images", "n_tokens", "companions"],
-            "properties": {
-                "n_eff": _PER_BLOCK,
-                "eed_percent": {**_PER_BLOCK, "items": {"type": "number", "minimum": 0, "maximum": 100}},
-                "dim": {"type": "integer", "minimum": 1},
-                "tokens": {"enum": ["all", "cls", "patch", "mean"]},
-                "center": {"type": "boolean"},
-                "n_images": {"type": "integer", "minimum": 0},
-                "n_tokens": {"type": "integer", "minimum": 2},
-                "companions": {"type": "object", "additionalProperties": _PER_BLOCK},
-            },
-        },
-        "provenance": {
-            "type": "object",
-            "required": ["code_version", "preset", "config_hash", "packages", "device", "date",
-                         "dataset", "n_images", "n_tokens"],
-            "properties": {
-                "code_version": {"type": "string"},
-                "preset": {"type": "string"},
-                "config_hash": {"type": "string"},
-                "packages": {"type": "object", "additionalProperties": {"type": "string"}},
-                "device": {"type": "string"},
-                "date": {"type": "string"},
-                "dataset": {"type": "string"},
-                "n_images": {"type": "integer"},
-                "n_tokens": {"type": "integer"},
-            },
-        },
-    },
-}
+@dataclass(frozen=True)
+class Provenance:
+    """Where a measurement came from: code, preset, settings (their hash), packages, device,
+    date, and the images and tokens it was computed on (a published model's records add
+    the model, its weights and input)."""
+
+    code_version: str
+    preset: str
+    config_hash: str
+    packages: dict[str, str]
+    device: str
+    date: str
+    dataset: str
+    n_images: int
+    n_tokens: int
+
+
+@dataclass(frozen=True)
+class ProfileRecord:
+    """One profile file: a :class:`~ib_tutorial.measure.block_profile.Profile` with its label,
+    epoch (None for a published model) and :class:`Provenance`."""
+
+    schema: str = field(metadata={"schema": {"const": SCHEMA_ID}})
+    label: str
+    epoch: int | None = field(metadata={"schema": {"minimum": 0}})
+    profile: Profile
+    provenance: Provenance
+
+
+#: The JSON Schema every profile file validates against, derived from :class:`ProfileRecord`.
+PROFILE_SCHEMA: dict = json_schema(ProfileRecord)
 
 _PACKAGES = ("ib-tutorial", "torch", "timm", "numpy")
 

@@ -1,0 +1,46 @@
+"""The JSON Schema of a dataclass, derived from its fields' types, so that a record's type
+and the schema its files validate against are one definition.
+
+Types map to JSON types (``str`` string, ``int`` integer, ``float`` number, ``bool``
+boolean, ``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null, ``Literal``
+an enum, a nested dataclass an object); a field's ``metadata["schema"]`` adds constraints
+(``minimum``, ``minItems``, ``const``, ...). Every field is required (a record is written
+whole); other keys are allowed, so a record may carry more than its type names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def json_schema(cls: type) -> dict:
+    """The JSON Schema of dataclass ``cls``: an object with a property per field."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    fields = dataclasses.fields(cls)
+    return {
+        "type": "object",
+        "required": [f.name for f in fields],
+        "properties": {f.name: {**type_schema(hints[f.name]), **f.metadata.get("schema", {})} for f in fields},
+    }
+
+
+def type_schema(hint) -> dict:
+    """The JSON Schema of one type annotation."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return json_schema(hint)
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        return {**type_schema(inner), "type": [type_schema(inner)["type"], "null"]}
+    if origin is list:
+        return {"type": "array", "items": type_schema(args[0])}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": type_schema(args[1])}
+    raise TypeError(f"no JSON Schema for the type {hint!r}; give the field a supported type")

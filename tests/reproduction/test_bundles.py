@@ -1,0 +1,63 @@
+"""Every committed bundle under results/ loads with today's types: its JSON is the contract."""
+import pytest
+
+from ib_tutorial.paths import stored_results
+from ib_tutorial.reproduction.bundles import load_bundle, stored_bundles
+from ib_tutorial.reproduction.records import PROFILE_SCHEMA, SCHEMA_ID, load_profile_record
+
+BUNDLES = stored_bundles()
+
+# The schema profile files were written against (ib-tutorial/profile/1), spelled out: the
+# one derived from the record's type must accept and refuse what it did.
+_PER_BLOCK = {"type": "array", "items": {"type": "number"}, "minItems": 1}
+CONTRACT = {
+    "type": "object",
+    "required": ["schema", "label", "epoch", "profile", "provenance"],
+    "properties": {
+        "schema": {"const": SCHEMA_ID, "type": "string"},
+        "label": {"type": "string"},
+        "epoch": {"type": ["integer", "null"], "minimum": 0},
+        "profile": {"type": "object",
+                    "required": ["n_eff", "eed_percent", "dim", "tokens", "center", "n_images", "n_tokens", "companions"],
+                    "properties": {
+                        "n_eff": _PER_BLOCK,
+                        "eed_percent": {**_PER_BLOCK, "items": {"type": "number", "minimum": 0, "maximum": 100}},
+                        "dim": {"type": "integer", "minimum": 1},
+                        "tokens": {"enum": ["all", "cls", "patch", "mean"]},
+                        "center": {"type": "boolean"},
+                        "n_images": {"type": "integer", "minimum": 0},
+                        "n_tokens": {"type": "integer", "minimum": 2},
+                        "companions": {"type": "object", "additionalProperties": _PER_BLOCK}}},
+        "provenance": {"type": "object",
+                       "required": ["code_version", "preset", "config_hash", "packages", "device", "date",
+                                    "dataset", "n_images", "n_tokens"],
+                       "properties": {
+                           "code_version": {"type": "string"}, "preset": {"type": "string"},
+                           "config_hash": {"type": "string"},
+                           "packages": {"type": "object", "additionalProperties": {"type": "string"}},
+                           "device": {"type": "string"}, "date": {"type": "string"}, "dataset": {"type": "string"},
+                           "n_images": {"type": "integer"}, "n_tokens": {"type": "integer"}}},
+    },
+}
+
+
+def _unordered(schema):
+    """``required`` lists compared as sets."""
+    if isinstance(schema, dict):
+        return {key: sorted(value) if key == "required" else _unordered(value) for key, value in schema.items()}
+    return schema
+
+
+def test_the_schema_derived_from_the_record_type_is_the_files_contract():
+    assert _unordered(PROFILE_SCHEMA) == _unordered(CONTRACT)
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no bundles committed next to this package")
+@pytest.mark.parametrize("name", BUNDLES)
+def test_every_committed_bundle_loads(name):
+    bundle = load_bundle(name)
+    assert bundle.runs
+    for key, run in bundle.runs.items():
+        assert run.spec.text == key and run.profiles and run.config.objective.name == run.config.train.objective
+    for path in sorted(stored_results(name).rglob("profiles/**/*.json")):
+        load_profile_record(path)  # raises, naming the file, on a record the schema refuses

@@ -52,7 +52,8 @@ from ib_tutorial.training.run_config import RunConfig
 
 def make_step(config: RunConfig, device: torch.device):
     """One full training step of a fresh DINO state on random views of the configured shapes."""
-    state = DINOTraining(config, build_schedules(config.train, steps_per_epoch=100), device, num_classes=0)
+    state = DINOTraining(config.train, config.view, config.precision, build_schedules(config.train, steps_per_epoch=100),
+                         device, num_classes=0)
     batch, global_side, local_side = config.train.batch_size, config.view.img_size, config.view.local_crop_size
     views = [torch.randn(batch, 3, global_side, global_side, device=device) for _ in range(2)]
     views += [torch.randn(batch, 3, local_side, local_side, device=device) for _ in range(config.train.local_crops_number)]
@@ -178,9 +179,9 @@ def main() -> None:
 
     results = {}
     for name in datasets:
-        candidates = {"preset": RunConfig.resolve(name, preset, tiny, device=device)}
+        candidates = {"preset": RunConfig.resolve(name, preset, tiny)}
         if args.compare:
-            candidates["compared"] = RunConfig.resolve(name, preset, {**parse_overrides(args.compare), **tiny}, device=device)
+            candidates["compared"] = RunConfig.resolve(name, preset, {**parse_overrides(args.compare), **tiny})
         settings, view, batch = candidates["preset"].train, candidates["preset"].view, candidates["preset"].train.batch_size
         train_images = DATASETS[name].train_images if preset.device != "cpu" else settings.train_images
         timings = step_images_per_second(candidates, device, repeats)

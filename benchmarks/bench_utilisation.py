@@ -100,7 +100,7 @@ def main() -> None:
     for name in args.presets:
         preset = get_preset(name)
         dataset = "synthetic-objects" if preset.device == "cpu" else "tiny-imagenet"
-        config = RunConfig.resolve(dataset, preset, {}, device=device)
+        config = RunConfig.resolve(dataset, preset, {})
         step = make_step(config, device)
         step()  # warm-up
         flops = step_flops(step)

@@ -5,12 +5,11 @@ import argparse
 import json
 import os
 import sys
-import types
-import typing
 import warnings
 from pathlib import Path
 
 from .allocator import keep_freed_memory
+from .command_line import option, value_parser
 from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
 from .data.spec import parse_option
 from .files import DiskFullError, write_json_atomic
@@ -34,9 +33,14 @@ from .reproduction.run_profiles import profile_run, raw_patch_eed
 from .reproduction.run_pruning import prune_run
 from .training.loop import NonFiniteLossError, train
 from .training.memory import TrainingOutOfMemory
-from .training.run_config import parse_run_spec
+from .training.run_spec import RunSpec
 from .training.runs import CheckpointError, RunLockedError
 from .training.stopping import TrainingStopped
+
+
+# Errors of a run that its message explains in full: shown without a traceback.
+RUN_ERRORS = (NonFiniteLossError, FileExistsError, FileNotFoundError, ValueError, CheckpointError, RunLockedError,
+              DiskFullError, TrainingOutOfMemory)
 
 
 def _show_presets(_args: argparse.Namespace) -> None:
@@ -54,19 +58,6 @@ def _show_presets(_args: argparse.Namespace) -> None:
         print(f"  {key}: {text}")
 
 
-def _value_parser(kind: type):
-    """Text -> value of a setting's type: ``none`` for optional ones, ``a,b`` for pairs, true/false."""
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        inner = next(arg for arg in typing.get_args(kind) if arg is not type(None))
-        parse_inner = _value_parser(inner)
-        return lambda text: None if text.lower() == "none" else parse_inner(text)
-    if typing.get_origin(kind) is tuple:
-        return lambda text: tuple(float(part) for part in text.split(","))
-    if kind is bool:
-        return lambda text: {"true": True, "false": False}[text.lower()]
-    return kind
-
-
 def _dataset_option(text: str) -> tuple[str, object]:
     try:
         return parse_option(text)
@@ -74,12 +65,11 @@ def _dataset_option(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _run_spec(text: str) -> str:
+def _run_spec(text: str) -> RunSpec:
     try:
-        parse_run_spec(text)
+        return RunSpec.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +85,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     overrides = parser.add_argument_group("overrides", "any training or view setting; unset ones come from the preset")
     for name, kind in training_overrides().items():
-        overrides.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_value_parser(kind), default=None,
+        overrides.add_argument(option(name), dest=name, type=value_parser(kind), default=None,
                                metavar=name.upper())
 
 
@@ -112,11 +102,6 @@ def _train(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {error}") from None
     if os.environ.get("RANK", "0") == "0":
         print(f"run written to {path}")
-
-
-# Errors of a run that its message explains in full: shown without a traceback.
-RUN_ERRORS = (NonFiniteLossError, FileExistsError, FileNotFoundError, ValueError, CheckpointError, RunLockedError,
-              DiskFullError, TrainingOutOfMemory)
 
 
 def _stop(stopped: TrainingStopped, also: str = "") -> None:
@@ -257,7 +242,7 @@ def _add_profile_published(commands) -> None:
         f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.",
     )
     published.add_argument("models", nargs="+", metavar="MODEL", help="timm model names, e.g. vit_small_patch16_224.dino")
-    published.add_argument("--dataset", required=True, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
+    published.add_argument("--dataset", required=True, type=_run_spec, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
     published.add_argument("--weights", type=Path, default=None,
                            help="a local state dict of the one MODEL (machines without a network); default: the hub")
     published.add_argument("--preset", default=None,
@@ -328,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Finished work is skipped, so the command can be rerun after an interruption.",
     )
     reproduce.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
-    reproduce.add_argument("--datasets", nargs="+", default=list(PAPER_DATASETS), type=_run_spec,
+    reproduce.add_argument("--datasets", nargs="+", default=[RunSpec.parse(spec) for spec in PAPER_DATASETS], type=_run_spec,
                            metavar="NAME[:KEY=VALUE,...][@SETTING=VALUE,...]",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}; "
                            "options after a colon, e.g. synthetic-mix:texture_weight=0.25; training settings of "

@@ -6,7 +6,8 @@ from pathlib import Path
 from ib_tutorial.measure.block_profile import Profile
 from ib_tutorial.reproduction.bundles import BundleRun
 from ib_tutorial.reproduction.records import profile_record, provenance
-from ib_tutorial.training.run_config import RunConfig, parse_run_spec
+from ib_tutorial.training.run_config import RunConfig
+from ib_tutorial.training.run_spec import RunSpec
 
 # A committed run's settings: a real configuration to vary.
 CONFIG = Path(__file__).resolve().parents[1] / "results" / "laptop-real" / "tiny-imagenet" / "config.json"
@@ -29,8 +30,8 @@ def make_record(epoch=3, dim=384):
 def bundle_run(spec, width=384):
     """A run of ``spec`` (its ``@`` settings applied to a committed configuration) with
     profiles of ``width`` at epochs 0 and 2 and two k-NN records."""
-    _, overrides = parse_run_spec(spec)
+    spec = RunSpec.parse(spec)
     config = RunConfig.from_dict(json.loads(CONFIG.read_text()))
-    config = dataclasses.replace(config, train=dataclasses.replace(config.train, **overrides))
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, **spec.overrides))
     knn = [{"epoch": 0, "top1": 20.0, "top1_mean": 21.0}, {"epoch": 2, "top1": 25.0, "top1_mean": 24.0}]
     return BundleRun(spec, config, {}, [make_record(0, width), make_record(2, width)], knn, [], [], {})

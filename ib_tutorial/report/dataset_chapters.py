@@ -9,7 +9,6 @@ that the chapters are built the same way and compute nothing themselves.
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import textwrap
 import warnings
 from collections.abc import Iterable
@@ -19,17 +18,18 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
-from ..data.spec import parse_spec
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository
 from ..presets import PRESETS, Preset, get_preset
 from ..reproduction.bundles import Bundle, middle_eed
 from ..reproduction.comparison import ComparisonRow
-from ..reproduction.dataset_runs import DatasetRun, Family, dataset_name, dataset_runs
+from ..reproduction.dataset_runs import DatasetRun, Family, dataset_runs
 from ..reproduction.paper import MIDDLE, PAPER_DATASETS, REPORTED
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
+from ..training.run_spec import RunSpec
 from .plots import add_caption
 from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
 
@@ -59,7 +59,7 @@ def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
     lines = []
     for tiers, command, on_gpu in (("laptop", laptop, False), ("GPU (quick or paper)", quick, True)):
         spec = command.argv[command.argv.index("--datasets") + 1]
-        if any(entry.on_gpu == on_gpu and entry.spec == spec for entry in runs):
+        if any(entry.on_gpu == on_gpu and entry.spec.text == spec for entry in runs):
             continue
         lines.append(f"- **No {tiers} run of `{spec}` is committed under `results/`**, so this chapter shows none and "
                      f"nothing stands in for it. This command makes it: `{command.line}` (see *Run it yourself*).")
@@ -78,7 +78,7 @@ def run_markdown(entry: DatasetRun) -> str:
                 f"{config.train.epochs} epochs of {images} images{classes}; k-NN on "
                 f"{knn['n_train']:,} train and {knn['n_eval']:,} {config.held_out_split} images; profiles on "
                 f"{run.profiles[-1]['provenance']['n_images']} {config.held_out_split} images.")
-    return settings + "\n\n" + bundle_markdown(dataclasses.replace(entry.bundle, runs={entry.spec: run}))
+    return settings + "\n\n" + bundle_markdown(dataclasses.replace(entry.bundle, runs={entry.spec.text: run}))
 
 
 # --- what the runs say ---------------------------------------------------------------
@@ -129,8 +129,8 @@ def comparison_table(entry: DatasetRun) -> str:
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
     table = comparison_markdown(rows)
-    if dataset_name(entry.spec) not in REPORTED:
-        table += (f"\nThe paper did not study {dataset_name(entry.spec)}, so every row says \"not studied\"; "
+    if entry.spec.dataset not in REPORTED:
+        table += (f"\nThe paper did not study {entry.spec.dataset}, so every row says \"not studied\"; "
                   "the profile's shape above is what can be set beside the paper's claims.\n")
     return table
 
@@ -138,23 +138,22 @@ def comparison_table(entry: DatasetRun) -> str:
 # --- the data ------------------------------------------------------------------------
 
 
-def _on_disk(spec: str, split: str, root) -> tuple[object | None, str]:
+def _on_disk(spec: RunSpec, split: str, root) -> tuple[object | None, str]:
     """``(get_dataset(...), "")`` for ``spec``, or ``(None, why)`` when its files are not
     under ``root``. A subset's warning is silenced: the chapter states the classes itself."""
-    name, options = parse_spec(spec)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         try:
-            return get_dataset(name, split, root=root, **options), ""
+            return get_dataset(spec.dataset, split, root=root, **spec.options), ""
         except DatasetNotFoundError as missing:
             return None, str(missing)
 
 
-def data_status_markdown(spec: str, root=None) -> str:
+def data_status_markdown(spec: str | RunSpec, root=None) -> str:
     """What of ``spec`` is on disk under the data root (classes, train and held-out
     images), or where to put it and how to download it."""
-    root = data_root(root)
-    name, options = parse_spec(spec)
+    spec, root = RunSpec.of(spec), data_root(root)
+    name, options = spec.dataset, spec.options
     shown = display_path(root)
     train, why = _on_disk(spec, "train", root)
     if train is None:
@@ -171,15 +170,16 @@ def data_status_markdown(spec: str, root=None) -> str:
             f"{len(held):,} {split} images (the full dataset: {DATASETS[name].description}). Classes: {listed}.")
 
 
-def gallery(spec: str, root=None, classes: int = 8, per_class: int = 3, preset: str | Preset | None = None) -> plt.Figure | None:
+def gallery(spec: str | RunSpec, root=None, classes: int = 8, per_class: int = 3, preset: str | Preset | None = None) -> plt.Figure | None:
     """Train images of ``spec`` as stored under the data root: ``per_class`` images of
     ``classes`` classes spread over the class list, one column per class named above it.
     None when the data is not on disk (:func:`data_status_markdown` says where it goes)."""
+    spec = RunSpec.of(spec)
     dataset, _ = _on_disk(spec, "train", root)
     if dataset is None:
         return None
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
-    name, _ = parse_spec(spec)
+    name = spec.dataset
     targets = np.asarray(dataset.targets)
     labels = sorted({int(round(x)) for x in np.linspace(0, len(dataset.classes) - 1, min(classes, len(dataset.classes)))})
     fig, axes = plt.subplots(per_class, len(labels), figsize=(1.3 * len(labels), 1.3 * per_class + 1.2),
@@ -210,10 +210,11 @@ def _width(preset: Preset) -> int:
     return ARCHITECTURES[preset.train.arch]["embed_dim"]
 
 
-def sizes_markdown(spec: str) -> str:
+def sizes_markdown(spec: str | RunSpec) -> str:
     """The dataset's facts from the registry (kind, native size, train images) and, per
     tier, the model and the geometry it trains at."""
-    name, options = parse_spec(spec)
+    spec = RunSpec.of(spec)
+    name, options = spec.dataset, spec.options
     info = DATASETS[name]
     native = f"{info.native_size} x {info.native_size} px" if info.native_size else "varies from image to image"
     # With options (e.g. a DTD folder) the split is not the published one the registry counts.
@@ -274,16 +275,13 @@ class RunCommand:
 
     @property
     def line(self) -> str:
-        return "ib-tutorial " + shlex.join(self.argv)
+        return command_line(self.argv)
 
 
-def _reproduce_argv(spec: str, tier: str, out: str | None = None, export: bool = False) -> tuple[str, ...]:
-    name, options = parse_spec(spec)
-    argv = ["reproduce", "--preset", tier, "--datasets", spec]
-    argv += [] if "folder" in options else ["--download"]
-    argv += ["--out", out] if out else []
-    argv += ["--export", f"results/{tier}-{name}"] if export else []
-    return tuple(argv)
+def _reproduce_argv(spec: RunSpec, tier: str, out: str | None = None, export: bool = False) -> tuple[str, ...]:
+    """A chapter's ``reproduce`` of one run; a dataset read from a folder is not downloaded."""
+    return reproduce_argv(tier, [spec], out=out, download="folder" not in spec.options,
+                          export=f"results/{tier}-{spec.dataset}" if export else None)
 
 
 def run_commands(family: Family) -> list[RunCommand]:
@@ -292,10 +290,10 @@ def run_commands(family: Family) -> list[RunCommand]:
     chapter finds them), and ``quick`` in Colab, its run folder on Google Drive so that a
     new session resumes it."""
     cpu, gpu = family.cpu_spec, family.gpu_spec
-    name = parse_spec(gpu)[0]
+    name = gpu.dataset
     folder_note = (f" `{cpu}` reads `images/<class>/` under the data root without downloading; "
-                   f"`--datasets {parse_spec(cpu)[0]} --download` fetches the official dataset instead."
-                   if "folder" in parse_spec(cpu)[1] else
+                   f"`--datasets {cpu.dataset} --download` fetches the official dataset instead."
+                   if "folder" in cpu.options else
                    " `--download` fetches the dataset into the data root when it is not there; a data root that "
                    "holds a subset in the same layout (as for the committed `laptop` runs) trains on that subset.")
     return [
@@ -317,7 +315,7 @@ def run_commands_markdown(family: Family) -> str:
     """*Run it yourself*: each command of :func:`run_commands` with its note, Colab's set-up
     cell, and the estimated time of ``quick`` and ``paper`` there (:mod:`ib_tutorial.training.cost`)."""
     commands = run_commands(family)
-    name = parse_spec(family.gpu_spec)[0]
+    name = family.gpu_spec.dataset
     parts = []
     for command in commands[:-1]:
         parts.append(f"**On {command.where} (`{command.tier}`)**: {command.note}\n\n```bash\n{command.line}\n```")

@@ -4,10 +4,10 @@ claims tested on it, for a committed sweep and a live one alike."""
 from __future__ import annotations
 
 import dataclasses
-import shlex
 
 from IPython.display import Markdown
 
+from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
 from ..reproduction.knob import KNOB_DATASET, KnobSweep
@@ -25,8 +25,7 @@ def knob_specs(weights, settings: str) -> list[str]:
 
 def knob_command(preset: str, weights, settings: str, out: str) -> str:
     """The ``reproduce`` command that trains, profiles and prunes a sweep into ``out``."""
-    return shlex.join(["ib-tutorial", "reproduce", "--preset", preset, "--out", out,
-                       "--datasets", *knob_specs(weights, settings)])
+    return command_line(reproduce_argv(preset, knob_specs(weights, settings), out=out))
 
 
 def sweep_caption(sweep: KnobSweep) -> str:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import stored_results
-from ..training.run_config import RunConfig, parse_run_spec
+from ..training.run_config import RunConfig
+from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
 from .paper import MIDDLE
 from .pretrained import load_published
@@ -28,7 +29,8 @@ class BundleRun:
     """One dataset of a bundle.
 
     Attributes:
-        spec: the run as ``reproduce`` named it (``NAME[:KEY=VALUE,...][@SETTING=VALUE,...]``).
+        spec: the run as ``reproduce`` named it (``NAME[:KEY=VALUE,...][@SETTING=VALUE,...]``),
+            parsed once as the bundle is read.
         config: the run's configuration.
         summary: its entry in ``summary.json`` (raw-patch baseline, comparison, ...).
         profiles: its profile records by epoch; the first is the random initialisation.
@@ -39,7 +41,7 @@ class BundleRun:
             (:data:`~ib_tutorial.reproduction.run_profiles.VARIANTS`) that the run holds, by its label.
     """
 
-    spec: str
+    spec: RunSpec
     config: RunConfig
     summary: dict
     profiles: list[dict]
@@ -59,7 +61,7 @@ class Bundle:
     runs: dict[str, BundleRun]
     #: Published models profiled beside the runs (``reproduce --pretrained``): dataset spec ->
     #: model -> measurement -> record (:func:`~ib_tutorial.reproduction.pretrained.load_published`).
-    pretrained: dict[str, dict[str, dict[str, dict]]] = field(default_factory=dict)
+    pretrained: dict[RunSpec, dict[str, dict[str, dict]]] = field(default_factory=dict)
 
 
 def load_bundle(where: str | os.PathLike) -> Bundle:
@@ -82,7 +84,7 @@ def load_bundle(where: str | os.PathLike) -> Bundle:
         run = RunDirectory(path / entry["run"])
         pruning = [json.loads(p.read_text()) for p in sorted((run.path / "pruning").glob("*.json"))]
         variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
-        runs[spec] = BundleRun(spec, run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
+        runs[spec] = BundleRun(RunSpec.parse(spec), run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
                                run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs})
     return Bundle(path.name, path, summary["preset"], runs, load_published(path / "pretrained"))
 
@@ -92,12 +94,11 @@ def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, Bundl
     each beside the plain run of the same dataset: dataset spec -> {value of ``setting``: run},
     the plain run first."""
     groups: dict[str, dict[str, BundleRun]] = {}
-    for spec, run in bundle.runs.items():
-        dataset_spec, overrides = parse_run_spec(spec)
-        plain = bundle.runs.get(dataset_spec)
-        if set(overrides) == {setting} and plain is not None:
-            group = groups.setdefault(dataset_spec, {str(getattr(plain.config.train, setting)): plain})
-            group[str(overrides[setting])] = run
+    for run in bundle.runs.values():
+        plain = bundle.runs.get(run.spec.dataset_spec)
+        if set(run.spec.overrides) == {setting} and plain is not None:
+            group = groups.setdefault(run.spec.dataset_spec, {str(getattr(plain.config.train, setting)): plain})
+            group[str(run.spec.overrides[setting])] = run
     return groups
 
 

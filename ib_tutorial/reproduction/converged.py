@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.spec import parse_spec
 from ..models import PRETRAINED_DINO
 from .bundles import Bundle, load_bundles
 from .claims import ClaimTest, ProfileShape, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
@@ -43,7 +42,7 @@ def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
     sources = [bundle.pretrained for bundle in loaded] + [load_published(converged_folder() if live is None else live)]
     for source in sources:
         for spec, models in source.items():
-            found.setdefault(parse_spec(spec)[0], {}).update(models)
+            found.setdefault(spec.dataset, {}).update(models)
     return {name: found[name] for name in CONVERGED_DATASETS if name in found} | \
         {name: models for name, models in found.items() if name not in CONVERGED_DATASETS}
 

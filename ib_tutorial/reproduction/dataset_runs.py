@@ -13,10 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.spec import parse_spec
 from ..models import VIT_SMALL
 from ..presets import PRESETS
-from ..training.run_config import parse_run_spec
+from ..training.run_spec import RunSpec
 from .bundles import Bundle, BundleRun, load_bundles
 from .paper import REPORTED, ReportedProfile
 
@@ -34,42 +33,44 @@ class Family:
         gpu_spec: the one the GPU tiers train.
     """
 
-    cpu_spec: str
-    gpu_spec: str
+    cpu_spec: RunSpec
+    gpu_spec: RunSpec
 
     @property
-    def specs(self) -> tuple[str, ...]:
+    def specs(self) -> tuple[RunSpec, ...]:
         """The family's dataset specs, the CPU tier's first."""
         return tuple(dict.fromkeys((self.cpu_spec, self.gpu_spec)))
 
 #: The chapters of the Results part, by key: each one's CPU and GPU datasets.
 FAMILIES: dict[str, Family] = {
-    "tiny-imagenet": Family("tiny-imagenet", "tiny-imagenet"),
-    "textures": Family("dtd:folder=dtd", "uc-merced"),
-    "cifar100": Family("cifar100", "cifar100"),
+    key: Family(RunSpec.parse(cpu), RunSpec.parse(gpu)) for key, cpu, gpu in (
+        ("tiny-imagenet", "tiny-imagenet", "tiny-imagenet"),
+        ("textures", "dtd:folder=dtd", "uc-merced"),
+        ("cifar100", "cifar100", "cifar100"),
+    )
 }
-
-def dataset_name(spec: str) -> str:
-    """The dataset a run spec trains: ``"dtd:folder=dtd@arch=vit_small"`` -> ``"dtd"``."""
-    return parse_spec(parse_run_spec(spec)[0])[0]
 
 @dataclass(frozen=True)
 class DatasetRun:
     """One committed run of a dataset, with the bundle that holds it."""
 
     bundle: Bundle
-    spec: str
     run: BundleRun
+
+    @property
+    def spec(self) -> RunSpec:
+        """The run's spec, as its bundle names it."""
+        return self.run.spec
 
     @property
     def overrides(self) -> dict:
         """The training settings its spec changes after ``@`` (none for a plain run)."""
-        return parse_run_spec(self.spec)[1]
+        return self.spec.overrides
 
     @property
     def plain(self) -> bool:
-        """A DINO run with the tier's own settings: what a dataset chapter shows."""
-        return not self.overrides and self.run.config.train.objective == "dino"
+        """A run of the paper's objective (DINO) with the tier's own settings: what a dataset chapter shows."""
+        return not self.overrides and self.run.config.objective.compared_with_paper
 
     @property
     def tier(self) -> str:
@@ -89,7 +90,7 @@ class DatasetRun:
         """The paper's values for the run's dataset when the run has the paper's width
         (ViT-S, D = 384); None otherwise, where EED% would be a share of another width."""
         same_width = self.run.config.model["embed_dim"] == VIT_SMALL["embed_dim"]
-        return REPORTED.get(dataset_name(self.spec)) if same_width else None
+        return REPORTED.get(self.spec.dataset) if same_width else None
 
     @property
     def chance(self) -> float | None:
@@ -107,8 +108,7 @@ def dataset_runs(dataset: str, bundles: Iterable[str | Path | Bundle] | None = N
     """
     loaded = load_bundles(bundles)
     order = list(PRESETS)
-    runs = [DatasetRun(bundle, spec, run) for bundle in loaded for spec, run in bundle.runs.items()
-            if dataset_name(spec) == dataset]
+    runs = [DatasetRun(bundle, run) for bundle in loaded for run in bundle.runs.values() if run.spec.dataset == dataset]
     runs = [entry for entry in runs if entry.plain or not plain]
     return sorted(runs, key=lambda e: (order.index(e.tier) if e.tier in order else len(order), e.bundle.name))
 

@@ -23,8 +23,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..data.spec import parse_spec
-from ..training.run_config import parse_run_spec
 from .bundles import Bundle, BundleRun, load_bundles
 from .plateau import GAIN, plateau
 
@@ -81,11 +79,10 @@ def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[Kn
     for bundle in loaded:
         groups: dict[tuple, dict[float, tuple[str, BundleRun]]] = {}
         for spec, run in bundle.runs.items():
-            dataset_spec, overrides = parse_run_spec(spec)
-            if parse_spec(dataset_spec)[0] != KNOB_DATASET:
+            if run.spec.dataset != KNOB_DATASET:
                 continue
             weight = float(run.config.dataset_options["texture_weight"])
-            key = (run.config.train.objective, tuple(sorted((k, str(v)) for k, v in overrides.items())))
+            key = (run.config.train.objective, tuple(sorted((k, str(v)) for k, v in run.spec.overrides.items())))
             groups.setdefault(key, {})[weight] = (spec, run)
         sweeps += [KnobSweep(bundle, objective, overrides, dict(sorted(runs.items())))
                    for (objective, overrides), runs in groups.items() if len(runs) >= 2]

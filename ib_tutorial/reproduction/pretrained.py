@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader, Subset
 from torchvision import transforms
 
 from ..data import get_dataset, held_out_split
-from ..data.spec import parse_spec, spec_folder
+from ..data.spec import spec_folder
 from ..files import write_json_atomic
 from ..measure.block_profile import COMPANIONS, profile_model
 from ..measure.pruning import prune_blocks, pruning_record
@@ -35,6 +35,7 @@ from ..models import load_pretrained
 from ..paths import data_root
 from ..presets import Preset, get_preset, resolve_device
 from ..training.data import knn_subsets
+from ..training.run_spec import RunSpec
 from .records import load_profile_record, profile_record, provenance, save_profile_record
 from .run_profiles import VARIANTS, seeded_subset, variant_label
 
@@ -72,18 +73,17 @@ def model_transform(model: torch.nn.Module) -> tuple[transforms.Compose, dict]:
                        "mean": list(config["mean"]), "std": list(config["std"])}
 
 
-def held_out_profile_images(spec: str, preset: Preset, transform, images: int | None = None, root=None,
+def held_out_profile_images(spec: RunSpec, preset: Preset, transform, images: int | None = None, root=None,
                             download: bool = False) -> Subset:
     """The seeded held-out images a run of ``spec`` at ``preset`` is profiled on (the same
     indices, as :func:`~ib_tutorial.reproduction.run_profiles.profile_images` draws them),
     through ``transform``; all of them when the split is smaller than ``images``."""
-    name, options = parse_spec(spec)
-    dataset = get_dataset(name, held_out_split(name, options), root=root, download=download, transform=transform,
-                          **options)
+    dataset = get_dataset(spec.dataset, held_out_split(spec.dataset, spec.options), root=root, download=download,
+                          transform=transform, **spec.options)
     return seeded_subset(dataset, min(images or preset.profile.images, len(dataset)), preset.seed)
 
 
-def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str | os.PathLike | None = None,
+def profile_published(name: str, spec: str | RunSpec, out: str | os.PathLike, weights: str | os.PathLike | None = None,
                       preset: str | Preset | None = None, images: int | None = None, root=None,
                       download: bool = False, device: str | torch.device | None = None,
                       progress: bool = True, img_size: int | None = None) -> list[Path]:
@@ -92,7 +92,8 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
 
     Args:
         name: a timm model name with published weights, e.g. ``vit_small_patch16_224.dino``.
-        spec: the dataset, ``NAME[:KEY=VALUE,...]`` (e.g. ``dtd:folder=dtd``).
+        spec: the dataset, ``NAME[:KEY=VALUE,...]`` (e.g. ``dtd:folder=dtd``; a run's
+            :class:`~ib_tutorial.training.run_spec.RunSpec`, whose overrides do not apply).
         out: the results folder; records go to ``<out>/<spec folder>/<name>/profiles/``.
         weights: a local state dict of ``name`` (else the hub, see
             :func:`~ib_tutorial.models.load_pretrained`).
@@ -103,6 +104,7 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
             published at 518 px. Records of another size go to ``<name>@<size>px/``.
     """
     chosen = get_preset(preset) if not isinstance(preset, Preset) else preset
+    spec = RunSpec.of(spec)
     paths = published_paths(out, name, spec, img_size)
     if all(path.exists() for path in paths):  # finished work is never redone
         return paths
@@ -118,16 +120,16 @@ def profile_published(name: str, spec: str, out: str | os.PathLike, weights: str
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=COMPANIONS if default else (),
                                 device=device, twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
                                 progress=progress)
-        config = {"model": name, **source, **model_input, "dataset": spec}
-        origin = {**provenance(preset=chosen.name, config=config, dataset=parse_spec(spec)[0],
+        config = {"model": name, **source, **model_input, "dataset": spec.dataset_spec}
+        origin = {**provenance(preset=chosen.name, config=config, dataset=spec.dataset,
                                n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device)),
-                  "model": name, "dataset_spec": spec, **source, **model_input}
-        save_profile_record(path, profile_record(profile, label=f"{spec}: pretrained {name}", epoch=None,
+                  "model": name, "dataset_spec": spec.dataset_spec, **source, **model_input}
+        save_profile_record(path, profile_record(profile, label=f"{spec.dataset_spec}: pretrained {name}", epoch=None,
                                                  provenance=origin))
     return paths
 
 
-def prune_published(name: str, spec: str, out: str | os.PathLike, weights: str | os.PathLike | None = None,
+def prune_published(name: str, spec: str | RunSpec, out: str | os.PathLike, weights: str | os.PathLike | None = None,
                     preset: str | Preset | None = None, train_images: int | None = None,
                     eval_images: int | None = None, root=None, download: bool = False,
                     device: str | torch.device | None = None, img_size: int | None = None, pool: str = "mean") -> Path:
@@ -139,25 +141,25 @@ def prune_published(name: str, spec: str, out: str | os.PathLike, weights: str |
     Written to ``<out>/<spec folder>/<name>/pruning/<pool>.json``, whose provenance names the
     model and its weights as the profiles' does; skipped when that file exists."""
     chosen = get_preset(preset) if not isinstance(preset, Preset) else preset
+    spec = RunSpec.of(spec)
     path = published_paths(out, name, spec, img_size)[0].parent.parent / "pruning" / f"{pool}.json"
     if path.exists():
         return path
     model = load_pretrained(name, weights, img_size)
     device = torch.device(device) if device is not None else resolve_device(chosen)
     transform, model_input = model_transform(model)
-    dataset, options = parse_spec(spec)
     train_set, held_out_set = knn_subsets(
-        dataset, options, held_out_split(dataset, options), transform,
+        spec.dataset, spec.options, held_out_split(spec.dataset, spec.options), transform,
         chosen.train.knn_train_images if train_images is None else train_images,
         chosen.train.knn_eval_images if eval_images is None else eval_images, chosen.seed, root, download)
     classes = len(train_set.dataset.classes)
     source = weights_source(name, weights, model)
     curves = prune_blocks(model.to(device), train_set, held_out_set, classes, pool,
                           k_neighbours=chosen.train.knn_k, temperature=chosen.train.knn_temperature, device=device)
-    origin = {**provenance(preset=chosen.name, config={"model": name, **source, **model_input, "dataset": spec},
-                           dataset=dataset, n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens,
+    origin = {**provenance(preset=chosen.name, config={"model": name, **source, **model_input, "dataset": spec.dataset_spec},
+                           dataset=spec.dataset, n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens,
                            device=str(device)),
-              "model": name, "dataset_spec": spec, **source, **model_input}
+              "model": name, "dataset_spec": spec.dataset_spec, **source, **model_input}
     write_json_atomic(path, pruning_record(curves, pool, classes, origin))
     return path
 
@@ -176,20 +178,20 @@ def converged_folder(root=None) -> Path:
     return data_root(root) / "converged"
 
 
-def published_paths(out: str | os.PathLike, name: str, spec: str, img_size: int | None = None) -> list[Path]:
+def published_paths(out: str | os.PathLike, name: str, spec: RunSpec, img_size: int | None = None) -> list[Path]:
     """Where :func:`profile_published` writes each measurement of :data:`MEASUREMENTS`."""
-    folder = Path(out) / spec_folder(spec) / (f"{name}@{img_size}px" if img_size else name) / "profiles"
+    folder = Path(out) / spec_folder(spec.dataset_spec) / (f"{name}@{img_size}px" if img_size else name) / "profiles"
     return [folder / f"{tokens}-{'centred' if center else 'uncentred'}.json" for tokens, center in MEASUREMENTS]
 
 
-def load_published(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
+def load_published(folder: str | os.PathLike) -> dict[RunSpec, dict[str, dict[str, dict]]]:
     """The records :func:`profile_published` wrote under ``folder``: dataset spec -> model
     -> measurement (``"all tokens, centred"``, ``"cls, uncentred"``, ...) -> record; empty
     when there is no such folder."""
-    found: dict[str, dict[str, dict[str, dict]]] = {}
+    found: dict[RunSpec, dict[str, dict[str, dict]]] = {}
     for path in sorted(Path(folder).glob("*/*/profiles/*.json")):
         record = load_profile_record(path)
         tokens, _, center = path.stem.partition("-")
-        model, spec = record["provenance"]["model"], record["provenance"]["dataset_spec"]
+        model, spec = record["provenance"]["model"], RunSpec.parse(record["provenance"]["dataset_spec"])
         found.setdefault(spec, {}).setdefault(model, {})[variant_label(tokens, center == "centred")] = record
     return found

@@ -5,7 +5,7 @@
 A dataset may carry options (see :mod:`ib_tutorial.data.spec`), so
 ``--datasets synthetic-objects synthetic-mix:texture_weight=0.5 synthetic-textures`` sweeps
 the texture knob in one bundle; and settings of its own after ``@``
-(:func:`~ib_tutorial.training.run_config.parse_run_spec`): ``tiny-imagenet@objective=supervised``
+(:class:`~ib_tutorial.training.run_spec.RunSpec`): ``tiny-imagenet@objective=supervised``
 is the supervised control, ``tiny-imagenet@arch=vit_small`` the run at the paper's width.
 Only DINO runs are compared with the paper's values.
 
@@ -41,13 +41,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..data.spec import parse_spec, spec_folder
 from ..files import atomic_folder, write_json_atomic
 from ..paths import data_root, display_path
 from ..models import PROFILE_IMG_SIZE, PretrainedUnavailable
 from ..presets import Preset, get_preset
 from ..training.loop import train
-from ..training.run_config import parse_run_spec
+from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
 from .comparison import compare_profile, comparison_records
 from .paper import PAPER_DATASETS
@@ -70,33 +69,29 @@ def run_finished(run: RunDirectory) -> bool:
     return epochs in run.backbone_epochs()
 
 
-def train_or_resume(spec: str, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
-    """Train the run ``spec`` names (:func:`~ib_tutorial.training.run_config.parse_run_spec`) into
-    ``run_dir`` unless it is finished; resume a partial run."""
+def train_or_resume(spec: RunSpec, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
+    """Train the run ``spec`` names into ``run_dir`` unless it is finished; resume a partial run."""
     run = RunDirectory(run_dir)
     if run_finished(run):
         print(f"{spec}: training finished earlier in {display_path(run_dir)}; skipped")
         return
-    dataset_spec, overrides = parse_run_spec(spec)
-    dataset, options = parse_spec(dataset_spec)
-    train(dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
-          dataset_options=options, progress=progress, **overrides)
+    train(spec.dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
+          dataset_options=spec.options, progress=progress, **spec.overrides)
 
 
-def summarise_run(spec: str, run_dir: Path, root=None, download: bool = False) -> dict:
+def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = False) -> dict:
     """Random-init and final profiles, k-NN accuracy at the first and last evaluations, the
     raw-patch baseline, and the comparison rows of one run."""
     records = load_run_profiles(run_dir)
     if not records:
         raise FileNotFoundError(f"{run_dir} has no profiles; run `ib-tutorial profile {run_dir}`")
     first, last = records[0], records[-1]
-    knn = RunDirectory(run_dir).read_metrics("knn")
+    run = RunDirectory(run_dir)
+    knn = run.read_metrics("knn")
     raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
-    dataset_spec, overrides = parse_run_spec(spec)
-    # The paper's values are DINO's: a supervised control is not compared with them.
-    compared = overrides.get("objective", "dino") == "dino"
-    rows = [dataclasses.replace(row, dataset=spec)
-            for row in compare_profile(parse_spec(dataset_spec)[0], last["profile"]["eed_percent"])] if compared else []
+    rows = [dataclasses.replace(row, dataset=str(spec))
+            for row in compare_profile(spec.dataset, last["profile"]["eed_percent"])
+            ] if run.read_config().objective.compared_with_paper else []
     return {
         "run": str(run_dir),
         "epochs": [r["epoch"] for r in records],
@@ -114,7 +109,7 @@ def summarise_run(spec: str, run_dir: Path, root=None, download: bool = False) -
 
 def reproduce(
     preset: str | Preset | None = None,
-    datasets=PAPER_DATASETS,
+    datasets: Sequence[str | RunSpec] = PAPER_DATASETS,
     out: str | os.PathLike | None = None,
     root=None,
     download: bool = False,
@@ -131,8 +126,10 @@ def reproduce(
 
     Args:
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
-        datasets: names :func:`ib_tutorial.data.get_dataset` knows, each optionally with
-            options (``"synthetic-mix:texture_weight=0.25"``); default the paper's three.
+        datasets: run specs (:class:`~ib_tutorial.training.run_spec.RunSpec`, or their text): names
+            :func:`ib_tutorial.data.get_dataset` knows, each optionally with options
+            (``"synthetic-mix:texture_weight=0.25"``) and settings (``"tiny-imagenet@objective=supervised"``);
+            default the paper's three.
         out: the results folder (default ``<data root>/reproduce/<preset>``).
         root, download: where the real datasets live, and whether to fetch them.
         pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
@@ -149,28 +146,28 @@ def reproduce(
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
     summary = {"preset": preset.name, "datasets": {}}
-    for dataset in datasets:
-        run_dir = out / spec_folder(dataset)
-        train_or_resume(dataset, preset, run_dir, root, download, progress)
+    for spec in map(RunSpec.of, datasets):  # parsed here, once
+        run_dir = out / spec.folder
+        train_or_resume(spec, preset, run_dir, root, download, progress)
         profile_run(run_dir, root=root, download=download, progress=progress)
         if all_measurements:
             profile_variants(run_dir, root=root, download=download, progress=progress)
             prune_run(run_dir, root=root, download=download)
-        summary["datasets"][dataset] = summarise_run(dataset, run_dir, root, download)
+        summary["datasets"][spec.text] = summarise_run(spec, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
-            summary["datasets"][dataset]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]
+            summary["datasets"][spec.text]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]
         for name in pretrained:
-            profiled = profile_published_or_say_why(name, parse_run_spec(dataset)[0], out / PRETRAINED_FOLDER,
+            profiled = profile_published_or_say_why(name, spec, out / PRETRAINED_FOLDER,
                                                     (weights or {}).get(name), preset, root, download, progress)
             if profiled:
-                summary.setdefault("pretrained", {}).setdefault(dataset, {})[name] = \
+                summary.setdefault("pretrained", {}).setdefault(spec.text, {})[name] = \
                     json.loads(profiled[0].read_text())["profile"]["eed_percent"]
         write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
     return out
 
 
-def profile_published_or_say_why(name: str, spec: str, out: Path, weights, preset: Preset, root, download: bool,
+def profile_published_or_say_why(name: str, spec: RunSpec, out: Path, weights, preset: Preset, root, download: bool,
                                  progress: bool) -> list[Path]:
     """:func:`~ib_tutorial.reproduction.pretrained.profile_published` at the input side the
     book profiles the model at (:data:`~ib_tutorial.models.PROFILE_IMG_SIZE`; else its

@@ -1,8 +1,7 @@
 """One DINO training step and everything it changes: student and teacher networks, the
 loss with its centre, the optimiser, the loss scaler and the schedules.
 
-:func:`build_networks` makes the parts from a
-:class:`~ib_tutorial.training.run_config.RunConfig`; :class:`DINOTraining` holds them, takes a step
+:func:`build_networks` makes the parts from a run's settings; :class:`DINOTraining` holds them, takes a step
 (:meth:`~DINOTraining.forward`, then :meth:`~DINOTraining.update`) and is what a
 checkpoint saves; what it shares with the supervised control is in
 :class:`~ib_tutorial.training.objective.Objective`. The parts themselves are in
@@ -11,8 +10,6 @@ checkpoint saves; what it shares with the supervised control is in
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
-
 import torch
 
 from ..models import ARCHITECTURES, build_vit
@@ -30,23 +27,19 @@ from .dino import (
 from .flops import backbone_flops, head_flops, tokens_per_crop
 from .objective import Objective
 
-if TYPE_CHECKING:  # the run configuration names its objective, so it imports this module's table
-    from .run_config import RunConfig
-
 # Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
 # or teacher information (what the output says about the image) below this fraction of
 # log K, is a collapse (DINOTraining.collapse_warning).
 COLLAPSE_FRACTION = 0.02
 INFORMATION_FRACTION = 0.05
 
-def build_networks(config: RunConfig) -> tuple[MultiCropWrapper, MultiCropWrapper]:
+def build_networks(train: TrainSettings, view: ViewSettings) -> tuple[MultiCropWrapper, MultiCropWrapper]:
     """Student (with stochastic depth) and teacher (without), starting from the same weights."""
-    train = config.train
 
     def network(drop_path_rate: float) -> MultiCropWrapper:
-        head = DINOHead(config.model["embed_dim"], train.out_dim, train.hidden_dim, train.bottleneck_dim,
+        head = DINOHead(ARCHITECTURES[train.arch]["embed_dim"], train.out_dim, train.hidden_dim, train.bottleneck_dim,
                         norm_last_layer=train.norm_last_layer)
-        backbone = build_vit(train.arch, config.view.img_size, config.view.patch_size, drop_path_rate)
+        backbone = build_vit(train.arch, view.img_size, view.patch_size, drop_path_rate)
         return MultiCropWrapper(backbone, head)
 
     student = network(train.drop_path_rate)
@@ -69,9 +62,10 @@ class DINOTraining(Objective):
     network = "teacher"
     compared_with_paper = True
 
-    def __init__(self, config: RunConfig, schedules: Schedules, device: torch.device, num_classes: int):
-        super().__init__(config, schedules, device, num_classes)
-        student, teacher = build_networks(config)
+    def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
+                 device: torch.device, num_classes: int):
+        super().__init__(train, view, precision, schedules, device, num_classes)
+        student, teacher = build_networks(train, view)
         self.teacher = teacher.to(device)
         self.loss_fn = DINOLoss(self.settings.out_dim, self.settings.student_temp,
                                 self.settings.center_momentum).to(device)

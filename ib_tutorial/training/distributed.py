@@ -64,6 +64,14 @@ class Processes:
                 dist.init_process_group(backend=backend)
         return cls(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
 
+    def device(self, device_type: str) -> torch.device:
+        """This process's device of ``device_type``: on CUDA, the GPU of its local rank (made current)."""
+        if device_type != "cuda":
+            return torch.device(device_type)
+        device = torch.device("cuda", self.local_rank)
+        torch.cuda.set_device(device)
+        return device
+
     def stop(self) -> None:
         if self.distributed and dist.is_initialized():
             dist.destroy_process_group()

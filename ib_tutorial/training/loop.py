@@ -42,7 +42,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..measure.knn import evaluate_knn
-from ..presets import Preset, get_preset, resolve_device
+from ..presets import Preset, get_preset
 from ..seeding import rng_state, seed_all, set_rng_state
 from .data import TrainingData, build_data, build_loader
 from .disk import check_disk_space, run_writes
@@ -102,29 +102,18 @@ def train(
             previous one).
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
-    preset = preset.replace(device=overrides.get("device", preset.device))
-    threads = overrides.get("threads", preset.train.threads)
-    if threads:
-        torch.set_num_threads(threads)
-    processes = Processes.start("cuda" if preset.device != "cpu" and torch.cuda.is_available() else "cpu")
+    config = RunConfig.resolve(dataset, preset, overrides, dataset_options)
+    if config.train.threads:
+        torch.set_num_threads(config.train.threads)
+    processes = Processes.start(config.device)
     try:
-        device = choose_device(preset, processes)
-        config = RunConfig.resolve(dataset, preset, overrides, dataset_options, processes.world_size, device)
+        device = processes.device(config.device)
         run = RunDirectory(out if out is not None else default_run_dir(dataset, preset.name))
         resume_hint = resume_command(config, preset, run.path, root)
         with run.lock() if processes.is_main else contextlib.nullcontext(), StopRequests() as stop:
             return _train(config, run, resume or restarted(), root, download, progress, processes, device, stop, resume_hint)
     finally:
         processes.stop()
-
-
-def choose_device(preset: Preset, processes: Processes) -> torch.device:
-    """The preset's device; on CUDA, the GPU of this process's local rank."""
-    device = resolve_device(preset)
-    if device.type == "cuda":
-        device = torch.device("cuda", processes.local_rank)
-        torch.cuda.set_device(device)
-    return device
 
 
 def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: bool, progress: bool,
@@ -137,7 +126,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views))
     if run.exists():
         config.check_resumable(run.read_config(), run.path)
-    state = config.objective(config, build_schedules(config.train, len(loader)), device, data.num_classes)
+    state = config.objective(config.train, config.view, config.precision, build_schedules(config.train, len(loader)),
+                             device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:

@@ -11,7 +11,7 @@ the table from name to objective is :data:`ib_tutorial.training.objectives.OBJEC
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -19,9 +19,6 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..presets import TrainSettings, ViewSettings
 from .dino import Schedules, apply_schedules, clip_gradients, parameter_groups
-
-if TYPE_CHECKING:  # the run configuration names its objective, so it imports this module's table
-    from .run_config import RunConfig
 
 SCHEDULE_SETTINGS = ("lr", "min_lr", "warmup_epochs", "weight_decay", "weight_decay_end", "momentum_teacher",
                      "warmup_teacher_temp", "teacher_temp", "warmup_teacher_temp_epochs")
@@ -42,10 +39,13 @@ class Objective(ABC):
     network: ClassVar[str]
     compared_with_paper: ClassVar[bool]
 
-    def __init__(self, config: RunConfig, schedules: Schedules, device: torch.device, num_classes: int):
-        """Subclasses build their networks (``num_classes``: the dataset's classes) and call :meth:`_optimise`."""
-        self.settings, self.schedules, self.device = config.train, schedules, device
-        self.precision = config.precision
+    def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
+                 device: torch.device, num_classes: int):
+        """A run's settings (its :class:`~ib_tutorial.training.run_config.RunConfig`'s ``train``,
+        ``view`` and resolved ``precision``); subclasses build their networks (``num_classes``:
+        the dataset's classes) and call :meth:`_optimise`."""
+        self.settings, self.schedules, self.device = train, schedules, device
+        self.precision = precision
 
     def _optimise(self, student_module: nn.Module) -> None:
         """Make ``student_module`` (on the device) the trained network, with AdamW and a loss scaler."""

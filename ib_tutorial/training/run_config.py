@@ -19,11 +19,10 @@ import timm
 import torch
 
 from ..data import held_out_split
-from ..data.spec import parse_option, parse_spec
 from ..models import ARCHITECTURES
 from ..paths import data_root
 from ..precision import resolve_precision
-from ..presets import Preset, TrainSettings, ViewSettings, training_overrides
+from ..presets import Preset, TrainSettings, ViewSettings, resolve_device, training_overrides
 from .objective import Objective
 from .objectives import get_objective
 
@@ -66,10 +65,15 @@ class RunConfig:
 
     @classmethod
     def resolve(cls, dataset: str, preset: Preset, overrides: dict, dataset_options: dict | None = None,
-                world_size: int = 1, device: torch.device = torch.device("cpu")) -> "RunConfig":
+                world_size: int | None = None) -> "RunConfig":
         """The configuration of ``preset`` on ``dataset`` with ``overrides`` (names from
-        :func:`~ib_tutorial.presets.training_overrides`; ``seed`` and ``device`` included)."""
+        :func:`~ib_tutorial.presets.training_overrides`; ``seed`` and ``device`` included):
+        the one place where overrides are applied and the device is resolved
+        (:func:`~ib_tutorial.presets.resolve_device`). ``world_size``: the processes of the
+        job (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
         train, view = resolve_settings(preset, dataset, overrides)
+        device = resolve_device(preset.replace(device=overrides.get("device", preset.device)))
+        world_size = world_size or int(os.environ.get("WORLD_SIZE", "1"))
         if train.batch_size % world_size:
             raise ValueError(f"batch_size {train.batch_size} must be divisible by the number of processes ({world_size})")
         if train.num_workers is None:  # one per core, shared by the training processes of this node
@@ -133,23 +137,6 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of patch_size {view.patch_size}")
     return train, view
-
-
-def parse_run_spec(spec: str) -> tuple[str, dict]:
-    """``"DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]"`` -> ``(dataset spec, training overrides)``.
-
-    What follows ``@`` overrides the preset for this run only, e.g.
-    ``tiny-imagenet@objective=supervised`` (the supervised control) or
-    ``tiny-imagenet@arch=vit_small`` (the same run at the paper's width). Dataset options
-    and setting names are checked.
-    """
-    dataset_spec, _, override_text = spec.partition("@")
-    parse_spec(dataset_spec)
-    overrides = dict(parse_option(part) for part in override_text.split(",")) if override_text else {}
-    unknown = sorted(set(overrides) - set(training_overrides()))
-    if unknown:
-        raise ValueError(f"Unknown training setting(s) {unknown} in {spec!r}. Known: {', '.join(sorted(training_overrides()))}.")
-    return dataset_spec, overrides
 
 
 def default_run_dir(dataset: str, preset: str) -> Path:

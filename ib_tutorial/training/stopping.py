@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import signal
 import threading
 
 import torch
 
+from ..command_line import train_command
 from ..presets import Preset
 from .distributed import Processes
 from .run_config import RunConfig
@@ -61,32 +61,13 @@ class StopRequests:
 def resume_command(config: RunConfig, preset: Preset, out: os.PathLike, root: os.PathLike | None) -> str:
     """The command line that continues this run: its dataset, preset, folder and every
     setting that differs from the preset's, with ``--resume``."""
-    words = ["ib-tutorial", "train"] if config.world_size == 1 else [
-        "torchrun", f"--nproc_per_node={config.world_size}", "-m", "ib_tutorial", "train"]
-    words += ["--dataset", config.dataset, "--preset", config.preset, "--out", str(out)]
-    words += [word for key, value in config.dataset_options.items() for word in ("--dataset-option", f"{key}={value}")]
-    if root is not None:
-        words += ["--root", str(root)]
-    if config.seed != preset.seed:
-        words += ["--seed", str(config.seed)]
-    changed = {**_changes(config.view, preset.view(config.dataset)), **_changes(config.train, preset.train)}
+    changed = {"seed": config.seed} if config.seed != preset.seed else {}
+    changed |= {**_changes(config.view, preset.view(config.dataset)), **_changes(config.train, preset.train)}
     changed.pop("num_workers", None)  # resolved from the machine when the preset leaves it open
-    for name, value in changed.items():
-        words += [f"--{name.replace('_', '-')}", _as_text(value)]
-    return shlex.join([*words, "--resume"])
+    return train_command(config.dataset, config.preset, out, config.dataset_options, root, changed,
+                         config.world_size, resume=True)
 
 
 def _changes(settings, reference) -> dict:
     return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
             if getattr(settings, f.name) != getattr(reference, f.name)}
-
-
-def _as_text(value) -> str:
-    """A setting's value as the command line reads it (see ``ib_tutorial.cli``)."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)

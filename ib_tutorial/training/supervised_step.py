@@ -13,19 +13,16 @@ checkpoints, k-NN evaluations and block profiles of :mod:`ib_tutorial.training.l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..models import build_vit
+from ..models import ARCHITECTURES, build_vit
 from ..precision import autocast
+from ..presets import TrainSettings, ViewSettings
 from .dino import Schedules
 from .objective import Objective
-
-if TYPE_CHECKING:  # the run configuration names its objective, so it imports this module's table
-    from .run_config import RunConfig
 
 
 class Classifier(nn.Module):
@@ -57,11 +54,11 @@ class SupervisedTraining(Objective):
     network = "network"  # no teacher
     compared_with_paper = False  # the paper's values are DINO's
 
-    def __init__(self, config: RunConfig, schedules: Schedules, device: torch.device, num_classes: int):
-        super().__init__(config, schedules, device, num_classes)
-        backbone = build_vit(self.settings.arch, config.view.img_size, config.view.patch_size,
-                             self.settings.drop_path_rate)
-        self._optimise(Classifier(backbone, config.model["embed_dim"], num_classes).to(device))
+    def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
+                 device: torch.device, num_classes: int):
+        super().__init__(train, view, precision, schedules, device, num_classes)
+        backbone = build_vit(train.arch, view.img_size, view.patch_size, train.drop_path_rate)
+        self._optimise(Classifier(backbone, ARCHITECTURES[train.arch]["embed_dim"], num_classes).to(device))
 
     @property
     def backbone(self) -> nn.Module:

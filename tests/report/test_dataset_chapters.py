@@ -27,9 +27,9 @@ laptop_real = pytest.mark.skipif(not (stored_results("laptop-real") / "summary.j
 @laptop_real
 def test_dataset_runs_finds_the_committed_laptop_runs_of_one_dataset():
     tiny = dataset_runs("tiny-imagenet")
-    assert [(r.bundle.name, r.spec, r.tier) for r in tiny] == [("laptop-real", "tiny-imagenet", "laptop")]
+    assert [(r.bundle.name, r.spec.text, r.tier) for r in tiny] == [("laptop-real", "tiny-imagenet", "laptop")]
     assert tiny[0].plain and not tiny[0].on_gpu and tiny[0].chance == pytest.approx(5.0)
-    assert [r.spec for r in dataset_runs("dtd")] == ["dtd:folder=dtd"]
+    assert [r.spec.text for r in dataset_runs("dtd")] == ["dtd:folder=dtd"]
     assert dataset_runs("cifar100") == [] and dataset_runs("uc-merced") == []
 
 
@@ -44,8 +44,8 @@ def test_runs_with_other_settings_are_listed_apart_from_the_plain_ones(tmp_path)
     (tmp_path / "bundle" / "summary.json").write_text(json.dumps(
         {"preset": "laptop", "datasets": {spec: {**entry, "run": spec} for spec in ("tiny-imagenet", supervised)}}))
     bundles = [load_bundle(tmp_path / "bundle")]
-    assert [r.spec for r in dataset_runs("tiny-imagenet", bundles)] == ["tiny-imagenet"]
-    assert [r.spec for r in dataset_runs("tiny-imagenet", bundles, plain=False)] == ["tiny-imagenet", supervised]
+    assert [r.spec.text for r in dataset_runs("tiny-imagenet", bundles)] == ["tiny-imagenet"]
+    assert [r.spec.text for r in dataset_runs("tiny-imagenet", bundles, plain=False)] == ["tiny-imagenet", supervised]
     assert supervised in other_runs_markdown("tiny-imagenet", bundles)
     assert other_runs_markdown("dtd", bundles).startswith("No other runs")
 
@@ -146,5 +146,5 @@ def test_longest_run_picks_the_objective_trained_longest_at_the_tiers_width(tmp_
     assert longest_run("tiny-imagenet", "supervised", bundles).bundle.name == "long"
     assert longest_run("tiny-imagenet", "dino", bundles) is None
     every = [load_bundle(source)]
-    assert longest_run("tiny-imagenet", "dino", every).spec == "tiny-imagenet"  # not the ViT-S run of the same length
+    assert longest_run("tiny-imagenet", "dino", every).spec.text == "tiny-imagenet"  # not the ViT-S run of the same length
     assert longest_run("cifar100", "supervised", every) is None

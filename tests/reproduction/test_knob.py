@@ -9,7 +9,7 @@ from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.claims import ProfileShape, deeper_along_knob
 from ib_tutorial.reproduction.knob import LAPTOP_SWEEP, LIVE_SWEEP, knob_sweeps, knob_trend, widest_sweep
 from ib_tutorial.report.knob import knob_command, knob_specs
-from ib_tutorial.training.run_config import parse_run_spec
+from ib_tutorial.training.run_spec import RunSpec
 
 from profile_records import bundle_run
 
@@ -79,7 +79,7 @@ def test_the_widest_sweep_of_an_objective_is_chosen():
 @pytest.mark.parametrize("weights, settings", [LAPTOP_SWEEP, LIVE_SWEEP])
 def test_the_sweep_specs_name_the_knob_and_the_same_settings(weights, settings):
     specs = knob_specs(weights, settings)
-    parsed = [parse_run_spec(spec) for spec in specs]
-    assert [dataset for dataset, _ in parsed] == [f"synthetic-mix:texture_weight={w:g}" for w in weights]
-    assert all(overrides == parsed[0][1] for _, overrides in parsed)
-    assert knob_command("laptop", weights, settings, "/tmp/knob").endswith(" ".join(specs))
+    parsed = [RunSpec.parse(spec) for spec in specs]
+    assert [spec.dataset_spec for spec in parsed] == [f"synthetic-mix:texture_weight={w:g}" for w in weights]
+    assert all(spec.overrides == parsed[0].overrides for spec in parsed)
+    assert f"--datasets {' '.join(specs)} --out /tmp/knob" in knob_command("laptop", weights, settings, "/tmp/knob")

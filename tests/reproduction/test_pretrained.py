@@ -24,6 +24,7 @@ from ib_tutorial.reproduction.records import validate_profile_record
 from ib_tutorial.reproduction import reproduce as reproduce_module
 from ib_tutorial.reproduction.reproduce import export_bundle, reproduce
 from ib_tutorial.reproduction.run_profiles import variant_label
+from ib_tutorial.training.run_spec import RunSpec
 
 DINO = "vit_small_patch16_224.dino"
 
@@ -121,7 +122,7 @@ def test_profile_pretrained_prunes_each_model_when_asked(dino_weights, tmp_path,
     cli.main(["profile-pretrained", DINO, "--dataset", "synthetic-objects", "--weights", str(dino_weights),
               "--out", str(tmp_path), "--preset", "ci", "--images", "4", "--no-progress", "--prune"])
     [(name, spec, out, options)] = asked
-    assert (name, spec, out, options["weights"], options["preset"]) == (DINO, "synthetic-objects", tmp_path, dino_weights, "ci")
+    assert (name, spec, out, options["weights"], options["preset"]) == (DINO, RunSpec.parse("synthetic-objects"), tmp_path, dino_weights, "ci")
     assert f"pruning curves in {tmp_path / 'pruning.json'}" in capsys.readouterr().out
 
 
@@ -148,7 +149,7 @@ def test_reproduce_profiles_published_models_beside_its_runs_and_the_bundle_carr
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["pretrained"][TINY_RUN]) == [DINO] and len(summary["pretrained"][TINY_RUN][DINO]) == 12
     bundle = load_bundle(export_bundle(out, tmp_path / "bundle", allow_dirty=True))
-    measured = bundle.pretrained["synthetic-objects"][DINO]
+    measured = bundle.pretrained[RunSpec.parse("synthetic-objects")][DINO]
     assert set(measured) == {variant_label(tokens, center) for tokens, center in MEASUREMENTS}
     assert measured["all tokens, centred"]["provenance"]["weights_sha256"] == file_sha256(dino_weights)
     # Finished work is not redone: a second call reads the records it wrote.

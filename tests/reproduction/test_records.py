@@ -90,6 +90,6 @@ def test_runs_differing_in_one_setting_are_grouped_with_their_plain_run():
     objectives = runs_differing_in(bundle, "objective")
     assert list(objectives) == ["tiny-imagenet"]  # dtd's supervised run has no plain run beside it
     assert list(objectives["tiny-imagenet"]) == ["dino", "supervised"]
-    assert objectives["tiny-imagenet"]["supervised"].spec == "tiny-imagenet@objective=supervised"
+    assert objectives["tiny-imagenet"]["supervised"].spec.text == "tiny-imagenet@objective=supervised"
     widths = runs_differing_in(bundle, "arch")
     assert list(widths["tiny-imagenet"]) == ["vit_tiny", "vit_small"]

@@ -10,7 +10,7 @@ from training_runs import DATASET, TINY, child_env, run_command, same_metrics
 
 from ib_tutorial.reproduction.reproduce import reproduce
 from ib_tutorial.training import loop
-from ib_tutorial.training.run_config import parse_run_spec
+from ib_tutorial.training.run_spec import RunSpec
 from ib_tutorial.training.runs import RunDirectory
 
 EPOCHS = 8
@@ -61,11 +61,15 @@ def test_unknown_objective_names_the_known_ones():
 
 
 def test_run_spec_splits_dataset_options_from_training_settings():
-    assert parse_run_spec("synthetic-mix:texture_weight=0.5@objective=supervised,epochs=2") == (
-        "synthetic-mix:texture_weight=0.5", {"objective": "supervised", "epochs": 2})
-    assert parse_run_spec("synthetic-objects") == ("synthetic-objects", {})
+    spec = RunSpec.parse("synthetic-mix:texture_weight=0.5@objective=supervised,epochs=2")
+    assert (spec.dataset, spec.options, spec.overrides) == (
+        "synthetic-mix", {"texture_weight": 0.5}, {"objective": "supervised", "epochs": 2})
+    assert (spec.dataset_spec, spec.folder, str(spec)) == (
+        "synthetic-mix:texture_weight=0.5", "synthetic-mix_texture_weight=0.5@objective=supervised_epochs=2", spec.text)
+    plain = RunSpec.parse("synthetic-objects")
+    assert (plain.dataset, plain.options, plain.overrides) == ("synthetic-objects", {}, {})
     with pytest.raises(ValueError, match="Unknown training setting.*'learning_rate'"):
-        parse_run_spec("synthetic-objects@learning_rate=1")
+        RunSpec.parse("synthetic-objects@learning_rate=1")
 
 
 def test_reproduce_trains_profiles_and_prunes_a_supervised_run_without_comparing_it(tmp_path):

@@ -25,21 +25,28 @@ class ChapterSetup:
     def reproduce_folder(self) -> Path:
         """Where the chapters that call ``reproduce`` keep their runs, so that running a
         chapter again, or another chapter with the same runs, loads what is finished:
-        ``<data root>/reproduce/<preset>``. On ``ci`` (a few steps, the tests' preset) the
-        folder is named after the package's source as well, ``ci-<fingerprint>``, so that
-        runs made by other code are never loaded; the folders of other code are removed."""
-        if self.preset.name != "ci":
+        ``<data root>/reproduce/<preset>``. For an illustrative preset (a few steps, the
+        tests' ``ci``) the folder is named after the package's source as well,
+        ``ci-<fingerprint>``, so that runs made by other code are never loaded
+        (:func:`setup_chapter` removes theirs)."""
+        if not self.preset.illustrative:
             return self.data_root / "reproduce" / self.preset.name
-        folder = self.data_root / "reproduce" / f"ci-{source_fingerprint()}"
-        for stale in folder.parent.glob("ci-*"):
+        return self.data_root / "reproduce" / f"{self.preset.name}-{source_fingerprint()}"
+
+    def remove_stale_runs(self) -> None:
+        """Remove the illustrative preset's run folders that other versions of the code made."""
+        if not self.preset.illustrative:
+            return
+        folder = self.reproduce_folder()
+        for stale in folder.parent.glob(f"{self.preset.name}-*"):
             if stale != folder and stale.is_dir():
                 shutil.rmtree(stale, ignore_errors=True)
-        return folder
 
 
 def setup_chapter(preset: str | None = None) -> ChapterSetup:
     """Choose the preset (argument, else ``$IB_TUTORIAL_PRESET``, else ``ci``), seed
-    everything with its seed, pick the device, and print all of it with how to change it."""
+    everything with its seed, pick the device, and print all of it with how to change it;
+    remove the illustrative preset's runs made by other code (:meth:`ChapterSetup.remove_stale_runs`)."""
     chosen = get_preset(preset)
     seed_all(chosen.seed)
     device = resolve_device(chosen)
@@ -50,7 +57,9 @@ def setup_chapter(preset: str | None = None) -> ChapterSetup:
     print(f"seed   : {chosen.seed}")
     print(f"device : {device}")
     print(f"data   : {display_path(root)} (set {DATA_ENV_VAR} to move it)")
-    return ChapterSetup(chosen, device, root)
+    setup = ChapterSetup(chosen, device, root)
+    setup.remove_stale_runs()
+    return setup
 
 
 def show_source(obj):

@@ -256,7 +256,10 @@ class IBSettings:
 @dataclass(frozen=True)
 class Preset:
     """One named tier of settings. ``seed`` makes every run in the tier repeatable;
-    ``views`` holds the input geometry of each dataset (:class:`ViewSettings`)."""
+    ``views`` holds the input geometry of each dataset (:class:`ViewSettings`).
+    ``illustrative``: a few training steps whose numbers illustrate the method and do
+    not reproduce it; figures say so, and chapters keep its runs apart for each version
+    of the code (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
 
     name: str
     description: str
@@ -267,6 +270,7 @@ class Preset:
     worlds: WorldSettings = field(repr=False)
     ib: IBSettings = field(repr=False)
     views: dict[str, ViewSettings] = field(default_factory=lambda: dict(PAPER_VIEWS), repr=False, hash=False)
+    illustrative: bool = False
 
     def view(self, dataset: str) -> ViewSettings:
         """The input geometry for ``dataset``; a clear error for a dataset with none."""
@@ -319,6 +323,7 @@ PRESETS: dict[str, Preset] = {
         views=REDUCED_VIEWS,
         worlds=WorldSettings(img_size=32, num_classes=5, probe_train=500, probe_test=500),
         ib=IBSettings(epochs=2000, learning_rate=3e-3, batch_size=None, logged_epochs=24, bins=30, noise_variance=1e-3, seed=0),
+        illustrative=True,
     ),
     "laptop": Preset(
         name="laptop",

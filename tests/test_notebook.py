@@ -21,8 +21,11 @@ def test_ci_runs_are_kept_per_source_and_those_of_other_code_removed(tmp_path, m
     (old / "synthetic-objects").mkdir(parents=True)
     laptop = tmp_path / "reproduce" / "laptop"
     laptop.mkdir()
-    folder = chapter(tmp_path, "ci").reproduce_folder()
+    setup = chapter(tmp_path, "ci")
+    folder = setup.reproduce_folder()
     assert folder == tmp_path / "reproduce" / f"ci-{records.source_fingerprint()}"
+    assert old.is_dir()  # asking where the runs go removes nothing
+    setup.remove_stale_runs()
     assert not old.exists() and laptop.is_dir()
     monkeypatch.setattr("ib_tutorial.notebook.source_fingerprint", lambda: "fedcba9876543210")
     assert chapter(tmp_path, "ci").reproduce_folder().name == "ci-fedcba9876543210"

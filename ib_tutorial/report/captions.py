@@ -4,15 +4,22 @@ which data, by which code, and whether the run was reduced.
 from __future__ import annotations
 
 from ..models import MODEL_NAMES
+from ..presets import PRESETS
 from ..reproduction.bundles import Bundle
 from ..reproduction.dataset_runs import DatasetRun
+
+
+def _reduced(preset: str) -> str:
+    """The caption's flag for a run of an illustrative preset (:attr:`~ib_tutorial.presets.Preset.illustrative`)."""
+    illustrative = preset in PRESETS and PRESETS[preset].illustrative
+    return " (reduced: a few training steps, illustrative only)" if illustrative else ""
 
 
 def profile_caption(record: dict) -> str:
     """The caption line of a figure drawn from a profile record: preset (flagged when
     reduced), model and width, images, tokens, centring, and the code that measured it."""
     p, profile = record["provenance"], record["profile"]
-    reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
+    reduced = _reduced(p["preset"])
     model = MODEL_NAMES.get(profile["dim"], "ViT")
     centring = "centred" if profile["center"] else "uncentred"
     what = record["label"] if record["label"].startswith(p["dataset"]) else f"{p['dataset']}: {record['label']}"
@@ -25,7 +32,7 @@ def pruning_caption(record: dict) -> str:
     """The caption line of a figure drawn from a pruning record: what was pruned, on which
     images, by which code."""
     p = record["provenance"]
-    reduced = " (reduced: a few training steps, illustrative only)" if p["preset"] == "ci" else ""
+    reduced = _reduced(p["preset"])
     return (f"preset {p['preset']}{reduced}; {p['dataset']}: teacher of epoch {record['epoch']}, {record['pool']}-pooled "
             f"features; directions fitted on {record['blocks'][0]['n_tokens']:,} training tokens; k-NN over "
             f"{p['n_images']:,} images (train against held-out); code {p['code_version'][:10]}")

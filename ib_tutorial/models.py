@@ -52,20 +52,6 @@ def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float =
     return build_vit("vit_small", img_size, patch_size, drop_path_rate)
 
 
-def embed_tokens(model: torch.nn.Module, images: torch.Tensor) -> torch.Tensor:
-    """The tokens [B, T, D] that block 0 of a timm ``VisionTransformer`` receives: patch
-    embedding, class token and position embedding, patch dropout, pre-norm.
-
-    timm exposes no public call for this step, so this is the one place that relies on
-    its internals (``_pos_embed``, ``patch_drop``, ``norm_pre``); a test checks that these
-    tokens, run through the blocks and the final norm, give ``forward_features``.
-    """
-    tokens = model.patch_embed(images)
-    tokens = model._pos_embed(tokens)
-    tokens = model.patch_drop(tokens)
-    return model.norm_pre(tokens)
-
-
 PRETRAINED_DINO = "vit_small_patch16_224.dino"
 
 #: Converged ViT-S networks with published weights, each one download away (timm names):

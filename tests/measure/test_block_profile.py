@@ -5,7 +5,7 @@ import torch
 from ib_tutorial.measure.block_profile import profile_model, select_tokens
 from ib_tutorial.measure.covariance import CovarianceAccumulator
 from ib_tutorial.measure.metrics import effective_encoding_dimension
-from ib_tutorial.models import embed_tokens, vit_small
+from ib_tutorial.models import vit_small
 
 
 @pytest.fixture(scope="module")
@@ -17,6 +17,15 @@ def model():
 @pytest.fixture(scope="module")
 def images():
     return torch.randn(12, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+
+def embed_tokens(model, images):
+    """The tokens [B, T, D] block 0 of a timm ViT receives: patch embedding, class token and
+    position embedding, patch dropout, pre-norm (timm's internals; no public call does it)."""
+    tokens = model.patch_embed(images)
+    tokens = model._pos_embed(tokens)
+    tokens = model.patch_drop(tokens)
+    return model.norm_pre(tokens)
 
 
 def block_outputs_by_hand(model, images):
@@ -31,7 +40,7 @@ def block_outputs_by_hand(model, images):
 
 
 def test_embedded_tokens_through_the_blocks_are_the_forward_pass(model, images):
-    """The one use of timm's internals (models.embed_tokens) against its public forward."""
+    """timm's internals (embed_tokens above) against its public forward."""
     with torch.no_grad():
         by_hand = model.norm(block_outputs_by_hand(model, images)[-1])
         assert torch.allclose(by_hand, model.forward_features(images), atol=1e-6)

@@ -1,0 +1,376 @@
+r"""Which input and which measurement give a network's profile its levels.
+
+Two questions a reviewer asks of any profile, answered from one network and one set of images:
+
+* **Controls** (input against learning). The same network on three inputs: the images, the
+  images phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`: their spectra,
+  hence the covariance of their patches, without objects or edges) and white Gaussian noise with
+  their per-channel moments (:class:`~ib_tutorial.data.controls.GaussianNoiseImages`: the
+  isotropic end). Beside them, the rank and :math:`N_\mathrm{eff}` of each input's raw pixel
+  patches (:func:`~ib_tutorial.data.controls.raw_patch_statistics`), a reference, not a bound:
+  the position embedding and the blocks add directions the patches do not have.
+* **Measurement** (how the paper may have measured). Every measurement variant
+  (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every token choice
+  (:data:`~ib_tutorial.measure.block_profile.TOKEN_CHOICES`), each with bootstrap intervals
+  (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`), and whether its three levels come near
+  the paper's (:data:`~ib_tutorial.reproduction.paper.REPORTED`).
+
+The paper's three levels are read from a profile :math:`v_0, \dots, v_{L-1}` (EED%) as it states
+them, over the regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
+
+.. math::
+
+    \text{early} = \frac{1}{|E|}\sum_{l \in E} v_l, \qquad
+    \text{middle} = \min_{l \in M} v_l, \qquad
+    \text{late} = \max_{l \in \mathcal L} v_l
+
+("about 58-60 %" in L0-L1, the minimum in L2-L4, "up to about 92.5 %" in L9-L11). A level is
+*near* the paper's range :math:`[a, b]` when its interval :math:`[u, w]` comes within
+``tolerance`` points of it, :math:`u \le b + \tau` and :math:`w \ge a - \tau`.
+
+One forward pass per token choice feeds every block and variant: a hook on each block
+hands its output (and, for ``post_ln``, the output through the next block's LayerNorm,
+:func:`~ib_tutorial.measure.variants.next_norms`) to one
+:class:`~ib_tutorial.measure.bootstrap.ImageStatistics` per block (and per LayerNorm or
+not). A pass per token choice, not one for all, bounds the memory: per-image Gram matrices of
+every block for every choice would not fit at :math:`D = 384`.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+from tqdm.auto import tqdm
+
+from ..data.controls import GaussianNoiseImages, PatchStatistics, PhaseScrambled, raw_patch_statistics
+from ..measure.block_profile import TOKEN_CHOICES, select_tokens
+from ..measure.bootstrap import LEVEL, MAX_BYTES, BootstrapProfile, ImageStatistics, Interval, bootstrap_eed
+from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, u_depth
+from ..measure.variants import VARIANTS, get_variant, needed_sums, next_norms
+from .paper import REPORTED
+from .run_profiles import seeded_subset
+
+Tensor = torch.Tensor
+
+#: The inputs, the images first: the images, their phase-scrambled versions, matched noise.
+INPUTS = ("images", "phase-scrambled", "noise")
+#: The default measurement: the tokens' covariance, all tokens (the paper's).
+DEFAULT = ("tokens", "all")
+#: Replicates of each bootstrap by default (fewer than the bootstrap's own default: a table
+#: of many variants, read to the nearest few points).
+REPLICATES = 200
+#: How far, in EED points, a level may lie from the paper's range and still count as near it.
+TOLERANCE = 10.0
+#: The paper's three levels, in the order tables show them.
+LEVELS = ("early", "middle", "late")
+
+Measurement = tuple[str, str]  # (variant, tokens)
+
+
+def measurements(variants: Sequence[str] = tuple(VARIANTS), tokens: Sequence[str] = TOKEN_CHOICES
+                 ) -> list[Measurement]:
+    """Every (variant, tokens) pair that is defined and distinct: a variant that reads the
+    tokens within an image (``per_image``, ``position_centred``) needs several tokens per
+    image, so it is left out for ``cls`` and ``mean`` (one token per image; ``position_centred``
+    would equal ``tokens`` there)."""
+    for name in variants:
+        get_variant(name)
+    if unknown := set(tokens) - set(TOKEN_CHOICES):
+        raise ValueError(f"unknown token choices {sorted(unknown)}; choose from {', '.join(TOKEN_CHOICES)}")
+    single = {"cls", "mean"}
+    return [(variant, choice) for variant in variants for choice in tokens
+            if not (get_variant(variant).needs and choice in single)]
+
+
+def paper_levels(values: Sequence[float]) -> tuple[float, float, float]:
+    """The early mean, the middle minimum and the late maximum of one value per block
+    (see the module docstring)."""
+    regions = depth_regions(len(values))
+    early = sum(values[block] for block in regions.early) / len(regions.early)
+    return early, min(values[block] for block in regions.middle), max(values[block] for block in regions.late)
+
+
+def _level(index: int) -> Callable[[Sequence[float]], float]:
+    return lambda values: paper_levels(values)[index]
+
+
+@dataclass(frozen=True)
+class MeasuredProfile:
+    """One input measured one way: its bootstrap profile and the summaries tables show.
+
+    Attributes:
+        input: one of :data:`INPUTS`.
+        variant, tokens: the measurement.
+        profile: :math:`N_\\mathrm{eff}` per block with its replicates.
+    """
+
+    input: str
+    variant: str
+    tokens: str
+    profile: BootstrapProfile
+
+    def levels(self) -> dict[str, Interval]:
+        """The paper's three levels (EED%) with their intervals, by name (:data:`LEVELS`)."""
+        return {name: self.profile.interval(_level(index), percent=True) for index, name in enumerate(LEVELS)}
+
+    def u_depth(self) -> Interval:
+        """U-depth (:func:`~ib_tutorial.measure.shape.u_depth`) in EED points, with its interval."""
+        return self.profile.interval(u_depth, percent=True)
+
+    def shape(self) -> tuple[str, float]:
+        """The profile's shape (one effective direction of tolerance) and the share of
+        replicates that give it."""
+        shape = classify_shape(self.profile.n_eff, DIRECTIONS)
+        return str(shape), self.profile.shape_shares(DIRECTIONS).get(shape, 0.0)
+
+    def to_dict(self) -> dict:
+        shape, share = self.shape()
+        return {
+            "input": self.input, "variant": self.variant, "tokens": self.tokens, "dim": self.profile.dim,
+            "n_eff": self.profile.n_eff, "eed_percent": self.profile.eed_percent,
+            "eed_intervals": [[i.low, i.high] for i in self.profile.intervals(percent=True)],
+            "bias": self.profile.bias, "shape": shape, "shape_share": share,
+            "u_depth": _interval_dict(self.u_depth()),
+            "levels": {name: _interval_dict(interval) for name, interval in self.levels().items()},
+        }
+
+
+def _interval_dict(interval: Interval) -> dict[str, float]:
+    return {"estimate": interval.estimate, "low": interval.low, "high": interval.high}
+
+
+@dataclass(frozen=True)
+class MeasurementResult:
+    """One network measured on every input and every way.
+
+    Attributes:
+        label: what was measured (network, weights, data), for tables.
+        img_size, patch_size: the input side and the patch side.
+        images: how many images (and control images) were measured.
+        replicates, level, seed: the bootstrap's.
+        raw_patches: each input's raw patch statistics.
+        profiles: every measured profile, in the order measured.
+    """
+
+    label: str
+    img_size: int
+    patch_size: int
+    images: int
+    replicates: int
+    level: float
+    seed: int
+    raw_patches: dict[str, PatchStatistics]
+    profiles: tuple[MeasuredProfile, ...]
+
+    def get(self, input: str = INPUTS[0], measurement: Measurement = DEFAULT) -> MeasuredProfile:
+        """The profile of ``input`` measured by ``measurement`` (variant, tokens)."""
+        for measured in self.profiles:
+            if (measured.input, (measured.variant, measured.tokens)) == (input, tuple(measurement)):
+                return measured
+        raise KeyError(f"{self.label}: no profile of {input!r} measured as {measurement}")
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dictionary of every number (not the replicates)."""
+        return {
+            "label": self.label, "img_size": self.img_size, "patch_size": self.patch_size, "images": self.images,
+            "replicates": self.replicates, "level": self.level, "seed": self.seed,
+            "raw_patches": {name: {"rank": s.rank, "n_eff": s.n_eff, "dim": s.dim, "eed_percent": s.eed_percent}
+                            for name, s in self.raw_patches.items()},
+            "profiles": [measured.to_dict() for measured in self.profiles],
+        }
+
+
+def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:
+    """The images of ``dataset`` (image tensors as the model receives them), their
+    phase-scrambled versions and noise with their per-channel moments, by :data:`INPUTS` name;
+    the controls are functions of ``seed``."""
+    return {"images": dataset, "phase-scrambled": PhaseScrambled(dataset, seed=seed),
+            "noise": GaussianNoiseImages.matching(dataset, seed=seed)}
+
+
+@contextlib.contextmanager
+def _recording(model: torch.nn.Module, statistics: dict[tuple[bool, str], list[ImageStatistics]]) -> Iterator[None]:
+    """Hooks, while open, that hand each block's output to ``statistics[(layer_norm, tokens)]``,
+    through the next block's LayerNorm where ``layer_norm``."""
+    prefix = getattr(model, "num_prefix_tokens", 1)
+    norms = next_norms(model)
+
+    def hook(index: int):
+        def record(_module, _inputs, output: Tensor) -> None:
+            normed = norms[index](output) if any(ln for ln, _ in statistics) else None
+            for (layer_norm, tokens), blocks in statistics.items():
+                chosen = select_tokens(normed if layer_norm else output, tokens, prefix)
+                blocks[index].update(chosen.reshape(output.shape[0], -1, output.shape[-1]))
+
+        return record
+
+    handles = [block.register_forward_hook(hook(index)) for index, block in enumerate(model.blocks)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@torch.no_grad()
+def measure_input(model: torch.nn.Module, dataset: Dataset, measured: Sequence[Measurement],
+                  replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
+                  max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu"
+                  ) -> dict[Measurement, BootstrapProfile]:
+    """Bootstrap profiles of ``model``'s blocks on ``dataset`` for each of ``measured``: one
+    forward pass per token choice, which feeds every block and every variant of that choice.
+
+    Args:
+        model: a timm ViT (``.blocks``, ``.norm``, ``.forward_features``).
+        dataset: image tensors [C, H, W] (or ``(image, label)`` items) as the model receives them.
+        measured: (variant, tokens) pairs, e.g. from :func:`measurements`.
+        replicates, level, seed: the bootstrap's (the same seed for every measurement, so the
+            measurements of one token choice share their replicates' images).
+        batch_size: images per forward pass.
+        max_bytes: the memory the per-image sums of one pass may take, shared equally by its
+            accumulators (each keeps as many groups of images as its share holds, see
+            :class:`~ib_tutorial.measure.bootstrap.ImageStatistics`; at :math:`D = 384` and
+            224 px, 4 GiB keep about 60 groups of the tokens' sums).
+        device: where the forward passes run.
+    """
+    by_tokens: dict[str, dict[bool, set[str]]] = {}
+    for variant, tokens in measured:
+        by_tokens.setdefault(tokens, {}).setdefault(get_variant(variant).layer_norm, set()).add(variant)
+    profiles = {}
+    for tokens, sources in by_tokens.items():
+        share = max_bytes // (len(sources) * len(model.blocks))
+        statistics = {(layer_norm, tokens): [ImageStatistics(model.embed_dim, needed_sums(names), max_bytes=share,
+                                                             seed=seed) for _ in model.blocks]
+                      for layer_norm, names in sources.items()}
+        _forward(model, dataset, statistics, batch_size, device)
+        for layer_norm, names in sources.items():
+            for variant in names:
+                profiles[(variant, tokens)] = bootstrap_eed(statistics[(layer_norm, tokens)], variant, replicates,
+                                                            level, seed=seed)
+    return {measurement: profiles[measurement] for measurement in measured}
+
+
+def _forward(model: torch.nn.Module, dataset: Dataset, statistics: dict[tuple[bool, str], list[ImageStatistics]],
+             batch_size: int, device: torch.device | str) -> None:
+    """One pass of ``dataset`` through ``model`` (in eval mode) with :func:`_recording` open."""
+    was_training = model.training
+    model.eval()
+    try:
+        with _recording(model, statistics):
+            for batch in DataLoader(dataset, batch_size=batch_size):
+                images = batch[0] if isinstance(batch, (tuple, list)) else batch
+                model.forward_features(images.to(device))
+    finally:
+        model.train(was_training)
+
+
+def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, images: int | None = None,
+                     measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
+                     replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
+                     max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu", progress: bool = True
+                     ) -> MeasurementResult:
+    """``model`` on the images of ``dataset``, phase-scrambled and as noise (:data:`INPUTS`),
+    each measured with bootstrap intervals, beside their raw patches' rank and
+    :math:`N_\\mathrm{eff}`.
+
+    Args:
+        model: a timm ViT (e.g. :func:`~ib_tutorial.models.build_vit`, or a run's
+            :meth:`~ib_tutorial.training.runs.RunDirectory.load_backbone`).
+        dataset: image tensors as the model receives them (the evaluation transform at the
+            model's input side, e.g. :func:`~ib_tutorial.reproduction.run_profiles.profile_images`).
+        label: names the result in tables.
+        images: measure this many of ``dataset``'s images, drawn with ``seed``
+            (:func:`~ib_tutorial.reproduction.run_profiles.seeded_subset`); default all.
+        measured: the images' measurements (default: every one of :func:`measurements`).
+        controls: the phase-scrambled images' and the noise's (default: :data:`DEFAULT` only).
+        replicates, level, seed, batch_size, max_bytes, device: see :func:`measure_input`.
+    """
+    subset = dataset if images is None or images >= len(dataset) else seeded_subset(dataset, images, seed)
+    measured = measurements() if measured is None else list(measured)
+    patch_size = int(model.patch_embed.patch_size[0])
+    raw, profiles = {}, []
+    for name, inputs in tqdm(control_inputs(subset, seed).items(), desc=label, disable=not progress, leave=False):
+        chosen = measured if name == INPUTS[0] else list(controls)
+        raw[name] = raw_patch_statistics(DataLoader(inputs, batch_size=batch_size), patch_size)
+        found = measure_input(model, inputs, chosen, replicates, level, seed, batch_size, max_bytes, device)
+        profiles += [MeasuredProfile(name, variant, tokens, profile) for (variant, tokens), profile in found.items()]
+    image_side = int(_first_image(subset).shape[-1])
+    return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))
+
+
+def _first_image(dataset: Dataset) -> Tensor:
+    item = dataset[0]
+    return item[0] if isinstance(item, (tuple, list)) else item
+
+
+# --- tables -------------------------------------------------------------------------------
+
+def _cell(interval: Interval) -> str:
+    return f"{interval.estimate:.1f} [{interval.low:.1f}, {interval.high:.1f}]"
+
+
+def controls_table(results: Sequence[MeasurementResult], measurement: Measurement = DEFAULT) -> str:
+    """A Markdown table, one row per network and input: the raw patches' rank and
+    :math:`N_\\mathrm{eff}` (of their dimension), the early, middle and late levels (EED%, with
+    intervals), the shape with the share of replicates that give it, and U-depth (EED points)."""
+    rows = ["| network | input | raw patches: rank / N_eff (of dim) | early EED% | middle (min) EED% "
+            "| late (max) EED% | shape (share) | U-depth |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for result in results:
+        for name in INPUTS:
+            measured = result.get(name, measurement)
+            patches = result.raw_patches[name]
+            levels = measured.levels()
+            shape, share = measured.shape()
+            rows.append(f"| {result.label} | {name} | {patches.rank} / {patches.n_eff:.1f} ({patches.dim}) | "
+                        + " | ".join(_cell(levels[level]) for level in LEVELS)
+                        + f" | {shape} ({share:.0%}) | {_cell(measured.u_depth())} |")
+    return "\n".join(rows) + "\n"
+
+
+def near(interval: Interval, reported: tuple[float | None, float | None] | None, tolerance: float = TOLERANCE
+         ) -> bool | None:
+    """Whether ``interval`` comes within ``tolerance`` points of the ``reported`` range (low,
+    high; either end ``None`` for an open one); ``None`` where nothing is reported."""
+    if reported is None:
+        return None
+    low = -math.inf if reported[0] is None else reported[0]
+    high = math.inf if reported[1] is None else reported[1]
+    return interval.low <= high + tolerance and interval.high >= low - tolerance
+
+
+def near_paper(measured: MeasuredProfile, reference: str = "tiny-imagenet", tolerance: float = TOLERANCE
+               ) -> dict[str, bool | None]:
+    """For each of the paper's levels, whether ``measured`` comes near what the paper reports
+    for ``reference`` (:func:`near`)."""
+    reported = REPORTED[reference]
+    ranges = dict(zip(LEVELS, (reported.early_eed, reported.minimum_eed, reported.late_eed)))
+    return {name: near(interval, ranges[name], tolerance) for name, interval in measured.levels().items()}
+
+
+def variants_table(results: Sequence[MeasurementResult], reference: str = "tiny-imagenet",
+                   tolerance: float = TOLERANCE) -> str:
+    """A Markdown table, one row per network and measurement of its images: the paper's three
+    levels (EED%, with intervals) and how many of the reported ones come near
+    :data:`~ib_tutorial.reproduction.paper.REPORTED` ``[reference]`` (within ``tolerance``
+    points); **near** where all of them do."""
+    reported = REPORTED[reference]
+    ranges = [reported.early_eed, reported.minimum_eed, reported.late_eed]
+    paper = " / ".join("-" if r is None else f"{r[0]:g}-{r[1]:g}" for r in ranges)
+    rows = [f"| network | variant | tokens | early EED% | middle (min) EED% | late (max) EED% "
+            f"| near the paper ({reference}: {paper}, ±{tolerance:g}) |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for result in results:
+        for measured in result.profiles:
+            if measured.input != INPUTS[0]:
+                continue
+            levels = measured.levels()
+            flags = [flag for flag in near_paper(measured, reference, tolerance).values() if flag is not None]
+            verdict = "**near**" if all(flags) else f"{sum(flags)} of {len(flags)}"
+            rows.append(f"| {result.label} | {measured.variant} | {measured.tokens} | "
+                        + " | ".join(_cell(levels[level]) for level in LEVELS) + f" | {verdict} |")
+    return "\n".join(rows) + "\n"

@@ -2,7 +2,6 @@
 download code (file:// URLs), and on the real samples in ../shared/data when present."""
 import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,14 +22,11 @@ from archive_builders import (
     tiny_imagenet_zip,
     uc_merced_zip,
 )
+from shared_data import DTD_SAMPLE, TINY_SAMPLE, needs
 
 from ib_tutorial.data import get_dataset, tiny_imagenet, torchvision_sets, uc_merced
 from ib_tutorial.data.archives import COMPLETE_MARKER, md5_of
 from ib_tutorial.training.runs import RunDirectory
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-TINY_SAMPLE = SHARED / "tiny-imagenet-200-sample"
-DTD_SAMPLE = SHARED / "dtd-sample"
 
 
 @pytest.fixture
@@ -154,15 +150,16 @@ def test_dtd_official_partition_follows_the_labels_files(tmp_path, monkeypatch):
 
 
 # --- the real samples ----------------------------------------------------------------
-needs_tiny_sample = pytest.mark.skipif(not TINY_SAMPLE.is_dir(), reason=f"no Tiny ImageNet sample at {TINY_SAMPLE}")
-needs_dtd_sample = pytest.mark.skipif(not DTD_SAMPLE.is_dir(), reason=f"no DTD sample at {DTD_SAMPLE}")
+needs_tiny_sample = needs(TINY_SAMPLE)
+needs_dtd_sample = needs(DTD_SAMPLE)
 
 
 @needs_tiny_sample
 def test_tiny_imagenet_sample(tmp_path):
     (tmp_path / "tiny-imagenet-200").symlink_to(TINY_SAMPLE, target_is_directory=True)
-    train = get_dataset("tiny-imagenet", "train", root=tmp_path)
-    val = get_dataset("tiny-imagenet", "val", root=tmp_path)
+    with pytest.warns(UserWarning, match="lists 10 classes, not the official 200"):  # the sample is a subset
+        train = get_dataset("tiny-imagenet", "train", root=tmp_path)
+        val = get_dataset("tiny-imagenet", "val", root=tmp_path)
     assert (len(train), len(val)) == (400, 100)
     wnids = (TINY_SAMPLE / "wnids.txt").read_text().split()
     annotated = dict(line.split("\t")[:2] for line in (TINY_SAMPLE / "val" / "val_annotations.txt").read_text().splitlines())

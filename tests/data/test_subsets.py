@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from archive_builders import TINY_VAL, TINY_WORDS, dtd_tar, image_bytes, snapshot, tiny_imagenet_zip
 from PIL import Image
+from shared_data import DTD_SAMPLE, REAL, TINY_SAMPLE, needs
 
 from ib_tutorial.data import CorruptImageError, DatasetNotFoundError, get_dataset, held_out_split, subsets
 from ib_tutorial.data.spec import parse_spec
@@ -26,9 +27,6 @@ from ib_tutorial.data.subsets import (
     training_file_digest,
 )
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-SHARED = REPOSITORY.parent / "shared" / "data"
-REAL = SHARED / "real"
 UNRECORDED = "0" * 64
 
 # Two of the three classes of tiny_imagenet_zip, in another order than its wnids.txt.
@@ -254,10 +252,8 @@ def test_the_build_command(dtd_source, tmp_path, capsys):
 
 
 # --- the committed data in ../shared/data -------------------------------------------------------
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"no real-data root at {REAL}")
-needs_samples = pytest.mark.skipif(not (REAL.is_dir() and (SHARED / "dtd-sample").is_dir()
-                                        and (SHARED / "tiny-imagenet-200-sample").is_dir()),
-                                   reason=f"no real-data root and samples under {SHARED}")
+needs_real = needs(REAL)
+needs_samples = needs(REAL, DTD_SAMPLE, TINY_SAMPLE)
 
 
 @needs_real
@@ -312,13 +308,13 @@ def test_tin20_built_from_a_full_layout_is_byte_identical_to_the_committed_one(t
 def test_the_samples_match_the_committed_files_byte_for_byte(tmp_path):
     """The Tiny ImageNet sample's images are real/'s files; the DTD sample's images of the
     six classes, built through dtd6's downscale, are real/'s files."""
-    sample, real = SHARED / "tiny-imagenet-200-sample", REAL / "tiny-imagenet-200"
+    sample, real = TINY_SAMPLE, REAL / "tiny-imagenet-200"
     images = [p.relative_to(sample) for p in sample.rglob("*.JPEG")]
     assert len(images) == 500 and all((sample / p).read_bytes() == (real / p).read_bytes() for p in images)
     source = tmp_path / "dtd"
     (source / "images").mkdir(parents=True)
     for name in SUBSETS["dtd6"].classes:
-        (source / "images" / name).symlink_to(SHARED / "dtd-sample" / "images" / name, target_is_directory=True)
+        (source / "images" / name).symlink_to(DTD_SAMPLE / "images" / name, target_is_directory=True)
     with pytest.warns(UserWarning, match="48 files"):  # 8 of each class's 120
         built = build_subset("dtd6", source, tmp_path / "out", progress=False)
     written = files_under(built.folder)

@@ -18,6 +18,7 @@ from archive_builders import (
     uc_merced_zip,
 )
 from PIL import Image
+from shared_data import DTD_SAMPLE, TINY_SAMPLE, needs
 
 from ib_tutorial.data import (
     CorruptImageError,
@@ -31,9 +32,6 @@ from ib_tutorial.data.folders import CORRUPT_SHOWN
 from ib_tutorial.data.spec import parse_spec
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-SHARED = REPOSITORY.parent / "shared" / "data"
-TINY_SAMPLE = SHARED / "tiny-imagenet-200-sample"
-DTD_SAMPLE = SHARED / "dtd-sample"
 FOLDER_DATASETS = ("tiny-imagenet", "uc-merced", "dtd", "eurosat")
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*not the official 200")  # the builders' Tiny ImageNet is a subset
@@ -202,8 +200,7 @@ def test_a_dataloader_worker_passes_the_error_to_the_main_process(tmp_path):
 
 
 # --- the real samples ----------------------------------------------------------------
-needs_samples = pytest.mark.skipif(not (TINY_SAMPLE.is_dir() and DTD_SAMPLE.is_dir()),
-                                   reason=f"no Tiny ImageNet or DTD sample under {SHARED}")
+needs_samples = needs(TINY_SAMPLE, DTD_SAMPLE)
 
 
 @needs_samples

@@ -1,8 +1,8 @@
 """From a training run to profiles, and the whole reproduce bundle, on the ci preset."""
 import json
-from pathlib import Path
 
 import pytest
+from shared_data import DTD_SAMPLE, needs
 
 from ib_tutorial.cli import main
 from ib_tutorial.data import get_dataset
@@ -131,10 +131,7 @@ def test_pretrained_control_profile_is_written_when_weights_load(bundle, monkeyp
     assert record["provenance"]["config_hash"] == config_hash(expected) != config_hash(config)
 
 
-DTD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "dtd-sample"
-
-
-@pytest.mark.skipif(not DTD_SAMPLE.is_dir(), reason=f"no DTD sample at {DTD_SAMPLE}")
+@needs(DTD_SAMPLE)
 def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small(tmp_path, capsys):
     root = tmp_path / "data"
     root.mkdir()

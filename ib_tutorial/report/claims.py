@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import math
 
-from ..reproduction.claims import ClaimTest, ProfileShape
+from ..measure.shape import Verdict
+from ..reproduction.claims import ClaimTest, ShapeSummary
 from ..reproduction.knob import knob_trend
 from ..reproduction.paper import EARLY, LATE, MIDDLE
 from ..reproduction.plateau import Plateau
@@ -31,42 +32,64 @@ def plateau_sentence(label: str, result: Plateau) -> str:
             f"(the rule: under {result.threshold:g} point).")
 
 
-def shape_sentence(label: str, first: ProfileShape, last: ProfileShape) -> str:
-    """How a run's block means moved from its first saved epoch to its last."""
-    return (f"**{label}**: from epoch {first.epoch} to epoch {last.epoch}, the early blocks ({_blocks(EARLY)}) "
-            f"went from {first.early:.1f} % to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from "
-            f"{first.middle:.1f} % to {last.middle:.1f} % and the late ones ({_blocks(LATE)}) from {first.late:.1f} % "
-            f"to {last.late:.1f} %; the lowest block is now L{last.lowest_block} ({last.lowest:.1f} %).")
+def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:
+    """How a run's profile moved from its first saved epoch to its last: its shape by the
+    rule of :mod:`ib_tutorial.measure.shape`, and its early, middle and late block means."""
+    return (f"**{label}**: from epoch {first.epoch} to epoch {last.epoch}, the profile went from "
+            f"{_shape(first)} to {_shape(last)}; the early blocks ({_blocks(EARLY)}) went from {first.early:.1f} % "
+            f"to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from {first.middle:.1f} % to "
+            f"{last.middle:.1f} % and the late ones ({_blocks(LATE)}) from {first.late:.1f} % to {last.late:.1f} %; "
+            f"the lowest block is now L{last.lowest_block} ({last.lowest:.1f} %).")
+
+
+def _shape(summary: ShapeSummary) -> str:
+    article = "an" if summary.shape.value[0] in "aeio" else "a"
+    return f"{article} {summary.shape.value} (U-depth {summary.u_depth:.1f} directions)"
+
+
+def _interval(test: ClaimTest) -> str:
+    if test.interval is None:
+        return "none (no bootstrap)"
+    return f"{test.interval.low:+.1f} to {test.interval.high:+.1f} ({test.interval.level:.0%})"
 
 
 def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """One row per (what was tested, claim): the difference, the margin and the verdict."""
-    lines = ["| claim | tested on | difference (points of EED) | margin | verdict |", "| --- | --- | --- | --- | --- |"]
+    """One row per (what was tested, claim): the statistic in effective directions, its
+    bootstrap interval where the profiles had one, the margin and the three-valued verdict."""
+    lines = ["| claim | tested on | statistic (directions) | interval | margin | verdict |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for subject, test in tested:
-        lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {test.margin:.1f} | "
-                     f"{'holds' if test.holds else 'fails'} |")
+        lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {_interval(test)} | "
+                     f"{test.margin:g} | {test.verdict.value} |")
     return "\n".join(lines)
 
 
 def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """Which claims held and which failed, in one sentence."""
-    held = [f"{test.claim} ({subject})" for subject, test in tested if test.holds]
-    failed = [f"{test.claim} ({subject})" for subject, test in tested if not test.holds]
-    return (f"Of {len(tested)} tests, {len(held)} held" + (f": {'; '.join(held)}" if held else "")
-            + f", and {len(failed)} failed" + (f": {'; '.join(failed)}" if failed else "") + ".")
+    """Which claims held, which failed and which the intervals leave undetermined, in one
+    sentence."""
+    parts = []
+    for verdict in Verdict:
+        named = [f"{test.claim} ({subject})" for subject, test in tested if test.verdict is verdict]
+        word = {"holds": "held", "fails": "failed", "undetermined": "were undetermined"}[verdict.value]
+        parts.append(f"{len(named)} {word}" + (f": {'; '.join(named)}" if named else ""))
+    unbootstrapped = sum(test.interval is None for _, test in tested)
+    note = (f" {unbootstrapped} of them read a profile measured without a bootstrap, so their verdict "
+            "rests on the point value alone." if unbootstrapped else "")
+    return f"Of {len(tested)} tests, {', '.join(parts[:-1])}, and {parts[-1]}.{note}"
 
 
-def knob_sentence(weights: Sequence[float], first: Sequence[ProfileShape], last: Sequence[ProfileShape]) -> str:
-    """How the middle blocks' EED and the two gaps move along a knob sweep at its last saved
-    epoch, against the same fit at the random initialisation (one shape per weight,
-    ascending in weight)."""
-    def moved(key: str, shapes: Sequence[ProfileShape], unit: str = " points") -> str:
+def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary]) -> str:
+    """How the middle blocks' EED and the two shape statistics move along a knob sweep at its
+    last saved epoch, against the same fits at the random initialisation (one summary per
+    weight, ascending in weight): the change from the initialisation is what learning did,
+    the rest the input's own statistics."""
+    def moved(key: str, shapes: Sequence[ShapeSummary], unit: str) -> str:
         trend = knob_trend(weights, [getattr(shape, key) for shape in shapes])
         rho = "undefined" if math.isnan(trend.rank_correlation) else f"{trend.rank_correlation:+.2f}"
-        sign = "+" if unit == " points" else ""
-        return (f"from {getattr(shapes[0], key):{sign}.1f}{unit} at w = {weights[0]:g} to "
-                f"{getattr(shapes[-1], key):{sign}.1f}{unit} at w = {weights[-1]:g} (the fitted line changes "
-                f"{trend.change:+.1f} points over the knob; rank correlation {rho})")
+        return (f"from {getattr(shapes[0], key):.1f}{unit} at w = {weights[0]:g} to "
+                f"{getattr(shapes[-1], key):.1f}{unit} at w = {weights[-1]:g} (the fitted line changes "
+                f"{trend.change:+.1f}{unit} over the knob; rank correlation {rho})")
     return (f"At epoch {last[0].epoch}, the middle blocks' EED ({_blocks(MIDDLE)}) goes {moved('middle', last, ' %')}; "
-            f"early minus middle goes {moved('dip', last)}, and late minus middle {moved('reexpansion', last)}. "
-            f"At the random initialisation, early minus middle goes {moved('dip', first)}.")
+            f"at the random initialisation it already goes {moved('middle', first, ' %')}. "
+            f"The U-depth goes {moved('u_depth', last, ' directions')}, and the re-expansion "
+            f"{moved('reexpansion', last, ' directions')}.")

@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
-from ..reproduction.claims import MARGIN, ProfileShape
+from ..reproduction.claims import MARGIN, ShapeSummary
 from ..reproduction.paper import ReportedProfile
 from ..reproduction.records import profile_from_record
 from .captions import bundle_caption
@@ -275,15 +275,15 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[dict]], caption: str) -> pl
     return fig
 
 
-def plot_knob_shapes(weights: Sequence[float], first: Sequence[ProfileShape], last: Sequence[ProfileShape],
+def plot_knob_shapes(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary],
                      caption: str, margin: float = MARGIN) -> plt.Figure:
-    """The paper's two gaps against the knob: early minus middle (left: the compression the
-    paper finds deeper for objects) and late minus middle (right: re-expansion), at the
-    sweep's last saved epoch (solid) and at the random initialisation (dashed), with the
-    margin a claim must exceed shaded."""
+    """The claims' two statistics against the knob: the U-depth (left: the compression the
+    paper finds deeper for objects) and the re-expansion (right), in effective directions,
+    at the sweep's last saved epoch (solid) and at the random initialisation (dashed), with
+    the margin a claim must exceed shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
     epoch = last[0].epoch
-    for ax, key in ((dip, "dip"), (rise, "reexpansion")):
+    for ax, key in ((dip, "u_depth"), (rise, "reexpansion")):
         ax.plot(weights, [getattr(shape, key) for shape in last], marker="o", color="C0", label=f"epoch {epoch}")
         ax.plot(weights, [getattr(shape, key) for shape in first], marker="s", markerfacecolor="none",
                 **{k: v for k, v in line_style("random init").items() if k not in ("marker", "markerfacecolor")},
@@ -312,14 +312,15 @@ def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | Non
     return fig
 
 
-def plot_profile_shapes(shapes: Mapping[str, Sequence[ProfileShape]], caption: str, margin: float = MARGIN) -> plt.Figure:
-    """The paper's two gaps at every saved epoch, one line per labelled run: how far the
-    middle blocks sit below the early ones (left; the paper: about 28 points) and below the
-    late ones (right: re-expansion), with the margin a claim must exceed shaded."""
+def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: str, margin: float = MARGIN) -> plt.Figure:
+    """The claims' two statistics at every saved epoch, one line per labelled run: the
+    U-depth (left; the paper's Tiny ImageNet profile: about 107 directions of 384) and the
+    re-expansion (right), in effective directions, with the margin a claim must exceed
+    shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
     for index, (label, run) in enumerate(shapes.items()):
         epochs = [shape.epoch for shape in run]
-        dip.plot(epochs, [shape.dip for shape in run], marker="o", color=f"C{index}", label=label)
+        dip.plot(epochs, [shape.u_depth for shape in run], marker="o", color=f"C{index}", label=label)
         rise.plot(epochs, [shape.reexpansion for shape in run], marker="o", color=f"C{index}", label=label)
     style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
     add_caption(fig, caption)
@@ -327,12 +328,12 @@ def plot_profile_shapes(shapes: Mapping[str, Sequence[ProfileShape]], caption: s
 
 
 def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) -> None:
-    """Titles, labels, zero line and the shaded margin of the two gap panels (early minus
-    middle, late minus middle); the legend on the first."""
+    """Titles, labels, zero line and the shaded margin of the two panels (U-depth and
+    re-expansion, both 0 unless the lowest block is a middle one); the legend on the first."""
     for ax, title, ylabel in (
-            (dip, "middle below early", "early mean - middle mean (points of EED)"),
-            (rise, "late re-expansion", "late mean - middle mean (points of EED)")):
-        ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} point)")
+            (dip, "U-depth", "min(early, late) - middle (directions)"),
+            (rise, "late re-expansion", "late - middle (directions)")):
+        ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} direction)")
         ax.axhline(0, color="0.4", lw=1)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

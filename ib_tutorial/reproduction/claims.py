@@ -1,76 +1,121 @@
-"""The paper's claims about the shape of an EED% profile, tested on measured profiles.
+"""The paper's claims about the shape of a profile, tested on measured profiles.
 
 The paper makes four claims about a ViT that has learned its data:
 
-1. **mid-depth minimum**: the profile is lowest in the middle blocks (L2-L4);
-2. **it deepens over training**: the middle blocks fall further below the early ones as
-   the network learns;
+1. **mid-depth minimum**: the profile is lowest in the middle blocks (L2-L4), with the early
+   and the late blocks above them: a U;
+2. **it deepens over training**: the U grows deeper as the network learns;
 3. **deeper for object data than for texture data**: object-centric data sets compress
    more in the middle blocks than texture-centric ones, which stay flat;
-4. **late re-expansion**: the late blocks (L9-L11) rise above the middle ones again.
+4. **late re-expansion**: after the minimum, the late blocks (L9-L11) rise above the middle
+   ones again.
 
-Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`),
-where the data change from objects to textures and nothing else does.
+Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`).
 
-Each is reduced to the block means of :mod:`~ib_tutorial.reproduction.paper` (early
-L0-L1, middle L2-L4, late L9-L11) and holds when its difference exceeds ``margin``
-percentage points of EED (default :data:`MARGIN`), so that a profile flat to within
-measurement noise does not count as having a shape. The numbers come back with every
-verdict, so a reader can apply a stricter or looser margin.
+Every claim is read off one statistic of :mod:`ib_tutorial.measure.shape`, in effective
+directions (:math:`N_\\mathrm{eff}`, a unit that means the same at any width): the U-depth,
+:math:`\\min(\\bar v_E, \\bar v_L) - \\bar v_M`, counted only when the lowest block is a middle
+one (else 0), so that a profile that merely falls with depth, a hump, or a network that
+collapses in its last block has no U; and the re-expansion, :math:`\\bar v_L - \\bar v_M`,
+counted under the same condition. A claim holds when its statistic exceeds ``margin``
+(default :data:`MARGIN`, one effective direction). With a bootstrap over the images
+(:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`) the verdict is three-valued:
+``holds`` when the whole interval lies above the margin, ``fails`` when none of it does,
+``undetermined`` when it straddles the margin. A profile measured without one has no
+interval, and its verdict reads the point value alone: the tables say so.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..measure.bootstrap import BootstrapProfile, Interval, joint_interval
+from ..measure.shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, depth_regions, region_means, u_depth, verdict
 from .knob import knob_trend
-from .paper import EARLY, LATE, MIDDLE
 
-#: Percentage points of EED a difference must exceed to count: a choice (the paper gives
-#: none), small beside the paper's own gaps (about 28 points from early to middle blocks).
-MARGIN = 1.0
+#: Effective directions a claim's statistic must exceed: a choice (the paper gives none), one
+#: direction, small beside the paper's own gap (about 28 points of EED from the early to the
+#: middle blocks, 107 directions of ViT-S's 384).
+MARGIN = DIRECTIONS
 
 
-def _mean(values: Sequence[float], blocks: tuple[int, ...]) -> float:
-    return sum(values[block] for block in blocks) / len(blocks)
+def reexpansion(values: Sequence[float]) -> float:
+    r"""How far the late blocks' mean rises above the middle blocks', :math:`\bar v_L - \bar v_M`,
+    counted only when the lowest block is a middle one (a rise *again* needs a fall
+    before it; else 0); in the units of ``values``."""
+    regions = depth_regions(len(values))
+    if min(range(len(values)), key=values.__getitem__) not in regions.middle:
+        return 0.0
+    means = region_means(values)
+    return means.late - means.middle
 
 
 @dataclass(frozen=True)
-class ProfileShape:
-    """The block means of one saved epoch's EED% profile.
+class ShapeSummary:
+    """One saved epoch's profile, summarised for the claims.
 
     Attributes:
         epoch: the saved epoch (0: the random initialisation).
-        early, middle, late: mean EED% over :data:`~ib_tutorial.reproduction.paper.EARLY`,
-            :data:`~ib_tutorial.reproduction.paper.MIDDLE` and :data:`~ib_tutorial.reproduction.paper.LATE`.
-        lowest_block: the block with the lowest EED%.
-        lowest: its EED%.
+        n_eff: :math:`N_\\mathrm{eff}` of every block.
+        dim: the width D (EED% is ``100 * n_eff / dim``).
+        bootstrap: the profile's bootstrap over images, when it was measured with one.
     """
 
     epoch: int
-    early: float
-    middle: float
-    late: float
-    lowest_block: int
-    lowest: float
+    n_eff: tuple[float, ...]
+    dim: int
+    bootstrap: BootstrapProfile | None = None
 
     @property
-    def dip(self) -> float:
-        """Points the middle blocks sit below the early ones (negative: above)."""
-        return self.early - self.middle
+    def eed_percent(self) -> list[float]:
+        return [100 * value / self.dim for value in self.n_eff]
+
+    @property
+    def shape(self) -> ProfileShape:
+        """The profile's shape by :func:`~ib_tutorial.measure.shape.classify_shape`
+        (tolerance: :data:`MARGIN` effective directions)."""
+        return classify_shape(self.n_eff, MARGIN)
+
+    @property
+    def lowest_block(self) -> int:
+        return min(range(len(self.n_eff)), key=self.n_eff.__getitem__)
+
+    @property
+    def u_depth(self) -> float:
+        """The U-depth in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`)."""
+        return u_depth(self.n_eff)
 
     @property
     def reexpansion(self) -> float:
-        """Points the late blocks sit above the middle ones (negative: below)."""
-        return self.late - self.middle
+        """The re-expansion in effective directions (:func:`reexpansion`)."""
+        return reexpansion(self.n_eff)
+
+    @property
+    def lowest(self) -> float:
+        """The lowest block's EED%."""
+        return self.eed_percent[self.lowest_block]
+
+    @property
+    def early(self) -> float:
+        """The early blocks' mean EED% (:func:`~ib_tutorial.measure.shape.depth_regions`)."""
+        return region_means(self.eed_percent).early
+
+    @property
+    def middle(self) -> float:
+        """The middle blocks' mean EED%."""
+        return region_means(self.eed_percent).middle
+
+    @property
+    def late(self) -> float:
+        """The late blocks' mean EED%."""
+        return region_means(self.eed_percent).late
 
 
-def profile_shape(record: dict) -> ProfileShape:
-    """The :class:`ProfileShape` of a profile record (``profiles/<epoch>.json``)."""
-    eed = record["profile"]["eed_percent"]
-    lowest_block = min(range(len(eed)), key=eed.__getitem__)
-    return ProfileShape(record["epoch"] or 0, _mean(eed, EARLY), _mean(eed, MIDDLE), _mean(eed, LATE),
-                        lowest_block, eed[lowest_block])
+def profile_shape(record: dict, bootstrap: BootstrapProfile | None = None) -> ShapeSummary:
+    """The :class:`ShapeSummary` of a profile record (``profiles/<epoch>.json``), with its
+    bootstrap over images when one was measured."""
+    profile = record["profile"]
+    return ShapeSummary(record["epoch"] or 0, tuple(profile["n_eff"]), profile["dim"], bootstrap)
 
 
 @dataclass(frozen=True)
@@ -79,46 +124,60 @@ class ClaimTest:
 
     Attributes:
         claim: which (``"mid-depth minimum"``, ``"deepens over training"``,
-            ``"deeper for object data"``, ``"late re-expansion"``).
-        holds: whether the difference exceeds the margin (and, for the minimum, the lowest
-            block is a middle one).
-        difference: the difference tested, in points of EED.
-        margin: the margin it was tested against.
+            ``"deeper for object data"``, ``"late re-expansion"``, or claim 3 along the knob).
+        verdict: ``holds``, ``fails`` or ``undetermined`` (:class:`~ib_tutorial.measure.shape.Verdict`).
+        difference: the statistic tested, in effective directions.
+        margin: the margin it was tested against, in effective directions.
+        interval: its bootstrap interval, or None where the profiles had none (the verdict
+            then reads ``difference`` alone).
     """
 
     claim: str
-    holds: bool
+    verdict: Verdict
     difference: float
     margin: float
+    interval: Interval | None = None
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict is Verdict.HOLDS
 
 
-def mid_depth_minimum(shape: ProfileShape, margin: float = MARGIN) -> ClaimTest:
-    """The lowest block is a middle one, and the middle mean lies more than ``margin``
-    below both the early and the late mean; ``difference`` is the smaller of the two gaps."""
-    gap = min(shape.dip, shape.reexpansion)
-    return ClaimTest("mid-depth minimum", shape.lowest_block in MIDDLE and gap > margin, gap, margin)
+def _test(claim: str, statistic: Callable[..., float], shapes: Sequence[ShapeSummary], margin: float) -> ClaimTest:
+    """``statistic`` of the shapes' :math:`N_\\mathrm{eff}` values against ``margin``, with its
+    interval on the shapes' joint bootstrap replicates when every shape has them."""
+    value = statistic(*(shape.n_eff for shape in shapes))
+    if all(shape.bootstrap is not None for shape in shapes):
+        interval = joint_interval(statistic, [shape.bootstrap for shape in shapes])
+        return ClaimTest(claim, interval.verdict(margin), value, margin, interval)
+    return ClaimTest(claim, verdict(value, value, margin), value, margin)
 
 
-def deepens(first: ProfileShape, last: ProfileShape, margin: float = MARGIN) -> ClaimTest:
-    """The dip (early minus middle) grew by more than ``margin`` from ``first`` to ``last``."""
-    growth = last.dip - first.dip
-    return ClaimTest("deepens over training", growth > margin, growth, margin)
+def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """The profile is a U: its U-depth exceeds ``margin``."""
+    return _test("mid-depth minimum", u_depth, [shape], margin)
 
 
-def deeper_for_objects(objects: ProfileShape, textures: ProfileShape, margin: float = MARGIN) -> ClaimTest:
-    """The object data's dip exceeds the texture data's by more than ``margin``."""
-    difference = objects.dip - textures.dip
-    return ClaimTest("deeper for object data", difference > margin, difference, margin)
+def deepens(first: ShapeSummary, last: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """The U-depth grew by more than ``margin`` from ``first`` to ``last``."""
+    return _test("deepens over training", lambda a, b: u_depth(b) - u_depth(a), [first, last], margin)
 
 
-def late_reexpansion(shape: ProfileShape, margin: float = MARGIN) -> ClaimTest:
-    """The late mean lies more than ``margin`` above the middle mean."""
-    return ClaimTest("late re-expansion", shape.reexpansion > margin, shape.reexpansion, margin)
+def deeper_for_objects(objects: ShapeSummary, textures: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """The object data's U-depth exceeds the texture data's by more than ``margin``."""
+    return _test("deeper for object data", lambda a, b: u_depth(a) - u_depth(b), [objects, textures], margin)
 
 
-def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ProfileShape], margin: float = MARGIN) -> ClaimTest:
+def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """After a minimum in the middle blocks, the late mean lies more than ``margin`` above
+    the middle mean (:func:`reexpansion`)."""
+    return _test("late re-expansion", reexpansion, [shape], margin)
+
+
+def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ShapeSummary], margin: float = MARGIN) -> ClaimTest:
     """Claim 3 along ``synthetic-mix``'s knob (:mod:`~ib_tutorial.reproduction.knob`): the
-    dip's least-squares line over ``weights`` falls by more than ``margin`` from the
+    U-depth's least-squares line over ``weights`` falls by more than ``margin`` from the
     objects' end to the textures' end; ``difference`` is that fall."""
-    fall = -knob_trend(weights, [shape.dip for shape in shapes]).change
-    return ClaimTest("deeper for object data along the knob", fall > margin, fall, margin)
+    def fall(*profiles: Sequence[float]) -> float:
+        return -knob_trend(weights, [u_depth(values) for values in profiles]).change
+    return _test("deeper for object data along the knob", fall, shapes, margin)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..models import PRETRAINED_DINO
 from .bundles import Bundle, load_bundles
-from .claims import ClaimTest, ProfileShape, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
+from .claims import ClaimTest, ShapeSummary, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
 from .paper import REPORTED
 from .pretrained import converged_folder, load_published
 
@@ -108,15 +108,15 @@ def shape_claims(profiles: dict[str, dict[str, dict[str, dict]]],
     return tested
 
 
-def shapes(profiles: dict, dataset: str, measurement: str = DEFAULT_MEASUREMENT) -> dict[str, ProfileShape]:
-    """Model -> :class:`~ib_tutorial.reproduction.claims.ProfileShape` on ``dataset``."""
+def shapes(profiles: dict, dataset: str, measurement: str = DEFAULT_MEASUREMENT) -> dict[str, ShapeSummary]:
+    """Model -> :class:`~ib_tutorial.reproduction.claims.ShapeSummary` on ``dataset``."""
     return {model: profile_shape(records[measurement]) for model, records in profiles.get(dataset, {}).items()
             if measurement in records}
 
 
 def objects_against_textures(profiles: dict, objects: str = "tiny-imagenet", textures: str = "dtd",
                              measurement: str = DEFAULT_MEASUREMENT) -> list[tuple[str, ClaimTest]]:
-    """For each model profiled on both: is its dip deeper on the object data?"""
+    """For each model profiled on both: is its U deeper on the object data?"""
     on_objects, on_textures = shapes(profiles, objects, measurement), shapes(profiles, textures, measurement)
     return [(f"{model}: {objects} against {textures}", deeper_for_objects(on_objects[model], on_textures[model]))
             for model in on_objects if model in on_textures]
@@ -124,22 +124,22 @@ def objects_against_textures(profiles: dict, objects: str = "tiny-imagenet", tex
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two published models' dips (early minus middle EED%) on one dataset."""
+    """Two published models' U-depths (effective directions) on one dataset."""
 
     dataset: str
     first: str
     second: str
-    first_dip: float
-    second_dip: float
+    first_u_depth: float
+    second_u_depth: float
 
     @property
     def difference(self) -> float:
-        return self.first_dip - self.second_dip
+        return self.first_u_depth - self.second_u_depth
 
 
 def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT) -> list[Comparison]:
     """DINO ViT-S/16 against each supervised ViT-S and against DINOv2, on every dataset
-    where both were profiled: does the objective change the dip at the same width?"""
+    where both were profiled: does the objective change the U-depth at the same width?"""
     out = []
     for dataset in profiles:
         measured = shapes(profiles, dataset, measurement)
@@ -147,7 +147,7 @@ def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT)
             continue
         for model, training in TRAINING.items():
             if training in ("supervised", "DINOv2") and model in measured:
-                out.append(Comparison(dataset, PRETRAINED_DINO, model, measured[PRETRAINED_DINO].dip, measured[model].dip))
+                out.append(Comparison(dataset, PRETRAINED_DINO, model, measured[PRETRAINED_DINO].u_depth, measured[model].u_depth))
     return out
 
 

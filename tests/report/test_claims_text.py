@@ -12,27 +12,31 @@ from ib_tutorial.reproduction.claims import (
 )
 
 
-def shape(eed, epoch):
-    return profile_shape({"epoch": epoch, "profile": {"eed_percent": eed}})
+def shape(n_eff, epoch):
+    """A profile of a width of 100, so its EED% equals its N_eff."""
+    return profile_shape({"epoch": epoch, "profile": {"n_eff": n_eff, "dim": 100}})
 
 
 FLAT = shape([4.0] * 12, 0)
 DIP = shape([60, 60, 35, 30, 33, 45, 55, 65, 75, 85, 90, 92], 30)
 
 
-def test_the_shape_sentence_states_the_block_means_and_the_lowest_block():
+def test_the_shape_sentence_states_the_shapes_the_block_means_and_the_lowest_block():
     sentence = shape_sentence("run A", FLAT, DIP)
     assert "run A" in sentence and "epoch 0 to epoch 30" in sentence
+    assert "from a flat (U-depth 0.0 directions) to a U (U-depth 27.3 directions)" in sentence
     assert "from 4.0 % to 60.0 %" in sentence and "L3 (30.0 %)" in sentence
 
 
 def test_the_table_and_summary_give_each_verdict():
     tested = [("run A", mid_depth_minimum(DIP)), ("run B", late_reexpansion(FLAT))]
     table = claims_markdown(tested)
-    assert "| mid-depth minimum | run A | +27.3 | 1.0 | holds |" in table
-    assert "| late re-expansion | run B | +0.0 | 1.0 | fails |" in table
+    assert "| mid-depth minimum | run A | +27.3 | none (no bootstrap) | 1 | holds |" in table
+    assert "| late re-expansion | run B | +0.0 | none (no bootstrap) | 1 | fails |" in table
     summary = claims_summary(tested)
-    assert summary == ("Of 2 tests, 1 held: mid-depth minimum (run A), and 1 failed: late re-expansion (run B).")
+    assert summary == ("Of 2 tests, 1 held: mid-depth minimum (run A), 1 failed: late re-expansion (run B), and 0 were "
+                       "undetermined. 2 of them read a profile measured without a bootstrap, so their verdict rests on "
+                       "the point value alone.")
 
 
 def test_the_plateau_sentence_states_the_gain_and_the_rule():

@@ -1,8 +1,12 @@
 """The paper's claims on profiles whose shape is known by construction."""
 import pytest
+import torch
 
+from ib_tutorial.measure.bootstrap import BootstrapProfile
+from ib_tutorial.measure.shape import ProfileShape, Verdict
 from ib_tutorial.reproduction.claims import (
     MARGIN,
+    ShapeSummary,
     deepens,
     deeper_for_objects,
     late_reexpansion,
@@ -11,59 +15,91 @@ from ib_tutorial.reproduction.claims import (
 )
 
 
-def record(eed: list[float], epoch: int = 10) -> dict:
-    return {"epoch": epoch, "profile": {"eed_percent": eed}}
+def record(n_eff: list[float], epoch: int = 10, dim: int = 100) -> dict:
+    return {"epoch": epoch, "profile": {"n_eff": n_eff, "eed_percent": [100 * v / dim for v in n_eff], "dim": dim}}
 
 
-# The paper's Tiny ImageNet shape: 59 % early, 30 % at L3, back up to 90 % late.
+def summary(n_eff, epoch=10, dim=100):
+    return profile_shape(record(n_eff, epoch, dim))
+
+
+# The paper's Tiny ImageNet shape (in directions of a width of 100): 59 early, 30 at L3, 92 late.
 PAPER_LIKE = [59, 59, 35, 30, 33, 45, 55, 65, 75, 85, 90, 92]
 FLAT = [40.0] * 12
-RISING = [10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32]
+FALLING = [32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10]
+# The supervised Tiny ImageNet run's shape: rises from L0 to a maximum at L7, falls to L11.
+HUMP = [12.0, 12.5, 13.5, 14.5, 15.5, 16.0, 16.2, 16.3, 15.5, 14.8, 14.2, 13.8]
+# A network that collapsed: its last block keeps about one direction.
+COLLAPSE = [30, 28, 26, 25, 24, 22, 20, 16, 12, 8, 4, 1.1]
 
 
-def test_the_block_means_follow_the_papers_block_groups():
-    shape = profile_shape(record(PAPER_LIKE))
-    assert shape.early == 59 and shape.middle == pytest.approx(98 / 3) and shape.late == pytest.approx(89)
-    assert (shape.lowest_block, shape.lowest) == (3, 30)
-    assert shape.dip == pytest.approx(59 - 98 / 3) and shape.reexpansion == pytest.approx(89 - 98 / 3)
+def test_the_summary_names_the_shape_and_reads_eed_from_the_width():
+    shape = summary(PAPER_LIKE, dim=200)
+    assert shape.shape is ProfileShape.U and shape.lowest_block == 3
+    assert shape.early == pytest.approx(29.5) and shape.middle == pytest.approx(98 / 6) and shape.late == pytest.approx(89 / 2)
+    assert shape.u_depth == pytest.approx(59 - 98 / 3) and shape.reexpansion == pytest.approx(89 - 98 / 3)
+    assert [summary(v).shape for v in (FLAT, FALLING, HUMP, COLLAPSE)] == [
+        ProfileShape.FLAT, ProfileShape.FALLING, ProfileShape.HUMP, ProfileShape.FALLING]
 
 
 def test_a_record_without_an_epoch_is_the_initialisation():
-    assert profile_shape(record(FLAT, epoch=None)).epoch == 0
+    assert summary(FLAT, epoch=None).epoch == 0
 
 
-@pytest.mark.parametrize("eed, holds", [(PAPER_LIKE, True), (FLAT, False), (RISING, False),
-                                        # lowest at L3, but only half a point below either side
-                                        ([40.5] * 2 + [40, 39.9, 40] + [40.5] * 7, False),
-                                        # a dip, but the lowest block is L7
-                                        ([50, 50, 30, 30, 30, 40, 40, 20, 40, 45, 45, 45], False)])
-def test_a_mid_depth_minimum_needs_the_lowest_block_in_the_middle_and_gaps_above_the_margin(eed, holds):
-    assert mid_depth_minimum(profile_shape(record(eed))).holds is holds
+@pytest.mark.parametrize("n_eff, verdict", [(PAPER_LIKE, Verdict.HOLDS), (FLAT, Verdict.FAILS), (FALLING, Verdict.FAILS),
+                                            (HUMP, Verdict.FAILS), (COLLAPSE, Verdict.FAILS),
+                                            # lowest at L3, but only half a direction below either side
+                                            ([40.5] * 2 + [40, 39.9, 40] + [40.5] * 7, Verdict.FAILS),
+                                            # a dip, but the lowest block is L7
+                                            ([50, 50, 30, 30, 30, 40, 40, 20, 40, 45, 45, 45], Verdict.FAILS)])
+def test_a_mid_depth_minimum_is_a_u_deeper_than_the_margin(n_eff, verdict):
+    assert mid_depth_minimum(summary(n_eff)).verdict is verdict
 
 
-def test_the_minimums_difference_is_the_smaller_gap():
-    eed = [50, 50, 30, 30, 30, 40, 40, 40, 40, 35, 35, 35]  # 20 points below early, 5 below late
-    test = mid_depth_minimum(profile_shape(record(eed)))
-    assert test.holds and test.difference == pytest.approx(5)
+def test_the_minimums_statistic_is_the_smaller_gap():
+    n_eff = [50, 50, 30, 30, 30, 40, 40, 40, 40, 35, 35, 35]  # 20 directions below early, 5 below late
+    test = mid_depth_minimum(summary(n_eff))
+    assert test.holds and test.difference == pytest.approx(5) and test.interval is None
 
 
-def test_deepening_compares_the_dip_of_the_first_and_last_epoch():
-    start, end = profile_shape(record(FLAT, epoch=0)), profile_shape(record(PAPER_LIKE))
-    assert deepens(start, end).holds and deepens(start, end).difference == pytest.approx(end.dip)
+def test_deepening_compares_the_u_depth_of_the_first_and_last_epoch():
+    start, end = summary(FLAT, epoch=0), summary(PAPER_LIKE)
+    assert deepens(start, end).holds and deepens(start, end).difference == pytest.approx(end.u_depth)
     assert not deepens(end, start).holds
     assert not deepens(start, start).holds
+    # A falling profile or a collapse has no U, however low its middle or last block falls.
+    assert not deepens(start, summary(FALLING)).holds and not deepens(start, summary(COLLAPSE)).holds
 
 
-def test_objects_deeper_than_textures_compares_their_dips():
-    objects, textures = profile_shape(record(PAPER_LIKE)), profile_shape(record(FLAT))
+def test_objects_deeper_than_textures_compares_u_depths_not_early_minus_middle():
+    objects, textures = summary(PAPER_LIKE), summary(FLAT)
     assert deeper_for_objects(objects, textures).holds
     assert not deeper_for_objects(textures, objects).holds
+    # Two humps: early minus middle differs by 3 directions, but neither has a U.
+    shallow_hump = [12, 12, 14, 15, 16, 17, 17, 17, 16, 15, 14, 13]
+    assert deeper_for_objects(summary(shallow_hump), summary(HUMP)).verdict is Verdict.FAILS
 
 
-def test_late_reexpansion_and_its_margin():
-    assert late_reexpansion(profile_shape(record(PAPER_LIKE))).holds
-    assert not late_reexpansion(profile_shape(record(FLAT))).holds
-    half_point = [40, 40, 40, 40, 40, 40, 40, 40, 40, 40.5, 40.5, 40.5]
-    assert not late_reexpansion(profile_shape(record(half_point))).holds
-    assert late_reexpansion(profile_shape(record(half_point)), margin=0.25).holds
-    assert MARGIN == late_reexpansion(profile_shape(record(FLAT))).margin
+def test_late_reexpansion_needs_a_minimum_in_the_middle_and_the_margin():
+    assert late_reexpansion(summary(PAPER_LIKE)).holds
+    assert not late_reexpansion(summary(FLAT)).holds
+    assert not late_reexpansion(summary([10, 10, 12, 12, 12, 14, 16, 18, 20, 22, 24, 26])).holds  # rising, no fall
+    half = [41, 41, 40, 39.9, 40, 40, 40, 40, 40, 40.5, 40.5, 40.5]
+    assert not late_reexpansion(summary(half)).holds
+    assert late_reexpansion(summary(half), margin=0.25).holds
+    assert MARGIN == late_reexpansion(summary(FLAT)).margin == 1.0
+
+
+def bootstrapped(n_eff, spread):
+    """A profile with replicates spread evenly by ``spread`` directions around it (every block together)."""
+    shifts = torch.linspace(-spread, spread, 101, dtype=torch.float64)[:, None]
+    replicates = torch.tensor(n_eff, dtype=torch.float64) + shifts * torch.tensor([1.0] * 5 + [0.0] * 7, dtype=torch.float64)
+    return BootstrapProfile(list(n_eff), replicates, dim=100, level=0.9, method="percentile", variant="tokens", seed=0)
+
+
+def test_a_bootstrap_makes_the_verdict_three_valued():
+    u = [12, 12, 10, 10, 10] + [13] * 7  # U-depth 2 directions
+    narrow = ShapeSummary(10, tuple(u), 100, bootstrapped(u, 0.5))
+    wide = ShapeSummary(10, tuple(u), 100, bootstrapped(u, 4.0))
+    assert mid_depth_minimum(narrow).verdict is Verdict.HOLDS and mid_depth_minimum(narrow).interval is not None
+    assert mid_depth_minimum(wide).verdict is Verdict.UNDETERMINED

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ib_tutorial.reproduction.bundles import Bundle
-from ib_tutorial.reproduction.claims import ProfileShape, deeper_along_knob
+from ib_tutorial.reproduction.claims import ShapeSummary, deeper_along_knob
 from ib_tutorial.reproduction.knob import LAPTOP_SWEEP, LIVE_SWEEP, knob_sweeps, knob_trend, widest_sweep
 from ib_tutorial.report.knob import knob_command, knob_specs
 from ib_tutorial.training.run_spec import RunSpec
@@ -25,8 +25,9 @@ def bundle(name, *runs):
     return Bundle(name, Path(name), "laptop", dict(runs))
 
 
-def shape(dip, epoch=12):
-    return ProfileShape(epoch, early=20 + dip, middle=20, late=25, lowest_block=3, lowest=19)
+def shape(depth, epoch=12):
+    """A U of the given depth in effective directions (the late blocks higher still)."""
+    return ShapeSummary(epoch, (20 + depth,) * 2 + (20,) * 3 + (22 + depth,) * 7, dim=192)
 
 
 def test_a_straight_line_is_fitted_exactly():
@@ -50,14 +51,14 @@ def test_two_weights_or_a_flat_statistic_have_no_rank_correlation():
         knob_trend([0, 1], [1, 2, 3])
 
 
-@pytest.mark.parametrize("dips, holds", [([12, 9, 6, 3, 0], True),     # falls 12 points
-                                         ([0, 3, 6, 9, 12], False),    # rises
-                                         ([5, 5.2, 4.9, 5.1, 4.8], False)])  # flat within the margin
-def test_claim_three_along_the_knob_holds_when_the_dip_falls_towards_textures(dips, holds):
+@pytest.mark.parametrize("depths, holds", [([12, 9, 6, 3, 0.5], True),     # falls 11.5 directions
+                                           ([0.5, 3, 6, 9, 12], False),    # rises
+                                           ([5, 5.2, 4.9, 5.1, 4.8], False)])  # flat within the margin
+def test_claim_three_along_the_knob_holds_when_the_u_depth_falls_towards_textures(depths, holds):
     weights = [0, 0.25, 0.5, 0.75, 1]
-    test = deeper_along_knob(weights, [shape(d) for d in dips])
-    assert test.holds is holds
-    assert test.difference == pytest.approx(-knob_trend(weights, dips).change)
+    test = deeper_along_knob(weights, [shape(d) for d in depths])
+    assert test.holds is holds and test.interval is None
+    assert test.difference == pytest.approx(-knob_trend(weights, depths).change)
 
 
 def test_sweeps_group_one_objective_and_settings_and_need_two_weights():

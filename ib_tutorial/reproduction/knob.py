@@ -4,10 +4,11 @@
 ``synthetic-mix`` blends each image from an object (class = a shape) and a texture (class
 = a texture statistic) of the same class, ``(1 - w) object + w texture``
 (:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape
-to the texture and changes nothing else. A sweep is the runs of one bundle that train
-``synthetic-mix`` with the same objective and the same settings after ``@``, one per ``w``
-(``synthetic-mix:texture_weight=0.25@objective=supervised,epochs=20`` and so on), so that
-the knob is the only thing that differs between them.
+to the texture, and with it the images' pixel statistics (the texture end has the richer
+ones), so each run is read against its own random initialisation. A sweep is the runs of
+one bundle that train ``synthetic-mix`` with the same objective and the same settings after
+``@``, one per ``w`` (``synthetic-mix:texture_weight=0.25@objective=supervised,epochs=20``
+and so on), so that the knob is the only setting that differs between them.
 
 :func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the
 paper's contrast, objects against textures, is the line's change from ``w = 0`` to
@@ -30,7 +31,7 @@ from .plateau import GAIN, plateau
 KNOB_DATASET = "synthetic-mix"
 
 #: The committed ``laptop`` sweep (``results/laptop-knob``): its weights and the settings
-#: every run sets after ``@`` (README, "Committed results", has the command and the pilot
+#: every run sets after ``@`` (``results/README.md`` has the command and the pilot
 #: that chose them).
 LAPTOP_SWEEP = ((0, 0.25, 0.5, 0.75, 1), "objective=supervised,epochs=12,knn_every=2,checkpoint_every=3")
 

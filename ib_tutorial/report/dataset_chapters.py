@@ -24,9 +24,9 @@ from ..models import ARCHITECTURES, MODEL_NAMES
 from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository
 from ..presets import PRESETS, Preset, get_preset
 from ..reproduction.bundles import Bundle, middle_eed
-from ..reproduction.comparison import ComparisonRow
+from ..reproduction.comparison import compare_profile
 from ..reproduction.dataset_runs import DatasetRun, Family, dataset_runs
-from ..reproduction.paper import MIDDLE, PAPER_DATASETS, REPORTED
+from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
@@ -98,7 +98,11 @@ def knn_markdown(entry: DatasetRun) -> str:
 
 
 def baseline_markdown(entry: DatasetRun) -> str:
-    """The raw pixel patches' N_eff, the floor of block 0, beside block 0 before and after training."""
+    """The raw pixel patches' N_eff beside block 0's output before and after training.
+
+    The raw patches are a reference for where block 0 starts, not a bound on it: the linear patch
+    embedding bounds only the rank of block 0's input (3p^2 content directions plus positions),
+    and block 0's output has passed through attention and an MLP."""
     summary, config = entry.run.summary, entry.run.config
     n_eff, dim = summary["raw_patch_n_eff"], summary["raw_patch_dim"]
     first, last = entry.run.profiles[0]["profile"], entry.run.profiles[-1]["profile"]
@@ -123,9 +127,13 @@ def shape_markdown(entry: DatasetRun) -> str:
 
 
 def comparison_table(entry: DatasetRun) -> str:
-    """The run's comparison rows with the paper (from ``summary.json``) as a table, and a
-    line on what they mean when the paper did not study the dataset."""
-    rows = [ComparisonRow(**row) for row in entry.run.summary["comparison"]]
+    """The run's comparison with the paper as a table, and a line on what they mean when the
+    paper did not study the dataset. The rows are recomputed from the run's last profile
+    (:func:`~ib_tutorial.reproduction.comparison.compare_profile`), so they read the paper's
+    values as :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now; ``summary.json``
+    keeps the rows written when the bundle was made, and says which runs are compared."""
+    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1]["profile"]["eed_percent"])
+            if entry.run.summary["comparison"] else [])
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
     table = comparison_markdown(rows)
@@ -242,16 +250,21 @@ def paper_row_markdown(dataset: str) -> str:
         return (f"The paper did not study `{dataset}`; its datasets are "
                 + ", ".join(f"`{name}`" for name in PAPER_DATASETS) + ".")
 
-    def span(blocks, values):
-        return "-" if values is None else f"{values[0]:.1f}-{values[1]:.1f} % (L{blocks[0]}-L{blocks[-1]})"
+    def span(key, blocks, values):
+        if values is None:
+            return "-"
+        where = late_label(reported) if key == "late" else f"L{blocks[0]}-L{blocks[-1]}"
+        return f"{values[0]:.1f}-{values[1]:.1f} % ({where}; {reported.band_note(key, values)})"
 
     flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
     return "\n".join([
         "| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |",
-        f"| `{dataset}` | {span(reported.early_blocks, reported.early_eed)} | "
-        f"{span(reported.middle_blocks, reported.minimum_eed)} | {span(reported.late_blocks, reported.late_eed)} | {flat} |",
+        f"| `{dataset}` | {span('early', reported.early_blocks, reported.early_eed)} | "
+        f"{span('minimum', reported.middle_blocks, reported.minimum_eed)} | "
+        f"{span('late', reported.late_blocks, reported.late_eed)} | {flat} |",
     ]) + ("\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384; a dash is a value it does not "
-          "state as a number.")
+          f"state as a number. Where it states one value (\"about x\"), the band is ours: x ± {ABOUT_TOLERANCE:g} "
+          "points.")
 
 
 # --- run it yourself -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
 from ..reproduction.claims import MARGIN, ShapeSummary
-from ..reproduction.paper import ReportedProfile
+from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
 from ..reproduction.records import profile_from_record
 from .captions import bundle_caption
 
@@ -33,7 +33,9 @@ def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -
         ax.fill_between([min(blocks) - 0.3, max(blocks) + 0.3], low, high, color=color, alpha=0.25, lw=0)
     if reported.flat_above is not None:
         ax.axhline(reported.flat_above, color=color, ls="--", lw=1)
-    ax.plot([], [], color=color, alpha=0.5, lw=6, label="paper's reported range")
+    ours = any(key in reported.tolerance_bands for key in ("early", "minimum", "late"))
+    ax.plot([], [], color=color, alpha=0.5, lw=6,
+            label=f"paper's value (±{ABOUT_TOLERANCE:g} around an \"about\": our tolerance)" if ours else "paper's reported range")
 
 
 def plot_block_profile(

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .paper import REPORTED, ReportedProfile
+from .paper import REPORTED, ReportedProfile, late_label, late_value
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def _against_range(value: float, bounds: tuple[float, float] | None) -> tuple[st
     if bounds is None:
         return "not reported", "the paper gives no number", "-"
     low, high = bounds
-    paper = f"{low:.1f}-{high:.1f} %" if low != high else f"{low:.1f} %"
+    paper = f"{low:.1f}-{high:.1f} %" if low != high else f"{low:.1f} %"  # a band of ours where the paper gives one value (paper.about)
     if value < low:
         return paper, "below", f"{value - low:+.1f} points below the range"
     if value > high:
@@ -45,17 +45,19 @@ def compare_profile(dataset: str, eed_percent: list[float]) -> list[ComparisonRo
     ref = reported or REPORTED["tiny-imagenet"]  # block ranges are the same for every dataset
     rows = []
 
-    def add(statistic, ours, ours_text, bounds):
+    def add(statistic, ours, ours_text, bounds, key):
         paper, verdict, deviation = _against_range(ours, bounds) if reported else ("not studied", "not reported", "-")
+        note = reported.band_note(key, bounds) if reported else ""
+        paper = f"{paper} ({note})" if note else paper
         rows.append(ComparisonRow(dataset, statistic, ours, ours_text, paper, verdict, deviation))
 
     early = _mean(eed_percent, ref.early_blocks)
     add(f"early EED% (mean of L{ref.early_blocks[0]}-L{ref.early_blocks[-1]})", early, f"{early:.1f} %",
-        reported.early_eed if reported else None)
+        reported.early_eed if reported else None, "early")
 
     minimum = min(eed_percent)
     where = eed_percent.index(minimum)
-    add("minimum EED%", minimum, f"{minimum:.1f} % at L{where}", reported.minimum_eed if reported else None)
+    add("minimum EED%", minimum, f"{minimum:.1f} % at L{where}", reported.minimum_eed if reported else None, "minimum")
     if reported and reported.minimum_eed is not None:
         in_middle = where in reported.middle_blocks
         rows.append(ComparisonRow(
@@ -65,9 +67,9 @@ def compare_profile(dataset: str, eed_percent: list[float]) -> list[ComparisonRo
             "inside the reported blocks" if in_middle else f"minimum at L{where}, outside the reported blocks",
         ))
 
-    late = _mean(eed_percent, ref.late_blocks)
-    add(f"late EED% (mean of L{ref.late_blocks[0]}-L{ref.late_blocks[-1]})", late, f"{late:.1f} %",
-        reported.late_eed if reported else None)
+    late = late_value(ref, eed_percent)  # the highest late block where the paper says "up to"
+    add(f"late EED% ({late_label(ref)})", late, f"{late:.1f} %", reported.late_eed if reported else None,
+        "late")
     if reported and reported.late_eed is None and reported.minimum_eed is not None:
         rises = where < min(ref.late_blocks) and late > minimum  # a minimum inside the late blocks is no rise
         rows[-1] = ComparisonRow(

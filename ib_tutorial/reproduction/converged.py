@@ -17,7 +17,7 @@ from pathlib import Path
 from ..models import PRETRAINED_DINO
 from .bundles import Bundle, load_bundles
 from .claims import ClaimTest, ShapeSummary, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
-from .paper import REPORTED
+from .paper import REPORTED, late_value
 from .pretrained import converged_folder, load_published
 
 #: The chapter's datasets, objects first: the paper's three and the texture data it did not study.
@@ -86,9 +86,8 @@ def range_checks(dataset: str, record: dict) -> list[RangeCheck]:
                                  reported.early_eed))
     if reported.minimum_eed:
         checks.append(RangeCheck("minimum", min(eed[b] for b in reported.middle_blocks), reported.minimum_eed))
-    if reported.late_eed:
-        checks.append(RangeCheck("late", sum(eed[b] for b in reported.late_blocks) / len(reported.late_blocks),
-                                 reported.late_eed))
+    if reported.late_eed:  # the late blocks' mean, or their highest block where the paper says "up to"
+        checks.append(RangeCheck("late", late_value(reported, eed), reported.late_eed))
     if reported.flat_above is not None:
         checks.append(RangeCheck("lowest block", min(eed), (reported.flat_above, 100.0)))
     return checks

@@ -83,3 +83,10 @@ def test_the_chapter_renders_every_section_from_the_profiles(root):
                     "not profiled"):
         assert section in text, section
     assert "No published model has been profiled here" not in text
+
+
+def test_range_checks_read_the_highest_late_block_where_the_paper_says_up_to():
+    eed = [59.0, 59.0, 31.0, 30.0, 33.0, 40.0, 50.0, 60.0, 70.0, 70.0, 80.0, 92.0]
+    checks = {check.statistic: check for check in range_checks("tiny-imagenet", {"profile": {"eed_percent": eed}})}
+    assert checks["late"].value == 92.0 and checks["late"].reported == (91.5, 93.5) and checks["late"].inside
+    assert checks["minimum"].value == 30.0 and checks["minimum"].inside

@@ -71,9 +71,10 @@ def show_source(obj):
     return Code(inspect.getsource(obj), language="python")
 
 
-def glue_number(name: str, value: float) -> None:
+def glue_number(name: str, value: float | str) -> None:
     """Store ``value`` under ``name`` for the chapter's text (MyST-NB's ``glue``; a Markdown
-    cell shows it with the ``glue:text`` role, the name and a format such as ``:.1f``), so
+    cell shows it with the ``glue:text`` role, the name and a format such as ``:.1f``; a
+    string is shown as it is), so
     a sentence about a result is made from it. Outside the book's build environment (e.g.
     in Colab, without MyST-NB) the text is not rendered and nothing is stored."""
     try:

@@ -9,6 +9,7 @@ that the chapters are built the same way and compute nothing themselves.
 from __future__ import annotations
 
 import dataclasses
+import math
 import textwrap
 import warnings
 from collections.abc import Iterable
@@ -77,15 +78,42 @@ def run_markdown(entry: DatasetRun) -> str:
                 f"(D = {config.model['embed_dim']}), {config.view.img_size} px / patch {config.view.patch_size}, "
                 f"{config.train.epochs} epochs of {images} images{classes}; k-NN on "
                 f"{knn['n_train']:,} train and {knn['n_eval']:,} {config.held_out_split} images; profiles on "
-                f"{run.profiles[-1]['provenance']['n_images']} {config.held_out_split} images.")
+                f"{run.profiles[-1]['provenance']['n_images']} {config.held_out_split} images. "
+                + trained_on(config))
     return settings + "\n\n" + bundle_markdown(dataclasses.replace(entry.bundle, runs={entry.spec.text: run}))
+
+
+def trained_on(config) -> str:
+    """Which classes and files a run trained on, as its ``config.json`` records them."""
+    data = config.train_data
+    if data is None:
+        return "Its training files were not recorded (the run predates that record)."
+    named = f"the subset `{data.subset}`" if data.subset else f"{len(data.classes)} classes"
+    files = f", files digest `{data.train_files_sha256[:12]}`" if data.train_files_sha256 else ""
+    return f"Trained on {named} ({data.train_files:,} training images{files})."
 
 
 # --- what the runs say ---------------------------------------------------------------
 
 
+def knn_standard_error(record: dict) -> float:
+    """The binomial standard error, in points, of a k-NN top-1 accuracy ``record`` (a
+    ``metrics.jsonl`` k-NN line with ``top1`` in % and ``n_eval`` images):
+    :math:`100 \\sqrt{p (1 - p) / n}`."""
+    share = record["top1"] / 100
+    return 100 * math.sqrt(share * (1 - share) / record["n_eval"])
+
+
+def knn_learned(entry: DatasetRun, factor: float = 2.0) -> bool:
+    """Whether the run's CLS k-NN accuracy ended more than ``factor`` standard errors
+    (:func:`knn_standard_error` of the last evaluation) above its random initialisation."""
+    first, last = entry.run.knn[0], entry.run.knn[-1]
+    return last["top1"] - first["top1"] > factor * knn_standard_error(last)
+
+
 def knn_markdown(entry: DatasetRun) -> str:
-    """The k-NN accuracy from the random initialisation to the end, against chance."""
+    """The k-NN accuracy from the random initialisation to the end, against chance, with the
+    binomial standard error of one accuracy on the evaluation images."""
     knn = entry.run.knn
     first, last = knn[0], knn[-1]
     best = max(knn, key=lambda r: r["top1"])
@@ -94,7 +122,9 @@ def knn_markdown(entry: DatasetRun) -> str:
             if "top1_mean" in first and "top1_mean" in last else "")
     return (f"k-NN top-1 on the CLS token: {first['top1']:.1f} % at the random initialisation, {last['top1']:.1f} % "
             f"after epoch {last['epoch']} ({last['top1'] - first['top1']:+.1f} points; best {best['top1']:.1f} % at "
-            f"epoch {best['epoch']}){chance}.{mean}")
+            f"epoch {best['epoch']}){chance}. One standard error of an accuracy on these {last['n_eval']:,} images "
+            f"is about {knn_standard_error(last):.1f} points, so the change is "
+            f"{'more' if knn_learned(entry) else 'not more'} than two of them.{mean}")
 
 
 def baseline_markdown(entry: DatasetRun) -> str:
@@ -106,10 +136,17 @@ def baseline_markdown(entry: DatasetRun) -> str:
     summary, config = entry.run.summary, entry.run.config
     n_eff, dim = summary["raw_patch_n_eff"], summary["raw_patch_dim"]
     first, last = entry.run.profiles[0]["profile"], entry.run.profiles[-1]["profile"]
+    positions = (config.view.img_size // config.view.patch_size) ** 2 + 1
+    width = last["dim"]
+    bound = (f"a rank of at most {dim} content directions plus {positions} positions, at least the width "
+             f"D = {width}, so here the rank bound is no bound at all" if dim >= width else
+             f"a rank of at most {dim} content directions plus {positions} positions, below the width D = {width}")
     return (f"Raw pixel patches ({config.view.patch_size} x {config.view.patch_size} x 3 = {dim} values at "
-            f"{config.view.img_size} px): N_eff = {n_eff:.1f} of {dim}. Block 0 holds N_eff = {first['n_eff'][0]:.1f} "
-            f"at the random initialisation and {last['n_eff'][0]:.1f} after epoch {entry.run.profiles[-1]['epoch']}, "
-            f"of D = {last['dim']} ({first['eed_percent'][0]:.1f} % -> {last['eed_percent'][0]:.1f} %).")
+            f"{config.view.img_size} px): N_eff = {n_eff:.1f} of {dim}. The linear patch embedding gives block 0's "
+            f"input {bound}. Block 0's output (after its attention and MLP) has N_eff = {first['n_eff'][0]:.1f} "
+            f"at the random initialisation and {last['n_eff'][0]:.1f} after epoch {entry.run.profiles[-1]['epoch']} "
+            f"({last['n_eff'][0] / n_eff:.1f} times the raw patches'), of D = {width} "
+            f"({first['eed_percent'][0]:.1f} % -> {last['eed_percent'][0]:.1f} %).")
 
 
 def shape_markdown(entry: DatasetRun) -> str:

@@ -1,5 +1,8 @@
 """From a training run to profiles, and the whole reproduce bundle, on the ci preset."""
 import json
+import os
+import signal
+from pathlib import Path
 
 import pytest
 from shared_data import DTD_SAMPLE, needs
@@ -61,6 +64,46 @@ def test_rerunning_skips_finished_work(bundle, capsys):
     assert "training finished earlier" in capsys.readouterr().out
     after = {p: p.stat().st_mtime_ns for p in before}
     assert after == before
+
+
+def test_a_stop_as_a_profile_or_pruning_file_is_put_in_place_leaves_the_previous_one(bundle, monkeypatch):
+    """SIGINT (Ctrl-C) arriving as ``reproduce`` renames a profile or pruning file into place:
+    the previous file stays under the name (a cut-short profile, which the next run measures
+    again, or no pruning file), no temporary file is left, and the next ``reproduce``
+    writes what was missing, equal to what it had written before."""
+    run = RunDirectory(bundle / DATASETS[0])
+    last = run.backbone_epochs()[-1]
+    profile, pruning = run.path / "profiles" / f"{last}.json", run.path / "pruning" / f"mean-{last}.json"
+    whole = {path: json.loads(path.read_text()) for path in (profile, pruning)}
+    cut_short = profile.read_bytes()[: profile.stat().st_size // 2]
+    profile.write_bytes(cut_short)
+    pruning.unlink()
+    replace = os.replace
+
+    def interrupted_at(target: Path):
+        def replace_or_interrupt(source, destination):
+            if Path(destination) == target:
+                signal.raise_signal(signal.SIGINT)  # Python's handler raises KeyboardInterrupt here
+            replace(source, destination)
+        return replace_or_interrupt
+
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)  # a test run may start with SIGINT ignored
+    try:
+        for target in (profile, pruning):  # reproduce profiles a run before it prunes it
+            with monkeypatch.context() as patched:
+                patched.setattr(os, "replace", interrupted_at(target))
+                with pytest.raises(KeyboardInterrupt):
+                    reproduce("ci", datasets=DATASETS, out=bundle, progress=False)
+            if target == profile:
+                assert profile.read_bytes() == cut_short
+    finally:
+        signal.signal(signal.SIGINT, outer)
+    assert not pruning.exists() and not list(run.path.rglob("*.tmp"))
+    reproduce("ci", datasets=DATASETS, out=bundle, progress=False)
+    for path, record in whole.items():
+        again = json.loads(path.read_text())
+        assert {key: again[key] for key in record if key != "provenance"} == \
+               {key: value for key, value in record.items() if key != "provenance"}
 
 
 def test_other_token_choices_go_to_their_own_folder(bundle):

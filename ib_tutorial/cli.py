@@ -8,9 +8,10 @@ import sys
 import warnings
 from pathlib import Path
 
+from . import __version__
 from .allocator import keep_freed_memory
 from .command_line import option, value_parser
-from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
+from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split, subsets
 from .data.spec import parse_option
 from .files import DiskFullError, write_json_atomic
 from .ib import saved_information_experiment
@@ -264,6 +265,7 @@ def _add_profile_published(commands) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``ib-tutorial`` command."""
     parser = argparse.ArgumentParser(prog="ib-tutorial", description="Measure how ViTs compress information.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("presets", help="list the named settings").set_defaults(func=_show_presets)
     train_parser = commands.add_parser(
@@ -273,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)
+    # Its own parser (ib_tutorial.data.subsets.main) reads the rest, `--help` included.
+    subset = commands.add_parser("subset", add_help=False, prefix_chars="\0",
+                                 help="the named subsets of the real datasets: list, build from the full download, check")
+    subset.add_argument("words", nargs=argparse.REMAINDER)
+    subset.set_defaults(func=lambda args: subsets.main(args.words, prog="ib-tutorial subset"))
     datasets = commands.add_parser("datasets", help="list the datasets get_dataset knows, and those on disk")
     datasets.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
     datasets.set_defaults(func=_show_datasets)

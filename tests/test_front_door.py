@@ -13,6 +13,7 @@ import tomllib
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ib_tutorial.models import PUBLISHED_VIT_SMALL
@@ -208,6 +209,20 @@ def test_one_version_in_the_package_and_its_citation():
     paper = citation["references"][0]
     assert paper["authors"][0]["family-names"] == "Awadhiya" and paper["url"] == "https://arxiv.org/abs/2512.07331"
     assert f"## {version}" in (REPO / "CHANGELOG.md").read_text()
+
+
+def test_the_command_line_states_its_version_and_runs_the_subset_command(capsys):
+    import ib_tutorial
+    from ib_tutorial.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and capsys.readouterr().out == f"ib-tutorial {ib_tutorial.__version__}\n"
+    main(["subset", "list"])
+    assert "tin20: tiny-imagenet:subset=tin20" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["subset", "--help"])
+    assert exited.value.code == 0 and "usage: ib-tutorial subset" in capsys.readouterr().out
 
 
 def pins(path: Path) -> dict[str, str]:

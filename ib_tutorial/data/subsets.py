@@ -436,10 +436,10 @@ def check_subset(name: str, root: str | os.PathLike, progress: bool = True) -> B
 
 
 # --- command line -----------------------------------------------------------------------
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m ib_tutorial.data.subsets list``, ``... build NAME --source DIR --out DIR``
-    and ``... check NAME --root DIR``."""
-    parser = argparse.ArgumentParser(prog="python -m ib_tutorial.data.subsets",
+def main(argv: Sequence[str] | None = None, prog: str = "python -m ib_tutorial.data.subsets") -> None:
+    """``ib-tutorial subset list``, ``... build NAME --source DIR --out DIR`` and ``... check
+    NAME --root DIR`` (also ``python -m ib_tutorial.data.subsets ...``)."""
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="The named subsets of the real datasets, and building their folders.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the named subsets and their classes")

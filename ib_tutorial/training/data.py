@@ -12,6 +12,7 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from ..data import get_dataset
+from ..data.subsets import SubsetRecord, subset_record
 from ..seeding import epoch_indices, subset_indices
 from ..workers import ignore_stop_signals
 from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
@@ -23,12 +24,14 @@ from .run_config import RunConfig
 @dataclass
 class TrainingData:
     """The training images (augmented in the loader, or decoded for augmentation on the
-    training device), and the plain images k-NN compares."""
+    training device), the plain images k-NN compares, and what the training split is
+    (its classes and files, for ``config.json``)."""
 
     train_views: MultiCropDataset | DecodedImages
     knn_train: Subset
     knn_eval: Subset
     num_classes: int
+    train_record: SubsetRecord
 
 
 def build_data(config: RunConfig, root, download: bool, device: torch.device, progress: bool = False) -> TrainingData:
@@ -41,7 +44,7 @@ def build_data(config: RunConfig, root, download: bool, device: torch.device, pr
     else:
         views = MultiCropDataset(subset, MultiCropAugmentation(config.view, local_crops), seed)
     knn_train, knn_eval = knn_image_sets(config, root, download)
-    return TrainingData(views, knn_train, knn_eval, len(images.classes))
+    return TrainingData(views, knn_train, knn_eval, len(images.classes), subset_record(images))
 
 
 def knn_image_sets(config: RunConfig, root, download: bool) -> tuple[Subset, Subset]:

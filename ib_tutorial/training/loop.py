@@ -123,7 +123,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     seed_all(config.seed)  # the same data and initial weights in every process
     data = build_data(config, root, download, device, progress and processes.is_main)
     loader = build_loader(data, config, processes, device)
-    config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views))
+    config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views),
+                                 train_data=data.train_record)
     if run.exists():
         config.check_resumable(run.read_config(), run.path)
     state = config.objective(config.train, config.view, config.precision, build_schedules(config.train, len(loader)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ import timm
 import torch
 
 from ..data import held_out_split
+from ..data.subsets import SubsetRecord
 from ..models import ARCHITECTURES
 from ..paths import data_root
 from ..precision import resolve_precision
@@ -45,6 +47,10 @@ class RunConfig:
         view, train: input geometry and training settings, overrides applied.
         versions: torch and timm versions of the run.
         steps_per_epoch, train_images_used: known once the data is loaded.
+        train_data: what the run trained on, also known once the data is loaded: the named
+            subset, the class list and a digest of the training files
+            (:class:`~ib_tutorial.data.subsets.SubsetRecord`; None in runs made before it
+            was recorded).
     """
 
     dataset: str
@@ -62,6 +68,7 @@ class RunConfig:
     versions: dict = field(default_factory=dict)
     steps_per_epoch: int | None = None
     train_images_used: int | None = None
+    train_data: SubsetRecord | None = None
 
     @classmethod
     def resolve(cls, dataset: str, preset: Preset, overrides: dict, dataset_options: dict | None = None,
@@ -107,8 +114,10 @@ class RunConfig:
 
     def check_resumable(self, saved: "RunConfig", where: str | os.PathLike) -> None:
         """Refuse to resume the run in ``where`` (configured as ``saved``) with settings that
-        would change its trajectory."""
-        old, new = _flatten(saved.to_dict()), _flatten(self.to_dict())
+        would change its trajectory. A run made before its training data was recorded is
+        compared on everything else."""
+        current = self if saved.train_data is not None else dataclasses.replace(self, train_data=None)
+        old, new = _flatten(saved.to_dict()), _flatten(current.to_dict())
         changed = sorted(
             key for key in set(old) | set(new)
             if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and old.get(key) != new.get(key)
@@ -151,13 +160,22 @@ def _from_dict(cls, data: dict):
     for item in dataclasses.fields(cls):
         if item.name not in data:
             continue  # a setting newer than the file: its default
-        value, hint = data[item.name], hints[item.name]
-        if dataclasses.is_dataclass(hint):
+        value, hint = data[item.name], _optional(hints[item.name])
+        if dataclasses.is_dataclass(hint) and value is not None:
             value = _from_dict(hint, value)
         elif typing.get_origin(hint) is tuple and isinstance(value, list):
             value = tuple(value)
         values[item.name] = value
     return cls(**values)
+
+
+def _optional(hint):
+    """``X`` for ``X | None``, else ``hint``."""
+    if isinstance(hint, types.UnionType):
+        present = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(present) == 1:
+            return present[0]
+    return hint
 
 
 def _flatten(config: dict, prefix: str = "") -> dict:

@@ -14,10 +14,9 @@ import torch
 
 from ..command_line import train_command
 from ..presets import Preset
+from ..workers import STOP_SIGNALS
 from .distributed import Processes
 from .run_config import RunConfig
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class TrainingStopped(KeyboardInterrupt):

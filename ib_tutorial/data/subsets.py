@@ -13,8 +13,8 @@ subset reads a full download (restricted to the subset's classes, in the subset'
 order) as well as a built subset folder: the same files with the same labels. DTD's
 needs its downscaled images, so it is built once from the full download::
 
-    python -m ib_tutorial.data.subsets build dtd6 --source ~/.cache/ib_tutorial --out ~/subsets
-    python -m ib_tutorial.data.subsets build tin20 --source ~/.cache/ib_tutorial --out ~/subsets
+    ib-tutorial subset build dtd6 --source ~/.cache/ib_tutorial --out ~/subsets
+    ib-tutorial subset build tin20 --source ~/.cache/ib_tutorial --out ~/subsets
 
 :func:`build_subset` writes the subset's folder under a data root in the layout the
 loaders read, all or nothing, and compares its :func:`folder_digest` with the one
@@ -45,7 +45,7 @@ from .archives import CHUNK, DatasetNotFoundError
 from .folders import UNREADABLE, CorruptImageError, class_folders
 from .torchvision_sets import DTD_LAYOUT
 
-BUILD_COMMAND = ("python -m ib_tutorial.data.subsets build {name} "
+BUILD_COMMAND = ("ib-tutorial subset build {name} "
                  "--source <folder holding the full download> --out <data root>")
 
 

@@ -169,7 +169,7 @@ def test_dtd_subset_is_read_as_a_folder_split_train_and_test(dtd_source, tmp_pat
 
 
 def test_dtd_subset_pointed_at_the_full_download_says_to_build_it(dtd_source):
-    with pytest.raises(DatasetNotFoundError, match=r"no folder .*dtd/images\. Build .*subsets build dtd2"):
+    with pytest.raises(DatasetNotFoundError, match=r"no folder .*dtd/images\. Build .*ib-tutorial subset build dtd2"):
         get_dataset("dtd", "train", root=dtd_source, subset="dtd2")
     with pytest.raises(DatasetNotFoundError, match=r"12 images .* larger than its 256 px.*full-size dtd.*build dtd2"):
         get_dataset("dtd", "train", root=dtd_source, subset="dtd2", folder="dtd/dtd")

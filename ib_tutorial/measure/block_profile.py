@@ -26,6 +26,7 @@ from .metrics import (
 )
 
 Tokens = Literal["all", "cls", "patch", "mean"]  # which tokens feed the metric (select_tokens)
+#: Which tokens can feed the metric, in order (the values of ``Tokens``).
 TOKEN_CHOICES: tuple[str, ...] = typing.get_args(Tokens)
 COMPANIONS = ("rankme", "participation_ratio", "twonn")
 

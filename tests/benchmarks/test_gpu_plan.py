@@ -57,6 +57,7 @@ def test_pack_keeps_the_subsets_whole_in_one_archive(packed):
     assert (packed / "packed" / "COMMIT").read_text().strip()
 
 
+@pytest.mark.slow
 def test_each_part_logs_every_step_and_sizes_its_schedule_from_the_measured_rate(parts):
     for part, datasets in ((1, 1), (2, 2)):
         record = json.loads((parts / f"plan-{part}.json").read_text())

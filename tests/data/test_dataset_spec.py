@@ -37,7 +37,7 @@ def test_folder_names_are_portable():
 
 def test_reproduce_command_takes_specs_and_refuses_bad_ones(capsys):
     args = build_parser().parse_args(["reproduce", "--datasets", "synthetic-objects", "synthetic-mix:texture_weight=0.5"])
-    assert args.datasets == ["synthetic-objects", "synthetic-mix:texture_weight=0.5"]
+    assert [spec.text for spec in args.datasets] == ["synthetic-objects", "synthetic-mix:texture_weight=0.5"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["reproduce", "--datasets", "synthetic-mix:weight=0.5"])
     assert "does not take option" in capsys.readouterr().err

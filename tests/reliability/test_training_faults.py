@@ -79,6 +79,7 @@ def kill_and_resume(fault: str, folder, reference: list[dict]) -> str:
         shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_twenty_kills_at_seeded_points_all_resume_to_the_uninterrupted_result(uninterrupted, tmp_path):
     """SIGKILL mid-epoch, mid-evaluation, mid-checkpoint-write and between a checkpoint's
     renames; each run is resumed once and must end exactly where the uninterrupted one did,

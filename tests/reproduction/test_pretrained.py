@@ -138,6 +138,7 @@ TINY_RUN = ("synthetic-objects@epochs=1,train_images=16,batch_size=8,img_size=16
             "knn_train_images=8,knn_eval_images=8,out_dim=64,hidden_dim=64,bottleneck_dim=16,arch=vit_tiny")
 
 
+@pytest.mark.slow
 def test_reproduce_profiles_published_models_beside_its_runs_and_the_bundle_carries_them(dino_weights, tmp_path,
                                                                                       monkeypatch, capsys):
     # No file for DeiT and no network (the hub's offline switch, read when it was imported): reported, then skipped.

@@ -20,6 +20,10 @@ from ib_tutorial.training.runs import RunDirectory
 DATASETS = ["synthetic-objects", "synthetic-mix:texture_weight=0.75"]
 
 
+# Every test here trains and profiles ci runs (the shared bundle takes minutes): the full suite only.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")

@@ -127,7 +127,7 @@ class Subset:
 
     def keep(self, available: Sequence[str], where: Path, fix: str) -> list[int]:
         """The positions in ``available`` (the classes found at ``where``) of this subset's
-        classes, in the subset's order; :class:`DatasetNotFoundError` naming the missing
+        classes, in the subset's order; :class:`~ib_tutorial.data.DatasetNotFoundError` naming the missing
         ones and ``fix``."""
         missing = [name for name in self.classes if name not in available]
         if missing:
@@ -143,7 +143,7 @@ class Subset:
         ``images/<class>/`` (other classes there are left out), in the subset's order.
 
         Raises:
-            DatasetNotFoundError: ``images`` is missing, lacks a class, or holds an image
+            ib_tutorial.data.DatasetNotFoundError: ``images`` is missing, lacks a class, or holds an image
                 larger than the subset's :class:`Downscale` allows (a full-size download);
                 the message gives the build command.
         """
@@ -296,7 +296,7 @@ class Built:
 
 
 def _source_folder(candidates: Sequence[Path], required: str, dataset: str, layout: str) -> Path:
-    """The first candidate holding ``required``; else :class:`DatasetNotFoundError` naming where it looked."""
+    """The first candidate holding ``required``; else :class:`~ib_tutorial.data.DatasetNotFoundError` naming where it looked."""
     for folder in candidates:
         if (folder / required).exists():
             return folder
@@ -375,7 +375,7 @@ def build_subset(
 
     Raises:
         FileExistsError: the target folder exists (it is never overwritten).
-        DatasetNotFoundError: no full download under ``source_root``, or it lacks a
+        ib_tutorial.data.DatasetNotFoundError: no full download under ``source_root``, or it lacks a
             class or file of the subset.
         ValueError: an unknown subset name.
     """
@@ -424,7 +424,7 @@ def check_subset(name: str, root: str | os.PathLike, progress: bool = True) -> B
     committed runs used, byte for byte (its :func:`folder_digest` against the recorded one).
 
     Raises:
-        DatasetNotFoundError: there is no such folder; the message gives the build command.
+        ib_tutorial.data.DatasetNotFoundError: there is no such folder; the message gives the build command.
     """
     subset = named_subset(name)
     folder = Path(root).expanduser() / subset.folder

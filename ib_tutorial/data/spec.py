@@ -6,7 +6,8 @@
 
 ``ib-tutorial reproduce --datasets synthetic-objects synthetic-mix:texture_weight=0.5
 synthetic-textures`` sweeps the ``texture_weight`` knob in one results bundle. Each value is
-read as a Python literal (``0.5``, ``True``, ``'keep'``) and kept as text otherwise.
+read as a Python literal (``0.5``, ``True``, ``'keep'``, a pair ``(0.9,1.0)``) and kept as
+text otherwise; a comma inside brackets belongs to the value.
 """
 from __future__ import annotations
 
@@ -26,10 +27,22 @@ def parse_option(text: str) -> tuple[str, object]:
         return key, value
 
 
+def parse_options(text: str) -> dict:
+    """``"KEY=VALUE,KEY=(A,B),..."`` -> ``{KEY: value}``; commas inside brackets belong to a value."""
+    parts, depth, start = [], 0, 0
+    for index, character in enumerate(text):
+        depth += (character in "([") - (character in ")]")
+        if character == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return dict(parse_option(part) for part in parts) if text else {}
+
+
 def parse_spec(spec: str) -> tuple[str, dict]:
     """``"NAME[:KEY=VALUE,...]"`` -> ``(NAME, options)``, checked against what the dataset takes."""
     name, _, option_text = spec.partition(":")
-    options = dict(parse_option(part) for part in option_text.split(",")) if option_text else {}
+    options = parse_options(option_text)
     check_dataset_options(name, options)
     return name, options
 

@@ -4,13 +4,14 @@ a bundle's ``summary.json``, a chapter) and passed on as a :class:`RunSpec`.
 
 What follows ``@`` overrides the preset for this run only, e.g.
 ``tiny-imagenet@objective=supervised`` (the supervised control) or
-``tiny-imagenet@arch=vit_small`` (the same run at the paper's width).
+``tiny-imagenet@arch=vit_small`` (the same run at the paper's width); a pair is written in
+brackets, ``@global_crop_scale=(0.9,1.0)``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..data.spec import parse_option, parse_spec, spec_folder
+from ..data.spec import parse_options, parse_spec, spec_folder
 from ..presets import training_overrides
 
 
@@ -36,7 +37,7 @@ class RunSpec:
         """``"DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]"`` -> a checked :class:`RunSpec`."""
         dataset_spec, _, override_text = text.partition("@")
         dataset, options = parse_spec(dataset_spec)
-        overrides = dict(parse_option(part) for part in override_text.split(",")) if override_text else {}
+        overrides = parse_options(override_text)
         known = training_overrides()
         unknown = sorted(set(overrides) - set(known))
         if unknown:

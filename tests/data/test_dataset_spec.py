@@ -3,6 +3,7 @@ import pytest
 
 from ib_tutorial.cli import build_parser
 from ib_tutorial.data.spec import parse_option, parse_spec, spec_folder
+from ib_tutorial.training.run_spec import RunSpec
 
 
 def test_values_are_python_literals_or_text():
@@ -21,6 +22,13 @@ def test_spec_splits_name_and_options():
     assert parse_spec("synthetic-objects") == ("synthetic-objects", {})
     assert parse_spec("synthetic-mix:texture_weight=0.5,num_classes=20") == (
         "synthetic-mix", {"texture_weight": 0.5, "num_classes": 20})
+
+
+def test_pairs_keep_their_comma():
+    spec = RunSpec.parse("synthetic-mix:texture_weight=0,object_scale=1.6@global_crop_scale=(0.9,1.0),lr=0.0005")
+    assert spec.options == {"texture_weight": 0, "object_scale": 1.6}
+    assert spec.overrides == {"global_crop_scale": (0.9, 1.0), "lr": 0.0005}
+    assert spec.folder == "synthetic-mix_texture_weight=0_object_scale=1.6@global_crop_scale=(0.9_1.0)_lr=0.0005"
 
 
 def test_unknown_dataset_or_option_names_the_known_ones():

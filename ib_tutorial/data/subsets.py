@@ -18,7 +18,7 @@ needs its downscaled images, so it is built once from the full download::
 
 :func:`build_subset` writes the subset's folder under a data root in the layout the
 loaders read, all or nothing, and compares its :func:`folder_digest` with the one
-recorded here from the folder the committed runs were trained on, so a match means
+recorded in :mod:`ib_tutorial.data.subset_table` from the folder the committed runs were trained on, so a match means
 the same files, byte for byte. Build into a data root of its own: the subsets' folders
 take the downloads' names (``dtd/``, ``tiny-imagenet-200/``, as in
 ``../shared/data/real``). A full Tiny ImageNet needs no build: ``subset="tin20"`` reads
@@ -37,165 +37,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from PIL import Image
 from tqdm.auto import tqdm
 
-from . import tiny_imagenet
 from .archives import CHUNK, DatasetNotFoundError
-from .folders import UNREADABLE, CorruptImageError, class_folders
-from .torchvision_sets import DTD_LAYOUT
-
-BUILD_COMMAND = ("ib-tutorial subset build {name} "
-                 "--source <folder holding the full download> --out <data root>")
-
-
-@dataclass(frozen=True)
-class Downscale:
-    r"""Shrink an image so that its longer side is at most ``longer_side`` pixels.
-
-    A :math:`w \times h` image with :math:`s = \text{longer\_side} / \max(w, h) < 1`
-    becomes :math:`\mathrm{round}(s w) \times \mathrm{round}(s h)`, resampled with
-    ``resample`` (a :class:`PIL.Image.Resampling` name) in its own mode (grayscale
-    stays grayscale), and is saved as baseline JPEG at ``quality`` with Pillow's other
-    defaults (no EXIF, no ICC profile). An image already within the bound is copied
-    unchanged.
-    """
-
-    longer_side: int = 256
-    resample: str = "bicubic"
-    quality: int = 90
-
-    def size(self, width: int, height: int) -> tuple[int, int]:
-        """The ``(width, height)`` an image of that size is written at."""
-        scale = self.longer_side / max(width, height)
-        if scale >= 1:
-            return width, height
-        return max(1, round(width * scale)), max(1, round(height * scale))
-
-    def holds(self, path: Path) -> bool:
-        """Whether the image at ``path`` is within the bound (an unreadable file counts as
-        within: reading it raises, or ``skip_corrupt`` leaves it out)."""
-        try:
-            with Image.open(path) as image:
-                return max(image.size) <= self.longer_side
-        except UNREADABLE:
-            return True
-
-    def write(self, source: Path, target: Path) -> None:
-        """Write ``source`` to ``target``, downscaled when larger than the bound;
-        :class:`CorruptImageError` naming ``source`` when it cannot be decoded."""
-        try:
-            with Image.open(source) as image:
-                size = self.size(*image.size)
-                resized = None if size == image.size else image.resize(size, Image.Resampling[self.resample.upper()])
-        except UNREADABLE as error:
-            raise CorruptImageError(
-                f"Cannot read {source} ({type(error).__name__}: {error}): the download is damaged. "
-                "Delete the dataset's folder, download it again, and build again."
-            ) from error
-        if resized is None:
-            shutil.copyfile(source, target)
-        else:
-            resized.save(target, "JPEG", quality=self.quality)
-
-
-@dataclass(frozen=True)
-class Subset:
-    """A named subset of a dataset: the classes it keeps and how its folder is made.
-
-    Attributes:
-        name: what ``subset=`` takes.
-        dataset: the :func:`~ib_tutorial.data.get_dataset` name it is a subset of.
-        classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids;
-            DTD class folders).
-        folder: its folder under a data root, the one the dataset's loader reads.
-        description: one line for listings.
-        content_sha256: :func:`folder_digest` of the folder the committed runs used.
-        content_files: how many files that folder holds.
-        downscale: the transformation applied to every image, or ``None`` when the
-            original files are copied byte for byte.
-    """
-
-    name: str
-    dataset: str
-    classes: tuple[str, ...]
-    folder: str
-    description: str
-    content_sha256: str
-    content_files: int
-    downscale: Downscale | None = None
-
-    def keep(self, available: Sequence[str], where: Path, fix: str) -> list[int]:
-        """The positions in ``available`` (the classes found at ``where``) of this subset's
-        classes, in the subset's order; :class:`~ib_tutorial.data.DatasetNotFoundError` naming the missing
-        ones and ``fix``."""
-        missing = [name for name in self.classes if name not in available]
-        if missing:
-            raise DatasetNotFoundError(
-                f"Subset {self.name!r} of {self.dataset}: {where} lacks {len(missing)} of its "
-                f"{len(self.classes)} classes ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); "
-                f"it has {len(available)}. {fix}"
-            )
-        return [list(available).index(name) for name in self.classes]
-
-    def built_classes(self, images: Path) -> dict[str, list[Path]]:
-        """The image files of each of this subset's classes in a built subset's
-        ``images/<class>/`` (other classes there are left out), in the subset's order.
-
-        Raises:
-            ib_tutorial.data.DatasetNotFoundError: ``images`` is missing, lacks a class, or holds an image
-                larger than the subset's :class:`Downscale` allows (a full-size download);
-                the message gives the build command.
-        """
-        build = "Build the subset's folder once from the full download: " + BUILD_COMMAND.format(name=self.name)
-        if not images.is_dir():
-            raise DatasetNotFoundError(f"Subset {self.name!r} of {self.dataset}: no folder {images}. {build}")
-        available = class_folders(images)
-        self.keep(list(available), images, build)
-        files = {name: available[name] for name in self.classes}
-        oversized = [path for name in self.classes for path in files[name]
-                     if self.downscale is not None and not self.downscale.holds(path)]
-        if oversized:
-            raise DatasetNotFoundError(
-                f"Subset {self.name!r}: {len(oversized)} images under {images} are larger than its "
-                f"{self.downscale.longer_side} px, e.g. {oversized[0]}: that is the full-size {self.dataset}, "
-                f"not the subset's downscaled images. {build}"
-            )
-        return files
-
-
-SUBSETS: dict[str, Subset] = {
-    subset.name: subset for subset in (
-        Subset(
-            "tin20", "tiny-imagenet",
-            ("n02124075", "n04067472", "n04540053", "n04099969", "n07749582",
-             "n01641577", "n02802426", "n09246464", "n07920052", "n03970156",
-             "n01698640", "n02074367", "n02268443", "n02699494", "n02917067",
-             "n03255030", "n03763968", "n04070727", "n04398044", "n07615774"),
-            tiny_imagenet.FOLDER,
-            "Tiny ImageNet, 20 classes: 10,000 train and 1,000 val images, the original 64 px files",
-            "c4ebd05ca00afe0dbbac3288175a3dc0a104bf588b59aa846458c79390d062b0", 11_023,
-        ),
-        Subset(
-            "dtd6", "dtd",
-            ("banded", "blotchy", "braided", "bubbly", "bumpy", "chequered"),
-            "dtd",
-            "DTD, 6 classes x 120 images, downscaled to a longer side of at most 256 px (bicubic, JPEG 90)",
-            "37b30691266d246f17e823ab5aff6d937b8280d0400a9820a10d2ec35165928b", 720,
-            Downscale(longer_side=256, resample="bicubic", quality=90),
-        ),
-    )
-}
-
-
-def named_subset(name: str, dataset: str | None = None) -> Subset:
-    """The subset called ``name`` (of ``dataset``, when given); ``ValueError`` naming the known ones."""
-    known = [s.name for s in SUBSETS.values() if dataset in (None, s.dataset)]
-    if name not in known:
-        of = f" of {dataset}" if dataset else ""
-        raise ValueError(f"Unknown subset {name!r}{of}; known: {', '.join(known) or 'none'}.")
-    return SUBSETS[name]
-
+from .folders import CorruptImageError, class_folders
+from .layouts import DTD_LAYOUT, TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
+from .subset_table import BUILD_COMMAND, SUBSETS, Subset, named_subset
+from .tiny_imagenet import read_classes
 
 # --- what a run saw -------------------------------------------------------------------
 def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
@@ -319,12 +167,12 @@ def plan_tiny_imagenet(subset: Subset, source_root: Path) -> Plan:
     ``train/<wnid>/`` (images and ``<wnid>_boxes.txt``), and the val images of its
     classes with their ``val/val_annotations.txt`` lines, in the source's order. The
     source is ``<source_root>/tiny-imagenet-200`` or ``source_root`` itself."""
-    layout = tiny_imagenet.LAYOUT.replace("<root>", str(source_root))
-    source = _source_folder([source_root / tiny_imagenet.FOLDER, source_root], "wnids.txt", "tiny-imagenet", layout)
-    missing = [name for name in tiny_imagenet.REQUIRED if not (source / name).exists()]
+    layout = TINY_IMAGENET_LAYOUT.replace("<root>", str(source_root))
+    source = _source_folder([source_root / TINY_IMAGENET_FOLDER, source_root], "wnids.txt", "tiny-imagenet", layout)
+    missing = [name for name in TINY_IMAGENET_REQUIRED if not (source / name).exists()]
     if missing:
         raise DatasetNotFoundError(f"Tiny ImageNet at {source} lacks {', '.join(missing)}. Expected layout:\n{layout}")
-    listed, _ = tiny_imagenet.read_classes(source)
+    listed, _ = read_classes(source)
     subset.keep(listed, source, "Pass the full Tiny ImageNet download (200 classes) as --source.")
     words = {line.split(b"\t")[0]: line for line in (source / "words.txt").read_bytes().splitlines(keepends=True)}
     texts = {
@@ -368,7 +216,8 @@ def build_subset(
     under the data root ``target_root`` (``<target_root>/tiny-imagenet-200``,
     ``<target_root>/dtd``), in the layout its loader reads.
 
-    Files are copied byte for byte, or written through the subset's :class:`Downscale`.
+    Files are copied byte for byte, or written through the subset's
+    :class:`~ib_tutorial.data.subset_table.Downscale`.
     All or nothing: the folder is built as ``.<folder>.partial`` beside the target
     (one left by an interrupted build is removed first) and renamed into place when
     complete. Warns when the result's :func:`folder_digest` is not the recorded one.

@@ -13,21 +13,15 @@ from pathlib import Path
 from ..paths import data_root
 from .archives import DatasetNotFoundError, RemoteArchive, prepare
 from .folders import ImageFiles
+from .layouts import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
+from .subset_table import named_subset
 
 ARCHIVE = RemoteArchive(
     filename="tiny-imagenet-200.zip",
     md5="90528d7ca1a48142e341f4ef8d21d0de",
     urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",),
 )
-FOLDER = "tiny-imagenet-200"
 OFFICIAL_CLASSES = 200
-REQUIRED = ("wnids.txt", "words.txt", "train", "val/images", "val/val_annotations.txt")
-LAYOUT = """  <root>/tiny-imagenet-200/
-      wnids.txt                      one WordNet id per line: the class order
-      words.txt                      <wnid><TAB><names>
-      train/<wnid>/images/*.JPEG     500 per class
-      val/images/val_<n>.JPEG        all 10,000 in one folder
-      val/val_annotations.txt        <file><TAB><wnid><TAB><box>"""
 
 
 def read_classes(folder: Path) -> tuple[list[str], list[str]]:
@@ -49,7 +43,7 @@ def train_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
     for label, wnid in enumerate(wnids):
         images = folder / "train" / wnid / "images"
         if not images.is_dir():
-            raise DatasetNotFoundError(f"Tiny ImageNet: missing {images}. Expected layout:\n{LAYOUT}")
+            raise DatasetNotFoundError(f"Tiny ImageNet: missing {images}. Expected layout:\n{TINY_IMAGENET_LAYOUT}")
         samples.extend((path, label) for path in sorted(images.glob("*.JPEG")))
     return samples
 
@@ -89,9 +83,8 @@ def load(
     ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`);
     ``subset`` (e.g. ``"tin20"``, see :mod:`~ib_tutorial.data.subsets`) keeps that subset's
     classes, in its order, of a full download or of a built subset folder alike."""
-    from .subsets import named_subset  # subsets builds this module's layout: imported here, not above
-
-    folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "Tiny ImageNet", LAYOUT)
+    folder = prepare(ARCHIVE, data_root(root), TINY_IMAGENET_FOLDER, TINY_IMAGENET_REQUIRED, download, "Tiny ImageNet",
+                     TINY_IMAGENET_LAYOUT)
     wnids, names = read_classes(folder)
     if subset is not None:
         keep = named_subset(subset, "tiny-imagenet").keep(

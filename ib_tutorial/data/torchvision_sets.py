@@ -33,14 +33,11 @@ from .archives import (
     verify_md5,
 )
 from .folders import ImageFiles, class_folders, stratified_split
+from .layouts import DTD_FOLDER_LAYOUT, DTD_LAYOUT
+from .subset_table import named_subset
 
 CIFAR100_LAYOUT = """  <root>/cifar-100-python/
       train, test, meta              Python pickles (torchvision's CIFAR100 reads them)"""
-DTD_LAYOUT = """  <root>/dtd/dtd/
-      images/<class>/<class>_NNNN.jpg
-      labels/{train,val,test}<1..10>.txt    the ten official partitions
-  (a folder with images/ but no labels/: pass folder=<that folder> for a stratified split)"""
-DTD_FOLDER_LAYOUT = """  <folder>/images/<class>/*.jpg      (labels/ not needed)"""
 EUROSAT_LAYOUT = """  <root>/eurosat/2750/<class>/<class>_<n>.jpg    10 classes, 64 x 64 px"""
 
 # The archive torchvision's EuroSAT downloads (its URL and MD5 are not class attributes).
@@ -90,8 +87,6 @@ def load_dtd(
     built folder (``folder``, by default the subset's own) the same way, its classes only.
     ``skip_corrupt`` leaves unreadable image files out of either."""
     if subset is not None:
-        from .subsets import named_subset  # subsets builds this module's layout: imported here, not above
-
         chosen = named_subset(subset, "dtd")
         folder = chosen.folder if folder is None else folder
     if folder is not None:

@@ -44,6 +44,9 @@ class ProfileSettings:
         img_size: input side in pixels for the random-initialisation first look.
         patch_size: ViT patch side in pixels for that first look.
         twonn_samples: tokens kept per block (uniform reservoir) for TwoNN.
+        replicates: bootstrap replicates over the images kept with each profile of a run
+            (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`), from which its intervals
+            are read; 0 keeps none.
     """
 
     images: int
@@ -51,6 +54,7 @@ class ProfileSettings:
     img_size: int
     patch_size: int
     twonn_samples: int
+    replicates: int = 200
 
 
 @dataclass(frozen=True)
@@ -310,7 +314,8 @@ PRESETS: dict[str, Preset] = {
         description="CPU, offline, minutes per chapter; illustrates, does not reproduce",
         seed=0,
         device="cpu",
-        profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000),
+        profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000,
+                                replicates=50),
         # A few dozen seconds of CPU: 12 steps. Short runs need a teacher that follows the
         # student within steps (momentum 0.99) and a slightly sharper teacher (0.03, DINO's
         # advice when the loss does not decrease); the peak learning rate is DINO's 5e-4.

@@ -5,7 +5,8 @@ Types map to JSON types (``str`` string, ``int`` integer, ``float`` number, ``bo
 boolean, ``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null, ``Literal``
 an enum, a nested dataclass an object); a field's ``metadata["schema"]`` adds constraints
 (``minimum``, ``minItems``, ``const``, ...). Every field is required (a record is written
-whole); other keys are allowed, so a record may carry more than its type names.
+whole) but one that defaults to None, which files written before it was added lack; other
+keys are allowed, so a record may carry more than its type names.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def json_schema(cls: type) -> dict:
     fields = dataclasses.fields(cls)
     return {
         "type": "object",
-        "required": [f.name for f in fields],
+        "required": [f.name for f in fields if f.default is not None],
         "properties": {f.name: {**type_schema(hints[f.name]), **f.metadata.get("schema", {})} for f in fields},
     }
 

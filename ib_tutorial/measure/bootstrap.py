@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import torch
@@ -228,6 +228,17 @@ def bootstrap_interval(estimate: float, replicates: Tensor, level: float, method
 
 
 @dataclass(frozen=True)
+class StoredReplicates:
+    r"""What a profile file keeps of its bootstrap: the replicates' :math:`N_\mathrm{eff}`
+    [R][L], the variant and the resampling seed. The level and kind of an interval are chosen
+    when it is read (:meth:`BootstrapProfile.from_stored`)."""
+
+    variant: str
+    seed: int
+    n_eff: list[list[float]] = field(metadata={"schema": {"minItems": 1}})
+
+
+@dataclass(frozen=True)
 class BootstrapProfile:
     r"""A profile's :math:`N_\mathrm{eff}` per block and its bootstrap replicates.
 
@@ -274,6 +285,24 @@ class BootstrapProfile:
             rows = 2 * torch.tensor(self.n_eff, dtype=torch.float64) - rows
         shapes = [classify_shape(row, tolerance) for row in rows.tolist()]
         return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
+
+    def stored(self, decimals: int = 4) -> StoredReplicates:
+        r"""The replicates as a profile file keeps them (:math:`N_\mathrm{eff}` to ``decimals``
+        places, far below any interval's width)."""
+        return StoredReplicates(self.variant, self.seed,
+                                [[round(value, decimals) for value in row] for row in self.replicates.tolist()])
+
+    @classmethod
+    def from_stored(cls, n_eff: Sequence[float], dim: int, stored: StoredReplicates, level: float = LEVEL,
+                    method: str = METHODS[0]) -> BootstrapProfile:
+        r"""The bootstrap of a stored profile: its measured :math:`N_\mathrm{eff}`, its width
+        and its :class:`StoredReplicates`, read at ``level`` with ``method``."""
+        _check_method(method)
+        replicates = torch.tensor(stored.n_eff, dtype=torch.float64)
+        if replicates.ndim != 2 or replicates.shape[1] != len(n_eff):
+            raise ValueError(f"stored replicates of shape {tuple(replicates.shape)} do not match "
+                             f"a profile of {len(n_eff)} blocks")
+        return cls(list(n_eff), replicates, dim, level, method, stored.variant, stored.seed)
 
     def intervals(self, percent: bool = False) -> list[Interval]:
         r"""Each block's interval, of :math:`N_\mathrm{eff}` or (``percent``) of EED%."""

@@ -28,18 +28,13 @@ them, over the regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
 *near* the paper's range :math:`[a, b]` when its interval :math:`[u, w]` comes within
 ``tolerance`` points of it, :math:`u \le b + \tau` and :math:`w \ge a - \tau`.
 
-One forward pass per token choice feeds every block and variant: a hook on each block
-hands its output (and, for ``post_ln``, the output through the next block's LayerNorm,
-:func:`~ib_tutorial.measure.variants.next_norms`) to one
-:class:`~ib_tutorial.measure.bootstrap.ImageStatistics` per block (and per LayerNorm or
-not). A pass per token choice, not one for all, bounds the memory: per-image Gram matrices of
-every block for every choice would not fit at :math:`D = 384`.
+Each input is measured by :func:`~ib_tutorial.measure.block_bootstrap.bootstrap_blocks`, one
+forward pass per token choice.
 """
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -47,10 +42,11 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from ..data.controls import GaussianNoiseImages, PatchStatistics, PhaseScrambled, raw_patch_statistics
-from ..measure.block_profile import TOKEN_CHOICES, select_tokens
-from ..measure.bootstrap import LEVEL, MAX_BYTES, BootstrapProfile, ImageStatistics, Interval, bootstrap_eed
+from ..measure.block_bootstrap import Measurement, bootstrap_blocks
+from ..measure.block_profile import TOKEN_CHOICES
+from ..measure.bootstrap import LEVEL, MAX_BYTES, BootstrapProfile, Interval
 from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, u_depth
-from ..measure.variants import VARIANTS, get_variant, needed_sums, next_norms
+from ..measure.variants import VARIANTS, get_variant
 from .paper import REPORTED
 from .run_profiles import seeded_subset
 
@@ -67,9 +63,6 @@ REPLICATES = 200
 TOLERANCE = 10.0
 #: The paper's three levels, in the order tables show them.
 LEVELS = ("early", "middle", "late")
-
-Measurement = tuple[str, str]  # (variant, tokens)
-
 
 def measurements(variants: Sequence[str] = tuple(VARIANTS), tokens: Sequence[str] = TOKEN_CHOICES
                  ) -> list[Measurement]:
@@ -192,82 +185,6 @@ def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:
             "noise": GaussianNoiseImages.matching(dataset, seed=seed)}
 
 
-@contextlib.contextmanager
-def _recording(model: torch.nn.Module, statistics: dict[tuple[bool, str], list[ImageStatistics]]) -> Iterator[None]:
-    """Hooks, while open, that hand each block's output to ``statistics[(layer_norm, tokens)]``,
-    through the next block's LayerNorm where ``layer_norm``."""
-    prefix = getattr(model, "num_prefix_tokens", 1)
-    norms = next_norms(model)
-
-    def hook(index: int):
-        def record(_module, _inputs, output: Tensor) -> None:
-            normed = norms[index](output) if any(ln for ln, _ in statistics) else None
-            for (layer_norm, tokens), blocks in statistics.items():
-                chosen = select_tokens(normed if layer_norm else output, tokens, prefix)
-                blocks[index].update(chosen.reshape(output.shape[0], -1, output.shape[-1]))
-
-        return record
-
-    handles = [block.register_forward_hook(hook(index)) for index, block in enumerate(model.blocks)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@torch.no_grad()
-def measure_input(model: torch.nn.Module, dataset: Dataset, measured: Sequence[Measurement],
-                  replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
-                  max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu"
-                  ) -> dict[Measurement, BootstrapProfile]:
-    """Bootstrap profiles of ``model``'s blocks on ``dataset`` for each of ``measured``: one
-    forward pass per token choice, which feeds every block and every variant of that choice.
-
-    Args:
-        model: a timm ViT (``.blocks``, ``.norm``, ``.forward_features``).
-        dataset: image tensors [C, H, W] (or ``(image, label)`` items) as the model receives them.
-        measured: (variant, tokens) pairs, e.g. from :func:`measurements`.
-        replicates, level, seed: the bootstrap's (the same seed for every measurement, so the
-            measurements of one token choice share their replicates' images).
-        batch_size: images per forward pass.
-        max_bytes: the memory the per-image sums of one pass may take, shared equally by its
-            accumulators (each keeps as many groups of images as its share holds, see
-            :class:`~ib_tutorial.measure.bootstrap.ImageStatistics`; at :math:`D = 384` and
-            224 px, 4 GiB keep about 60 groups of the tokens' sums).
-        device: where the forward passes run.
-    """
-    by_tokens: dict[str, dict[bool, set[str]]] = {}
-    for variant, tokens in measured:
-        by_tokens.setdefault(tokens, {}).setdefault(get_variant(variant).layer_norm, set()).add(variant)
-    profiles = {}
-    for tokens, sources in by_tokens.items():
-        share = max_bytes // (len(sources) * len(model.blocks))
-        statistics = {(layer_norm, tokens): [ImageStatistics(model.embed_dim, needed_sums(names), max_bytes=share,
-                                                             seed=seed) for _ in model.blocks]
-                      for layer_norm, names in sources.items()}
-        _forward(model, dataset, statistics, batch_size, device)
-        for layer_norm, names in sources.items():
-            for variant in names:
-                profiles[(variant, tokens)] = bootstrap_eed(statistics[(layer_norm, tokens)], variant, replicates,
-                                                            level, seed=seed)
-    return {measurement: profiles[measurement] for measurement in measured}
-
-
-def _forward(model: torch.nn.Module, dataset: Dataset, statistics: dict[tuple[bool, str], list[ImageStatistics]],
-             batch_size: int, device: torch.device | str) -> None:
-    """One pass of ``dataset`` through ``model`` (in eval mode) with :func:`_recording` open."""
-    was_training = model.training
-    model.eval()
-    try:
-        with _recording(model, statistics):
-            for batch in DataLoader(dataset, batch_size=batch_size):
-                images = batch[0] if isinstance(batch, (tuple, list)) else batch
-                model.forward_features(images.to(device))
-    finally:
-        model.train(was_training)
-
-
 def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, images: int | None = None,
                      measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
                      replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
@@ -287,7 +204,7 @@ def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, image
             (:func:`~ib_tutorial.reproduction.run_profiles.seeded_subset`); default all.
         measured: the images' measurements (default: every one of :func:`measurements`).
         controls: the phase-scrambled images' and the noise's (default: :data:`DEFAULT` only).
-        replicates, level, seed, batch_size, max_bytes, device: see :func:`measure_input`.
+        replicates, level, seed, batch_size, max_bytes, device: see :func:`~ib_tutorial.measure.block_bootstrap.bootstrap_blocks`.
     """
     subset = dataset if images is None or images >= len(dataset) else seeded_subset(dataset, images, seed)
     measured = measurements() if measured is None else list(measured)
@@ -296,7 +213,7 @@ def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, image
     for name, inputs in tqdm(control_inputs(subset, seed).items(), desc=label, disable=not progress, leave=False):
         chosen = measured if name == INPUTS[0] else list(controls)
         raw[name] = raw_patch_statistics(DataLoader(inputs, batch_size=batch_size), patch_size)
-        found = measure_input(model, inputs, chosen, replicates, level, seed, batch_size, max_bytes, device)
+        found = bootstrap_blocks(model, inputs, chosen, replicates, level, seed, batch_size, max_bytes, device)
         profiles += [MeasuredProfile(name, variant, tokens, profile) for (variant, tokens), profile in found.items()]
     image_side = int(_first_image(subset).shape[-1])
     return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))

@@ -6,7 +6,12 @@ A profile file is JSON::
      "label": "...", "epoch": 10 | null,
      "profile": {n_eff, eed_percent, dim, tokens, center, n_images, n_tokens, companions},
      "provenance": {code_version, preset, config_hash, packages, device, date,
-                    dataset, n_images, n_tokens}}
+                    dataset, n_images, n_tokens},
+     "bootstrap": {variant, seed, n_eff: [[...], ...]} | null}
+
+``bootstrap`` holds the replicates of a bootstrap over the profile's images
+(:class:`~ib_tutorial.measure.bootstrap.StoredReplicates`), from which
+:func:`bootstrap_of` gives intervals; files written before it was kept have none.
 
 :class:`ProfileRecord` is their type, and :data:`PROFILE_SCHEMA`, the JSON Schema they
 validate against, is derived from it (:func:`ib_tutorial.schema.json_schema`).
@@ -19,12 +24,13 @@ import json
 import os
 import platform
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 from ..files import write_json_atomic
 from ..measure.block_profile import Profile
+from ..measure.bootstrap import LEVEL, METHODS, BootstrapProfile, StoredReplicates
 from ..schema import json_schema
 
 SCHEMA_ID = "ib-tutorial/profile/1"
@@ -49,13 +55,15 @@ class Provenance:
 @dataclass(frozen=True)
 class ProfileRecord:
     """One profile file: a :class:`~ib_tutorial.measure.block_profile.Profile` with its label,
-    epoch (None for a published model) and :class:`Provenance`."""
+    epoch (None for a published model), :class:`Provenance` and, where one was drawn, its
+    bootstrap's replicates."""
 
     schema: str = field(metadata={"schema": {"const": SCHEMA_ID}})
     label: str
     epoch: int | None = field(metadata={"schema": {"minimum": 0}})
     profile: Profile
     provenance: Provenance
+    bootstrap: StoredReplicates | None = None
 
 
 #: The JSON Schema every profile file validates against, derived from :class:`ProfileRecord`.
@@ -120,10 +128,12 @@ def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_toke
     }
 
 
-def profile_record(profile: Profile, *, label: str, epoch: int | None, provenance: dict) -> dict:
-    """A schema-valid record of one profile."""
+def profile_record(profile: Profile, *, label: str, epoch: int | None, provenance: dict,
+                   bootstrap: BootstrapProfile | None = None) -> dict:
+    """A schema-valid record of one profile, with its bootstrap's replicates when given."""
+    stored = asdict(bootstrap.stored()) if bootstrap is not None else None
     record = {"schema": SCHEMA_ID, "label": label, "epoch": epoch, "profile": profile.to_dict(),
-              "provenance": provenance}
+              "provenance": provenance, "bootstrap": stored}
     validate_profile_record(record)
     return record
 
@@ -163,3 +173,11 @@ def profile_from_record(record: dict) -> Profile:
     return Profile(**record["profile"])
 
 
+def bootstrap_of(record: dict, level: float = LEVEL, method: str = METHODS[0]) -> BootstrapProfile | None:
+    """The bootstrap over images stored in a profile record, read at ``level`` with
+    ``method``; None for a record without one."""
+    stored = record.get("bootstrap")
+    if stored is None:
+        return None
+    profile = record["profile"]
+    return BootstrapProfile.from_stored(profile["n_eff"], profile["dim"], StoredReplicates(**stored), level, method)

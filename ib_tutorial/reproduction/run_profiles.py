@@ -3,8 +3,17 @@
 For each backbone a run saved (epoch 0 is the random initialisation it started from),
 :func:`profile_run` writes ``profiles/<epoch>.json`` in the run directory (other token
 choices and the uncentred variant go to ``profiles/<variant>/<epoch>.json``), each a
-schema-valid record with its provenance (see :mod:`ib_tutorial.reproduction.records`). Files that
-already hold the same measurement are skipped, so an interrupted pass resumes.
+schema-valid record with its provenance (see :mod:`ib_tutorial.reproduction.records`) and,
+for a centred measurement, the replicates of a bootstrap over its images, from which its
+intervals are read. Files that already hold the same measurement are skipped, so an
+interrupted pass resumes.
+
+A run is profiled with the settings it recorded when it started (:func:`profile_settings`),
+not with its preset's of today, so a later change to a preset cannot change how an old run
+is measured, and a run of a custom preset can be profiled. Every epoch of a run is measured
+on the same images, and bootstrapped with the same seed, so the replicates of two epochs
+are paired (:func:`~ib_tutorial.measure.bootstrap.joint_interval`): a change over training
+gets its interval from the same resampled images.
 """
 from __future__ import annotations
 
@@ -16,9 +25,10 @@ from torch.utils.data import DataLoader, Subset
 from tqdm.auto import tqdm
 
 from ..data import get_dataset
+from ..measure.block_bootstrap import bootstrap_blocks
 from ..measure.block_profile import COMPANIONS, patch_eed, profile_model
 from ..models import PRETRAINED_DINO, pretrained_dino_vit_small
-from ..presets import get_preset, resolve_device
+from ..presets import ProfileSettings, get_preset
 from ..training.augment import eval_transform
 from ..training.run_config import RunConfig
 from ..training.runs import RunDirectory
@@ -69,26 +79,43 @@ def seeded_subset(dataset, images: int, seed: int) -> Subset:
     return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
 
 
-def default_profile_count(config: RunConfig, preset, root=None, download: bool = False) -> int:
-    """The preset's number of profile images, or the whole held-out split when it is smaller
+def profile_settings(config: RunConfig) -> ProfileSettings:
+    """How the run is profiled: the settings it recorded when it started, or, for a run made
+    before they were recorded, its preset's."""
+    return config.profile if config.profile is not None else get_preset(config.preset).profile
+
+
+def profile_device(config: RunConfig) -> torch.device:
+    """The device the run trained on, or the CPU, with a printed note, when it is not here
+    (a GPU run profiled on a laptop: the same measurement, more slowly)."""
+    if config.device == "cuda" and not torch.cuda.is_available():
+        print(f"{config.dataset}: the run trained on a GPU and none is visible; profiling on the CPU.")
+        return torch.device("cpu")
+    return torch.device(config.device)
+
+
+def default_profile_count(config: RunConfig, root=None, download: bool = False) -> int:
+    """The run's number of profile images, or the whole held-out split when it is smaller
     (DTD's 144 test images of the 6-class subset), with a printed note."""
+    wanted = profile_settings(config).images
     split = len(get_dataset(config.dataset, config.held_out_split, root=root, download=download,
                             **config.dataset_options))
-    if split < preset.profile.images:
+    if split < wanted:
         print(f"{config.dataset}: the {config.held_out_split} split has {split} images, fewer than the "
-              f"{preset.profile.images} of preset {preset.name!r}; profiling all {split}.")
+              f"{wanted} the run's profile settings ask for; profiling all {split}.")
         return split
-    return preset.profile.images
+    return wanted
 
 
-def _is_done(path: Path, n_images: int, companions) -> bool:
+def _is_done(path: Path, n_images: int, companions, bootstrapped: bool = False) -> bool:
     if not path.exists():
         return False
     try:
         record = load_profile_record(path)
     except ValueError:
         return False  # unreadable: measure again (the atomic write replaces it)
-    return record["profile"]["n_images"] == n_images and set(companions) <= set(record["profile"]["companions"])
+    return (record["profile"]["n_images"] == n_images and set(companions) <= set(record["profile"]["companions"])
+            and (record.get("bootstrap") is not None or not bootstrapped))
 
 
 def profile_run(
@@ -109,26 +136,33 @@ def profile_run(
         tokens, center, companions: as for :func:`~ib_tutorial.measure.block_profile.profile_model`.
         images: profile images (default: the run preset's ``profile.images``).
         root, download: where the run's dataset lives (for real datasets).
-        device: default: the run preset's (:func:`~ib_tutorial.presets.resolve_device`).
+        device: default: the run's own (:func:`profile_device`).
+
+    Everything else comes from the run's :func:`profile_settings`; a centred measurement is
+    bootstrapped over its images with ``replicates`` of them (seeded with the run's seed).
     """
     run = RunDirectory(run_dir)
     config = run.read_config()
-    preset = get_preset(config.preset)
-    images = images or default_profile_count(config, preset, root, download)
-    device = torch.device(device) if device is not None else resolve_device(preset)
+    settings = profile_settings(config)
+    images = images or default_profile_count(config, root, download)
+    device = torch.device(device) if device is not None else profile_device(config)
+    replicates = settings.replicates if center else 0  # the bootstrap's covariance is centred
     folder = profile_folder(run, tokens, center)
     epochs = run.backbone_epochs()
-    todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions)]
+    todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions, replicates > 0)]
     if todo:
-        loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
+        dataset = profile_images(config, images, root, download)
+        loader = DataLoader(dataset, batch_size=settings.batch_size)
     for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress or not todo):  # no 0/0 bar
         model = run.load_backbone(epoch, device)
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
-                                twonn_samples=preset.profile.twonn_samples, seed=config.seed, progress=False)
-        origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset,
+                                twonn_samples=settings.twonn_samples, seed=config.seed, progress=False)
+        bootstrap = bootstrap_blocks(model, dataset, [("tokens", tokens)], replicates, seed=config.seed,
+                                     batch_size=settings.batch_size, device=device)[("tokens", tokens)] if replicates else None
+        origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
                             n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
         record = profile_record(profile, label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
-                                provenance=origin)
+                                provenance=origin, bootstrap=bootstrap)
         save_profile_record(folder / f"{epoch}.json", record)
     return [folder / f"{e}.json" for e in epochs]
 
@@ -147,11 +181,9 @@ def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=No
     r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's profile images, and their
     dimension :math:`3p^2` (see :func:`~ib_tutorial.measure.block_profile.patch_eed`): the image content that
     can enter block 0, the data's own part of every profile."""
-    run = RunDirectory(run_dir)
-    config = run.read_config()
-    preset = get_preset(config.preset)
-    images = images or default_profile_count(config, preset, root, download)
-    loader = DataLoader(profile_images(config, images, root, download), batch_size=preset.profile.batch_size)
+    config = RunDirectory(run_dir).read_config()
+    images = images or default_profile_count(config, root, download)
+    loader = DataLoader(profile_images(config, images, root, download), batch_size=profile_settings(config).batch_size)
     return patch_eed(loader, config.view.patch_size)
 
 
@@ -172,21 +204,20 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     weights cannot be fetched."""
     run = RunDirectory(run_dir)
     config = run.read_config()
-    preset = get_preset(config.preset)
-    images = images or default_profile_count(config, preset, root, download)
+    images = images or default_profile_count(config, root, download)
     path = run.path / "controls" / "pretrained-dino.json"
     if _is_done(path, images, ()):
         return path
     model = pretrained_dino_vit_small()
     if model is None:
         return None
-    device = torch.device(device) if device is not None else resolve_device(preset)
+    device = torch.device(device) if device is not None else profile_device(config)
     loader = DataLoader(profile_images(config, images, root, download, img_size=PRETRAINED_SIZE),
-                        batch_size=preset.profile.batch_size)
+                        batch_size=profile_settings(config).batch_size)
     profile = profile_model(model.to(device), loader, device=device, progress=False)
     # The control's own model and input size replace the run's in its provenance.
     control_config = {**config.to_dict(), "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
-    origin = provenance(preset=preset.name, config=control_config, dataset=config.dataset,
+    origin = provenance(preset=config.preset, config=control_config, dataset=config.dataset,
                         n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
     save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
                                              provenance=origin))

@@ -11,10 +11,10 @@ import torch
 
 from ..files import write_json_atomic
 from ..measure.pruning import prune_blocks, pruning_record
-from ..presets import get_preset, resolve_device
 from ..training.data import knn_image_sets
 from ..training.runs import RunDirectory
 from .records import provenance
+from .run_profiles import profile_device
 
 
 def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, download: bool = False,
@@ -28,13 +28,12 @@ def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, 
     path = run.path / "pruning" / f"{pool}-{epoch}.json"
     if path.exists():
         return path
-    preset = get_preset(config.preset)
-    device = torch.device(device) if device is not None else resolve_device(preset)
+    device = torch.device(device) if device is not None else profile_device(config)
     train_set, held_out_set = knn_image_sets(config, root, download)
     classes = len(train_set.dataset.classes)
     curves = prune_blocks(run.load_backbone(epoch, device), train_set, held_out_set, classes, pool,
                           k_neighbours=config.train.knn_k, temperature=config.train.knn_temperature, device=device)
-    origin = provenance(preset=preset.name, config=config.to_dict(), dataset=config.dataset,
+    origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
                         n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens, device=str(device))
     write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin)})
     return path

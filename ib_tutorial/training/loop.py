@@ -126,7 +126,9 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     config = dataclasses.replace(config, steps_per_epoch=len(loader), train_images_used=len(data.train_views),
                                  train_data=data.train_record)
     if run.exists():
-        config.check_resumable(run.read_config(), run.path)
+        saved = run.read_config()
+        config.check_resumable(saved, run.path)
+        config = dataclasses.replace(config, profile=saved.profile)  # profiled as it was set up to be
     state = config.objective(config.train, config.view, config.precision, build_schedules(config.train, len(loader)),
                              device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream

@@ -24,7 +24,7 @@ from ..data.subsets import SubsetRecord
 from ..models import ARCHITECTURES
 from ..paths import data_root
 from ..precision import resolve_precision
-from ..presets import Preset, TrainSettings, ViewSettings, resolve_device, training_overrides
+from ..presets import Preset, ProfileSettings, TrainSettings, ViewSettings, resolve_device, training_overrides
 from .objective import Objective
 from .objectives import get_objective
 
@@ -51,6 +51,9 @@ class RunConfig:
             subset, the class list and a digest of the training files
             (:class:`~ib_tutorial.data.subsets.SubsetRecord`; None in runs made before it
             was recorded).
+        profile: how the run's saved networks are profiled (the preset's
+            :class:`~ib_tutorial.presets.ProfileSettings` when the run started; None in runs
+            made before it was recorded, which are profiled with their preset's of today).
     """
 
     dataset: str
@@ -69,6 +72,7 @@ class RunConfig:
     steps_per_epoch: int | None = None
     train_images_used: int | None = None
     train_data: SubsetRecord | None = None
+    profile: ProfileSettings | None = None
 
     @classmethod
     def resolve(cls, dataset: str, preset: Preset, overrides: dict, dataset_options: dict | None = None,
@@ -94,7 +98,7 @@ class RunConfig:
             precision=resolve_precision(train.precision, device),
             world_size=world_size, batch_per_process=train.batch_size // world_size,
             model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
-            versions={"torch": torch.__version__, "timm": timm.__version__},
+            versions={"torch": torch.__version__, "timm": timm.__version__}, profile=preset.profile,
         )
 
     @property
@@ -115,12 +119,13 @@ class RunConfig:
     def check_resumable(self, saved: "RunConfig", where: str | os.PathLike) -> None:
         """Refuse to resume the run in ``where`` (configured as ``saved``) with settings that
         would change its trajectory. A run made before its training data was recorded is
-        compared on everything else."""
+        compared on everything else; the profile settings do not touch the trajectory."""
         current = self if saved.train_data is not None else dataclasses.replace(self, train_data=None)
         old, new = _flatten(saved.to_dict()), _flatten(current.to_dict())
         changed = sorted(
             key for key in set(old) | set(new)
-            if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and old.get(key) != new.get(key)
+            if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and not key.startswith("profile.")
+            and old.get(key) != new.get(key)
         )
         if changed:
             raise ValueError(

@@ -7,6 +7,7 @@ from ib_tutorial.measure.bootstrap import (
     METHODS,
     BootstrapProfile,
     ImageStatistics,
+    StoredReplicates,
     Interval,
     bootstrap_eed,
     bootstrap_interval,
@@ -131,6 +132,19 @@ def test_every_block_is_measured_on_the_same_replicates(generator):
     assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
     different = profile.interval(lambda values: values[2] - values[0])
     assert different.high - different.low > 0.05
+
+
+def test_a_stored_bootstrap_gives_back_its_intervals(generator):
+    profile = bootstrap_eed([statistics_of(images(60, 5, generator)) for _ in range(3)], replicates=80, seed=2)
+    stored = profile.stored()
+    read = BootstrapProfile.from_stored(profile.n_eff, profile.dim, stored, profile.level, profile.method)
+    assert (read.variant, read.seed) == (profile.variant, profile.seed) == ("tokens", 2)
+    for kept, original in zip(read.intervals(), profile.intervals()):
+        assert kept.low == pytest.approx(original.low, abs=1e-3) and kept.high == pytest.approx(original.high, abs=1e-3)
+    with pytest.raises(ValueError, match="do not match a profile of 2 blocks"):
+        BootstrapProfile.from_stored(profile.n_eff[:2], profile.dim, stored)
+    with pytest.raises(ValueError, match="unknown interval method"):
+        BootstrapProfile.from_stored(profile.n_eff, profile.dim, StoredReplicates("tokens", 0, [[1.0] * 3]), method="bca")
 
 
 def test_profiles_with_one_seed_on_the_same_images_are_paired(generator):

@@ -37,6 +37,11 @@ CONTRACT = {
                            "packages": {"type": "object", "additionalProperties": {"type": "string"}},
                            "device": {"type": "string"}, "date": {"type": "string"}, "dataset": {"type": "string"},
                            "n_images": {"type": "integer"}, "n_tokens": {"type": "integer"}}},
+        # added later, absent from older files
+        "bootstrap": {"type": ["object", "null"], "required": ["variant", "seed", "n_eff"],
+                      "properties": {"variant": {"type": "string"}, "seed": {"type": "integer"},
+                                     "n_eff": {"type": "array", "items": {"type": "array", "items": {"type": "number"}},
+                                               "minItems": 1}}},
     },
 }
 

@@ -5,11 +5,21 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 from profile_records import make_profile, make_record
 
+from ib_tutorial.measure.bootstrap import BootstrapProfile
 from ib_tutorial.reproduction import records
 from ib_tutorial.report.captions import profile_caption
-from ib_tutorial.reproduction.records import code_version, config_hash, load_profile_record, profile_from_record, save_profile_record, validate_profile_record
+from ib_tutorial.reproduction.records import (
+    code_version,
+    config_hash,
+    load_profile_record,
+    profile_from_record,
+    profile_record,
+    save_profile_record,
+    validate_profile_record,
+)
 
 
 def test_record_round_trips(tmp_path):
@@ -19,6 +29,20 @@ def test_record_round_trips(tmp_path):
     assert loaded == json.loads(json.dumps(record))
     assert profile_from_record(loaded) == make_profile()
     assert list((tmp_path / "profiles").iterdir()) == [tmp_path / "profiles" / "3.json"]  # no temp files left
+
+
+def test_a_record_keeps_its_bootstrap_and_older_records_without_one_still_load(tmp_path):
+    n_eff = make_profile().n_eff
+    replicates = torch.tensor([n_eff] * 4, dtype=torch.float64) + torch.arange(4.0)[:, None]
+    bootstrap = BootstrapProfile(n_eff, replicates, 384, 0.9, "basic", "tokens", 7)
+    record = profile_record(make_profile(), label="teacher", epoch=1, provenance=make_record()["provenance"],
+                            bootstrap=bootstrap)
+    save_profile_record(tmp_path / "1.json", record)
+    read = records.bootstrap_of(load_profile_record(tmp_path / "1.json"), level=0.5)
+    assert read.seed == 7 and read.level == 0.5 and torch.equal(read.replicates, replicates)
+    older = {key: value for key, value in record.items() if key != "bootstrap"}
+    save_profile_record(tmp_path / "0.json", older)
+    assert records.bootstrap_of(load_profile_record(tmp_path / "0.json")) is None
 
 
 def test_provenance_names_its_sources():

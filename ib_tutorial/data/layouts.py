@@ -3,7 +3,7 @@ data root and what it holds.
 
 Two sides share these layouts: the loaders (:mod:`ib_tutorial.data.tiny_imagenet`,
 :mod:`ib_tutorial.data.torchvision_sets`) read them and quote them in their errors, and
-:mod:`ib_tutorial.data.subsets` writes a subset's folder in them. Both import them from
+:mod:`ib_tutorial.data.subset_build` writes a subset's folder in them. Both import them from
 here, so neither imports the other to learn them.
 """
 

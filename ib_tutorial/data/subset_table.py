@@ -3,7 +3,7 @@ how its images are made.
 
 ``SUBSETS`` is the one table of them; :func:`named_subset` looks one up, for the loaders
 (``subset=`` of :func:`~ib_tutorial.data.get_dataset`) and for
-:mod:`ib_tutorial.data.subsets`, which writes a subset's folder.
+:mod:`ib_tutorial.data.subset_build`, which writes a subset's folder.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class Subset:
             DTD class folders).
         folder: its folder under a data root, the one the dataset's loader reads.
         description: one line for listings.
-        content_sha256: :func:`~ib_tutorial.data.subsets.folder_digest` of the folder
+        content_sha256: :func:`~ib_tutorial.data.subset_build.folder_digest` of the folder
             the committed runs used.
         content_files: how many files that folder holds.
         downscale: the transformation applied to every image, or ``None`` when the

@@ -15,15 +15,9 @@ from shared_data import DTD_SAMPLE, REAL, TINY_SAMPLE, needs
 
 from ib_tutorial.data import CorruptImageError, DatasetNotFoundError, get_dataset, held_out_split, subsets
 from ib_tutorial.data.spec import parse_spec
+from ib_tutorial.data.subset_build import Built, build_subset, check_subset, folder_digest
 from ib_tutorial.data.subset_table import SUBSETS, Downscale, Subset
-from ib_tutorial.data.subsets import (
-    SubsetRecord,
-    build_subset,
-    check_subset,
-    folder_digest,
-    subset_record,
-    training_file_digest,
-)
+from ib_tutorial.data.subsets import SubsetRecord, subset_record, training_file_digest
 
 UNRECORDED = "0" * 64
 
@@ -56,7 +50,7 @@ def dtd_source(tmp_path, monkeypatch) -> Path:
     return root
 
 
-def build_unrecorded(name: str, source: Path, target: Path) -> subsets.Built:
+def build_unrecorded(name: str, source: Path, target: Path) -> Built:
     """Build a subset whose recorded digest no folder has: it warns."""
     with pytest.warns(UserWarning, match="is not the folder the committed runs used"):
         return build_subset(name, source, target, progress=False)

@@ -33,22 +33,27 @@ forward pass per token choice.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from ..data.controls import GaussianNoiseImages, PatchStatistics, PhaseScrambled, raw_patch_statistics
+from ..files import write_json_atomic
 from ..measure.block_bootstrap import Measurement, bootstrap_blocks
 from ..measure.block_profile import TOKEN_CHOICES
-from ..measure.bootstrap import LEVEL, MAX_BYTES, BootstrapProfile, Interval
+from ..measure.bootstrap import LEVEL, MAX_BYTES, METHODS, BootstrapProfile, Interval, StoredReplicates
 from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, u_depth
 from ..measure.variants import VARIANTS, get_variant
 from .paper import REPORTED
-from .run_profiles import seeded_subset
+from ..training.runs import RunDirectory
+from .run_profiles import profile_device, profile_images, profile_settings, seeded_subset
 
 Tensor = torch.Tensor
 
@@ -121,6 +126,8 @@ class MeasuredProfile:
         return str(shape), self.profile.shape_shares(DIRECTIONS).get(shape, 0.0)
 
     def to_dict(self) -> dict:
+        """Every number, with the replicates the intervals come from (``bootstrap``) and, for
+        a reader of the file, the intervals and summaries at the result's level."""
         shape, share = self.shape()
         return {
             "input": self.input, "variant": self.variant, "tokens": self.tokens, "dim": self.profile.dim,
@@ -129,7 +136,15 @@ class MeasuredProfile:
             "bias": self.profile.bias, "shape": shape, "shape_share": share,
             "u_depth": _interval_dict(self.u_depth()),
             "levels": {name: _interval_dict(interval) for name, interval in self.levels().items()},
+            "bootstrap": asdict(self.profile.stored()),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict, level: float, method: str = METHODS[0]) -> MeasuredProfile:
+        """The profile :meth:`to_dict` wrote, its intervals read at ``level`` with ``method``."""
+        stored = StoredReplicates(**data["bootstrap"])
+        profile = BootstrapProfile.from_stored(data["n_eff"], data["dim"], stored, level, method)
+        return cls(data["input"], data["variant"], data["tokens"], profile)
 
 
 def _interval_dict(interval: Interval) -> dict[str, float]:
@@ -167,7 +182,8 @@ class MeasurementResult:
         raise KeyError(f"{self.label}: no profile of {input!r} measured as {measurement}")
 
     def to_dict(self) -> dict:
-        """A JSON-ready dictionary of every number (not the replicates)."""
+        """A JSON-ready dictionary of every number, replicates included (:meth:`from_dict`
+        reads it back)."""
         return {
             "label": self.label, "img_size": self.img_size, "patch_size": self.patch_size, "images": self.images,
             "replicates": self.replicates, "level": self.level, "seed": self.seed,
@@ -175,6 +191,23 @@ class MeasurementResult:
                             for name, s in self.raw_patches.items()},
             "profiles": [measured.to_dict() for measured in self.profiles],
         }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> MeasurementResult:
+        """The result :meth:`to_dict` wrote."""
+        raw = {name: PatchStatistics(s["rank"], s["n_eff"], s["dim"]) for name, s in data["raw_patches"].items()}
+        profiles = tuple(MeasuredProfile.from_dict(measured, data["level"]) for measured in data["profiles"])
+        return cls(data["label"], data["img_size"], data["patch_size"], data["images"], data["replicates"],
+                   data["level"], data["seed"], raw, profiles)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_dict` as JSON, atomically."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> MeasurementResult:
+        """Read a file :meth:`save` wrote."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
 
 
 def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:
@@ -217,6 +250,23 @@ def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, image
         profiles += [MeasuredProfile(name, variant, tokens, profile) for (variant, tokens), profile in found.items()]
     image_side = int(_first_image(subset).shape[-1])
     return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))
+
+
+def measure_run(run_dir: str | os.PathLike, epoch: int, images: int = 512, measured: Sequence[Measurement] | None = None,
+                controls: Sequence[Measurement] = (DEFAULT,), replicates: int = REPLICATES, level: float = LEVEL,
+                root=None, download: bool = False, max_bytes: int = 16 * MAX_BYTES, progress: bool = True
+                ) -> MeasurementResult:
+    """:func:`measure_controls` of the network a run saved at ``epoch`` (0: the random
+    initialisation it started from), on ``images`` of the run's own profile images
+    (:func:`~ib_tutorial.reproduction.run_profiles.profile_images`), bootstrapped with the run's seed."""
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    device = profile_device(config)
+    label = f"{config.dataset} {config.train.objective} {config.model['arch']}, epoch {epoch}"
+    return measure_controls(run.load_backbone(epoch, device), profile_images(config, images, root, download), label,
+                            measured=measured, controls=controls, replicates=replicates, level=level, seed=config.seed,
+                            batch_size=profile_settings(config).batch_size, max_bytes=max_bytes, device=device,
+                            progress=progress)
 
 
 def _first_image(dataset: Dataset) -> Tensor:

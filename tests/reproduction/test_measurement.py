@@ -129,3 +129,30 @@ def test_a_profile_at_the_papers_levels_is_flagged_near():
     assert f"{reported.early_eed[0]:g}-{reported.early_eed[1]:g}" in rows[0]
     shape, share = profiles[0].shape()
     assert (shape, share) == ("U", 1.0)
+
+
+def test_a_saved_result_reads_back_with_the_same_tables(result, tmp_path):
+    result.save(tmp_path / "small.json")
+    read = MeasurementResult.load(tmp_path / "small.json")
+    assert (read.label, read.images, read.replicates, read.level) == (result.label, result.images, 20, result.level)
+    assert read.raw_patches == result.raw_patches
+    for kept, original in zip(read.profiles, result.profiles):
+        assert (kept.input, kept.variant, kept.tokens) == (original.input, original.variant, original.tokens)
+        for name, interval in original.levels().items():  # replicates kept to four decimals
+            assert kept.levels()[name].low == pytest.approx(interval.low, abs=1e-3)
+            assert kept.levels()[name].high == pytest.approx(interval.high, abs=1e-3)
+        assert kept.shape()[0] == original.shape()[0]
+    assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_a_runs_saved_network_is_measured_on_its_profile_images(tmp_path):
+    from training_runs import DATASET, TINY
+
+    from ib_tutorial.reproduction.measurement import measure_run
+    from ib_tutorial.training import loop
+
+    out = tmp_path / "run"
+    loop.train(DATASET, "ci", out=out, progress=False, epochs=1, **TINY)
+    measured = measure_run(out, 0, images=16, measured=[DEFAULT], replicates=5, progress=False)
+    assert measured.label == f"{DATASET} dino vit_tiny, epoch 0" and measured.images == 16
+    assert [m.input for m in measured.profiles] == list(INPUTS)

@@ -1,8 +1,11 @@
 """The words of the ``ib-tutorial`` command line, in one place: how a setting is named and
 its value read (the parser, :mod:`ib_tutorial.cli`) and written back (the commands the
-package prints: a stopped run's resume command, the chapters' ``reproduce`` commands)."""
+package prints: a stopped run's resume command, the chapters' ``reproduce`` commands), and
+how a message names an argument to its reader (:func:`argument`)."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import shlex
 import types
@@ -11,10 +14,39 @@ from collections.abc import Mapping, Sequence
 
 PROGRAM = "ib-tutorial"
 
+# Whether the messages raised now are read by someone who typed a command (set by the command line).
+_FROM_COMMAND_LINE = contextvars.ContextVar("from_command_line", default=False)
+
 
 def option(setting: str) -> str:
     """A setting's option: ``batch_size`` -> ``--batch-size``."""
     return f"--{setting.replace('_', '-')}"
+
+
+@contextlib.contextmanager
+def spoken_as_options():
+    """Inside, :func:`argument` and :func:`argument_name` write what a command line takes."""
+    token = _FROM_COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _FROM_COMMAND_LINE.reset(token)
+
+
+def argument_name(name: str) -> str:
+    """An argument as the reader of a message names it: ``--warmup-epochs`` after a
+    command, ``warmup_epochs`` in Python."""
+    return option(name) if _FROM_COMMAND_LINE.get() else name
+
+
+def argument(name: str, value: object = True) -> str:
+    """An argument given as the reader of a message gives it: ``--download`` or
+    ``download=True`` (``value`` True: a flag), ``--root <folder>`` or ``root=<folder>`` (a
+    placeholder in angle brackets), ``--device cpu`` or ``device='cpu'``."""
+    if _FROM_COMMAND_LINE.get():
+        return option(name) if value is True else f"{option(name)} {value_text(value)}"
+    placeholder = isinstance(value, str) and value.startswith("<")
+    return f"{name}={value if placeholder else repr(value)}"
 
 
 def value_parser(kind: type):

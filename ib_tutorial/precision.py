@@ -10,6 +10,8 @@ import contextlib
 
 import torch
 
+from .command_line import argument
+
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -17,10 +19,11 @@ AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 def resolve_precision(requested: str, device: torch.device) -> str:
     """``auto`` -> bf16 on CUDA when supported, else fp16 on CUDA; fp32 on CPU."""
     if requested not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {requested!r}")
+        raise ValueError(f"{argument('precision', requested)}: the precision is one of {', '.join(PRECISIONS)}.")
     if device.type != "cuda":
         if requested not in ("auto", "fp32"):
-            raise ValueError(f"precision {requested} needs a CUDA device; CPU training runs in fp32 (--precision fp32)")
+            raise ValueError(f"{argument('precision', requested)} needs a CUDA device; on the CPU, training runs in "
+                             f"fp32 ({argument('precision', 'fp32')} or 'auto').")
         return "fp32"
     if requested == "auto":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"

@@ -24,10 +24,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
+import warnings
 from dataclasses import dataclass, field
 
 import torch
 
+from .command_line import argument
 from .data import DATASETS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
@@ -390,20 +392,28 @@ def get_preset(name: str | None = None) -> Preset:
     try:
         return PRESETS[chosen]
     except KeyError:
-        known = ", ".join(PRESETS)
+        source = "" if name is not None else f" (from {ENV_VAR})"
         raise ValueError(
-            f"Unknown preset {chosen!r}. Known presets: {known}. "
-            f"Set {ENV_VAR} to one of them, e.g. `export {ENV_VAR}=ci`."
+            f"Unknown preset {chosen!r}{source}. Known presets: {', '.join(PRESETS)}. "
+            f"Choose one with {argument('preset', '<name>')} or `export {ENV_VAR}=<name>`."
         ) from None
 
 
 def resolve_device(preset: Preset):
-    """The ``torch.device`` a preset asks for; ``auto`` means CUDA when available."""
+    """The ``torch.device`` a preset asks for; ``auto`` means CUDA when available, else the
+    CPU with a warning that names the CPU tiers (the settings stay the preset's).
+
+    Raises:
+        ValueError: ``cuda`` where no GPU is visible.
+    """
+    cpu_tiers = " or ".join(argument("preset", name) for name, tier in PRESETS.items() if tier.device == "cpu")
     if preset.device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        warnings.warn(f"Preset {preset.name!r} is made for a GPU and none is visible: it runs on the CPU, with its "
+                      f"settings unchanged and many times slower. Tiers made for a CPU: {cpu_tiers}.", stacklevel=2)
+        return torch.device("cpu")
     if preset.device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(
-            f"Preset {preset.name!r} needs a CUDA GPU and none is visible. "
-            f"Use a CPU preset instead: `export {ENV_VAR}=ci` (or `laptop`)."
-        )
+        raise ValueError(f"{argument('device', 'cuda')} needs a CUDA GPU and none is visible. "
+                         f"Use {argument('device', 'cpu')}, or a tier made for a CPU: {cpu_tiers}.")
     return torch.device(preset.device)

@@ -34,6 +34,8 @@ from pathlib import Path, PurePosixPath
 
 from tqdm.auto import tqdm
 
+from ..command_line import argument
+
 COMPLETE_MARKER = ".ib_tutorial-complete"
 CHUNK = 1 << 20
 
@@ -75,7 +77,7 @@ def verify_md5(path: Path, expected: str) -> None:
         raise ChecksumError(
             f"Checksum mismatch for {path}: MD5 is {actual}, expected {expected}. "
             "The file was not used and has been left in place; it is truncated, corrupt or a "
-            "different version. Delete it and call again with download=True."
+            f"different version. Delete it and call again with {argument('download')}."
         )
 
 
@@ -167,7 +169,7 @@ def extract(archive_path: Path, into: Path, folder: str, md5: str) -> Path:
         shutil.rmtree(staging)
         raise ArchiveError(
             f"{archive_path} is truncated or corrupt ({type(error).__name__}: {error}). "
-            "It was left in place; delete it and call again with download=True."
+            f"It was left in place; delete it and call again with {argument('download')}."
         ) from error
     except ArchiveError:
         shutil.rmtree(staging)
@@ -216,15 +218,15 @@ def prepare(
         raise DatasetNotFoundError(
             f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
             f"it was left alone.\nExpected layout:\n{layout}\n"
-            "Complete it, or move it away and call again with download=True."
+            f"Complete it, or move it away and call again with {argument('download')}."
         )
     archive_path = into / archive.filename
     if not archive_path.exists():
         if not download:
             raise DatasetNotFoundError(
                 f"{dataset} is not under {into}.\nExpected layout:\n{layout}\n"
-                f"Call again with download=True to fetch {archive.filename} from {archive.urls[0]}, "
-                f"or put that archive at {archive_path}, or pass root=<folder holding the layout>."
+                f"Call again with {argument('download')} to fetch {archive.filename} from {archive.urls[0]}, "
+                f"or put that archive at {archive_path}, or pass {argument('root', '<folder holding the layout>')}."
             )
         fetch(archive, archive_path)
     verify_md5(archive_path, archive.md5)

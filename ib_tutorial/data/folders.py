@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..command_line import argument
+
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp"}
 STRATIFIED_SPLITS = ("train", "test")
 # What PIL raises for a file it cannot decode; a corrupt header may claim an enormous
@@ -43,7 +45,7 @@ def read_rgb(path: Path) -> Image.Image:
     except UNREADABLE as error:
         raise CorruptImageError(
             f"Cannot read image {path} ({type(error).__name__}: {error}). Delete or replace that file "
-            "(for a downloaded dataset: remove its folder and call again with download=True), "
+            f"(for a downloaded dataset: remove its folder and call again with {argument('download')}), "
             "or pass skip_corrupt=True to get_dataset to leave unreadable files out."
         ) from error
 

@@ -3,6 +3,7 @@ trains it: the one place that knows which objectives exist. Callers look an obje
 here and ask it, instead of testing its name."""
 from __future__ import annotations
 
+from ..command_line import argument
 from .dino_step import DINOTraining
 from .objective import Objective
 from .supervised_step import SupervisedTraining
@@ -16,4 +17,5 @@ def get_objective(name: str) -> type[Objective]:
     try:
         return OBJECTIVES[name]
     except KeyError:
-        raise ValueError(f"Unknown objective {name!r}; known: {', '.join(OBJECTIVES)}.") from None
+        raise ValueError(f"Unknown objective {name!r}; known: {', '.join(OBJECTIVES)}. "
+                         f"Choose one with {argument('objective', '<name>')}.") from None

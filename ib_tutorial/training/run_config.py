@@ -19,7 +19,8 @@ from pathlib import Path
 import timm
 import torch
 
-from ..data import held_out_split
+from ..command_line import argument, argument_name
+from ..data import check_dataset_options, held_out_split
 from ..data.subsets import SubsetRecord
 from ..models import ARCHITECTURES
 from ..paths import data_root
@@ -29,6 +30,8 @@ from .objective import Objective
 from .objectives import get_objective
 
 AUGMENTATIONS = ("loader", "batched")  # where the views are made (TrainSettings.augmentation)
+# Whole-number settings for which 0 is a choice (none of them, or no warm-up); every other one is at least 1.
+MAY_BE_ZERO = ("warmup_epochs", "warmup_teacher_temp_epochs", "local_crops_number", "freeze_last_layer", "num_workers")
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
@@ -82,6 +85,7 @@ class RunConfig:
         the one place where overrides are applied and the device is resolved
         (:func:`~ib_tutorial.presets.resolve_device`). ``world_size``: the processes of the
         job (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
+        check_dataset_options(dataset, dataset_options or {})  # an unknown name or option fails here, first
         train, view = resolve_settings(preset, dataset, overrides)
         device = resolve_device(preset.replace(device=overrides.get("device", preset.device)))
         world_size = world_size or int(os.environ.get("WORLD_SIZE", "1"))
@@ -146,11 +150,32 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     view = dataclasses.replace(preset.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
     get_objective(train.objective)  # an unknown name fails here, before anything is built
     if train.augmentation not in AUGMENTATIONS:
-        raise ValueError(f"Unknown augmentation {train.augmentation!r}; known: {', '.join(AUGMENTATIONS)}.")
+        raise ValueError(f"Unknown augmentation {train.augmentation!r}; known: {', '.join(AUGMENTATIONS)}. "
+                         f"Choose one with {argument('augmentation', '<name>')}.")
+    _check_counts(train, view, preset, overrides)
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
-            raise ValueError(f"crop size {size} is not a multiple of patch_size {view.patch_size}")
+            raise ValueError(f"crop size {size} is not a multiple of {argument('patch_size', view.patch_size)}: give "
+                             f"{argument_name('img_size')} and {argument_name('local_crop_size')} multiples of it.")
     return train, view
+
+
+def _check_counts(train: TrainSettings, view: ViewSettings, preset: Preset, overrides: dict) -> None:
+    """Refuse whole-number settings that cannot make a run: each must be at least 1 (those
+    in :data:`MAY_BE_ZERO` at least 0), and the warm-up no longer than the training. The
+    messages name the settings as the reader gives them (``--epochs`` after a command)."""
+    for section in (train, view):
+        for item in dataclasses.fields(section):
+            value = getattr(section, item.name)
+            least = 0 if item.name in MAY_BE_ZERO else 1
+            if isinstance(value, int) and not isinstance(value, bool) and value < least:
+                raise ValueError(f"{argument(item.name, value)}: it must be at least {least}.")
+    if train.warmup_epochs > train.epochs:
+        source = "" if "warmup_epochs" in overrides else f" (preset {preset.name}'s)"
+        raise ValueError(
+            f"The learning-rate warm-up, {argument('warmup_epochs', train.warmup_epochs)}{source}, is longer than "
+            f"the training, {argument('epochs', train.epochs)}: raise {argument_name('epochs')} or lower "
+            f"{argument_name('warmup_epochs')}.")
 
 
 def default_run_dir(dataset: str, preset: str) -> Path:

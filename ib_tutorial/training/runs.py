@@ -149,26 +149,40 @@ class RunDirectory:
     # --- one process at a time --------------------------------------------------
     @contextlib.contextmanager
     def lock(self):
-        """Hold the run's lock while training into it.
+        """Hold the run's lock while training into it. Unless a run started here (wrote its
+        configuration), the folder is left as it was found: the lock file, and the folders
+        this made, are removed again; what was there before stays.
 
         Raises:
             RunLockedError: another process holds it (the message says which).
         """
-        self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+") as file:
-            if not _try_lock(file):
-                raise RunLockedError(
-                    f"{self.path} is in use by another training process ({_holder(file)}); "
-                    "wait for it to finish, or train into another --out.")
-            file.seek(0)
-            file.truncate()
-            since = datetime.datetime.now().isoformat(timespec="seconds")
-            file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n")
-            file.flush()
-            try:
-                yield
-            finally:
-                _unlock(file)
+        made = [folder for folder in (self.path, *self.path.parents) if not folder.exists()]
+        lock_was_there, run_was_there = self.lock_path.exists(), self.exists()
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            with open(self.lock_path, "a+") as file:
+                if not _try_lock(file):
+                    raise RunLockedError(
+                        f"{self.path} is in use by another training process ({_holder(file)}); "
+                        "wait for it to finish, or train into another --out.")
+                file.seek(0)
+                file.truncate()
+                since = datetime.datetime.now().isoformat(timespec="seconds")
+                file.write(f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n")
+                file.flush()
+                try:
+                    yield
+                finally:
+                    if not lock_was_there and (run_was_there or not self.exists()):
+                        # Before unlocking, so that no other process can hold it meanwhile
+                        # (Windows keeps a file that is open, and with it the lock file).
+                        with contextlib.suppress(PermissionError):
+                            self.lock_path.unlink(missing_ok=True)
+                    _unlock(file)
+        finally:
+            for folder in made:  # the deepest first; one that holds anything now is kept
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
     def remove_unfinished_files(self) -> None:
         """Delete the files a killed write left beside the final ones: temporary files, and a

@@ -96,12 +96,12 @@ def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_siz
         path = Path(weights)
         if not path.is_file():
             raise FileNotFoundError(f"no weights file {path}")
+        _check_state_dict(path, name)
         try:
             return timm.create_model(name, pretrained=True, num_classes=0, pretrained_cfg_overlay={"file": str(path)},
                                      **sized)
         except (RuntimeError, KeyError, ValueError) as error:  # shapes or names of another architecture
-            first = str(error).strip().splitlines()[0]
-            raise PretrainedUnavailable(f"{path} does not hold the weights of {name}: {first[:300]}") from None
+            raise PretrainedUnavailable(f"{path} does not hold the weights of {name}: {_mismatch(error)}") from None
     try:
         return timm.create_model(name, pretrained=True, num_classes=0, **sized)
     except Exception as error:  # any hub or network failure: say what was tried and how to get the file
@@ -112,6 +112,30 @@ def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_siz
             f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else 'no detail'}). "
             f"On a machine with a network, `timm.create_model({name!r}, pretrained=True)` caches them; "
             f"or save `model.state_dict()` there with torch.save and pass the file as --weights FILE.") from None
+
+
+def _check_state_dict(path: Path, name: str) -> None:
+    """Raise :class:`PretrainedUnavailable` unless ``path`` holds tensors by name, read as timm
+    reads a weights file (``torch.load`` with ``weights_only=True``, or safetensors)."""
+    try:
+        state = timm.models.load_state_dict(str(path))
+        readable = all(isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items())
+    except Exception:  # not a zip or pickle, objects that are not tensors, not a mapping
+        readable = False
+    if not readable:
+        raise PretrainedUnavailable(
+            f"{path} is not a state dict: the file must hold the weights of {name} by name and nothing else, as "
+            f"`torch.save(model.state_dict(), FILE)` writes them for `model = timm.create_model({name!r}, "
+            "pretrained=True)` on a machine with a network.")
+
+
+def _mismatch(error: Exception, shown: int = 4) -> str:
+    """The first ``shown`` lines of a failed ``load_state_dict`` (missing and unexpected
+    keys, shapes that differ), each cut to a readable length, and how many more there are."""
+    lines = [line.strip() for line in str(error).strip().splitlines()]
+    details = [line.rstrip(". ") if len(line) <= 300 else line[:300] + " ..." for line in lines[1:] if line] or lines[:1]
+    more = f"; and {len(details) - shown} more" if len(details) > shown else ""
+    return "; ".join(details[:shown]) + more
 
 
 def pretrained_dino_vit_small() -> torch.nn.Module | None:

@@ -2,23 +2,26 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import functools
 import json
 import os
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
 from . import __version__
 from .allocator import keep_freed_memory
-from .command_line import option, value_parser
-from .data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split, subsets
+from .command_line import option, spoken_as_options, value_parser
+from .data import DATASETS, check_dataset_options, dataset_on_disk, held_out_split, options_on_disk, subsets
 from .data.spec import parse_option
-from .files import DiskFullError, write_json_atomic
+from .files import write_json_atomic
 from .ib import saved_information_experiment
 from .measure.block_profile import TOKEN_CHOICES
 from .measure.knn import POOLS as PRUNING_POOLS
 from .models import PUBLISHED_VIT_SMALL, PretrainedUnavailable
-from .paths import DATA_ENV_VAR, data_root
+from .paths import DATA_ENV_VAR, data_root, display_path
 from .presets import (
     ENV_VAR,
     PAPER_OPEN_CHOICES,
@@ -38,10 +41,14 @@ from .training.run_spec import RunSpec
 from .training.runs import CheckpointError, RunLockedError
 from .training.stopping import TrainingStopped
 
-
-# Errors of a run that its message explains in full: shown without a traceback.
-RUN_ERRORS = (NonFiniteLossError, FileExistsError, FileNotFoundError, ValueError, CheckpointError, RunLockedError,
-              DiskFullError, TrainingOutOfMemory)
+PACKAGE = Path(__file__).resolve().parent
+# Errors whose message says what went wrong and what to do: shown as one line, without a
+# traceback. OSError: what the file system refused (a folder that cannot be written, a
+# missing file, a full disk). ValueError: only when the package raised it (a bad setting).
+USER_ERRORS = (OSError, ValueError, NonFiniteLossError, CheckpointError, RunLockedError, TrainingOutOfMemory,
+               PretrainedUnavailable)
+# Arguments that name a file or folder, with the words that name them in a message.
+PATH_ARGUMENTS = {"out": "--out", "root": "--root", "run_dir": "RUN_DIR", "weights": "--weights", "export": "--export"}
 
 
 def _show_presets(_args: argparse.Namespace) -> None:
@@ -59,24 +66,36 @@ def _show_presets(_args: argparse.Namespace) -> None:
         print(f"  {key}: {text}")
 
 
-def _dataset_option(text: str) -> tuple[str, object]:
-    try:
-        return parse_option(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def _checked(parse):
+    """An argparse type from ``parse``, which raises ValueError for text it refuses: argparse
+    then names the option, shows the usage and exits with code 2."""
+    @functools.wraps(parse)
+    def parse_argument(text: str):
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return parse_argument
 
 
-def _run_spec(text: str) -> RunSpec:
-    try:
-        return RunSpec.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+@_checked
+def _dataset_name(text: str) -> str:
+    check_dataset_options(text, {})
+    return text
+
+
+@_checked
+def _preset_name(text: str) -> str:
+    return get_preset(text).name
+
+
+_dataset_option, _run_spec = _checked(parse_option), _checked(RunSpec.parse)
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `ib-tutorial train` (also `python -m ib_tutorial train`)."""
-    parser.add_argument("--dataset", required=True, help="dataset name, e.g. synthetic-objects, cifar100")
-    parser.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    parser.add_argument("--dataset", required=True, type=_dataset_name, help="dataset name, e.g. synthetic-objects, cifar100")
+    parser.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
     parser.add_argument("--out", default=None, help="run directory (default: <data root>/runs/<dataset>-<preset>)")
     parser.add_argument("--resume", action="store_true", help="continue from the run directory's last checkpoint")
     parser.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
@@ -99,8 +118,6 @@ def _train(args: argparse.Namespace) -> None:
         )
     except TrainingStopped as stopped:
         _stop(stopped)
-    except RUN_ERRORS as error:
-        raise SystemExit(f"error: {error}") from None
     if os.environ.get("RANK", "0") == "0":
         print(f"run written to {path}")
 
@@ -113,18 +130,21 @@ def _stop(stopped: TrainingStopped, also: str = "") -> None:
 
 
 def _show_datasets(args: argparse.Namespace) -> None:
+    root = data_root(args.root)
+    if args.root is not None and not root.is_dir():
+        raise SystemExit(f"error: --root {args.root}: no such folder. Give --root the folder that holds the "
+                         f"datasets, or leave it out to look in {display_path(data_root())}.")
     for name, info in DATASETS.items():
         print(f"{name:19s} {info.kind:16s} splits: {', '.join(info.splits):16s} {info.description}")
-    root = data_root(args.root)
     print(f"\nOn disk under {root} (set {DATA_ENV_VAR} or --root to look elsewhere):")
-    for name, options in _real_datasets_on_disk(root):
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                train = get_dataset(name, "train", root=root, **options)
-                held_out = held_out_split(name, options)
-                evaluation = get_dataset(name, held_out, root=root, **options)
-        except (DatasetNotFoundError, ValueError):
+    for name in (name for name in DATASETS if not name.startswith("synthetic")):
+        options = options_on_disk(name, root)
+        held_out = held_out_split(name, options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            train, _ = dataset_on_disk(name, "train", root, **options)
+            evaluation, _ = dataset_on_disk(name, held_out, root, **options) if train is not None else (None, "")
+        if evaluation is None:
             print(f"  {name:17s} not found")
             continue
         messages = dict.fromkeys(str(w.message) for w in caught)  # once each, in order
@@ -132,16 +152,8 @@ def _show_datasets(args: argparse.Namespace) -> None:
         how = "".join(f" --dataset-option {key}={value}" for key, value in options.items())
         print(f"  {name:17s} {len(train.classes)} classes, {len(train):,} train / {len(evaluation):,} {held_out}"
               f"{'  (' + how.strip() + ')' if how else ''}{note}")
-    print("Fetch a missing one with "
-          "`python -c \"from ib_tutorial.data import get_dataset; get_dataset('uc-merced', 'train', download=True)\"`.")
-
-
-def _real_datasets_on_disk(root: Path) -> list[tuple[str, dict]]:
-    """The real datasets to look for under ``root``, each with the options that read it; a
-    DTD folder without ``labels/`` (``<root>/dtd/images``) is read with ``folder="dtd"``."""
-    folder_dtd = (root / "dtd" / "images").is_dir()
-    return [(name, {"folder": "dtd"} if name == "dtd" and folder_dtd else {})  # relative: inside the data root
-            for name in DATASETS if not name.startswith("synthetic")]
+    print("Fetch a missing one with --download on the command that reads it, e.g. "
+          "`ib-tutorial train --dataset uc-merced --download`.")
 
 
 def _information_plane(args: argparse.Namespace) -> None:
@@ -157,22 +169,16 @@ def _information_plane(args: argparse.Namespace) -> None:
 
 
 def _profile(args: argparse.Namespace) -> None:
-    try:
-        paths = profile_run(args.run_dir, tokens=args.tokens, center=not args.uncentred, images=args.images,
-                            root=args.root, download=args.download, progress=not args.no_progress)
-        n_eff, dim = raw_patch_eed(args.run_dir, images=args.images, root=args.root, download=args.download)
-    except (FileNotFoundError, ValueError, DiskFullError) as error:
-        raise SystemExit(f"error: {error}") from None
+    paths = profile_run(args.run_dir, tokens=args.tokens, center=not args.uncentred, images=args.images,
+                        root=args.root, download=args.download, progress=not args.no_progress)
+    n_eff, dim = raw_patch_eed(args.run_dir, images=args.images, root=args.root, download=args.download)
     print(f"{len(paths)} profiles in {paths[0].parent}" if paths else f"no saved backbones in {args.run_dir}")
     print(f"raw-patch baseline: the profile images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
           f"(EED {100 * n_eff / dim:.1f} %): the image content that can enter block 0")
 
 
 def _prune(args: argparse.Namespace) -> None:
-    try:
-        path = prune_run(args.run_dir, epoch=args.epoch, pool=args.pool, root=args.root, download=args.download)
-    except (FileNotFoundError, ValueError, DiskFullError) as error:
-        raise SystemExit(f"error: {error}") from None
+    path = prune_run(args.run_dir, epoch=args.epoch, pool=args.pool, root=args.root, download=args.download)
     record = json.loads(path.read_text())
     print(f"{path}: per block, the fewest principal directions that keep {record['keep_fraction']:.0%} of the "
           f"k-NN accuracy ({record['pool']} pooling), beside N_eff")
@@ -190,25 +196,20 @@ def _model_weights(text: str) -> tuple[str, Path]:
 
 
 def _reproduce(args: argparse.Namespace) -> None:
+    weights = dict(args.weights or [])
+    unknown = sorted(set(weights) - set(args.pretrained))
+    if unknown:
+        raise SystemExit(f"error: --weights names {', '.join(unknown)}, which --pretrained does not list")
     try:
-        weights = dict(args.weights or [])
-        unknown = sorted(set(weights) - set(args.pretrained))
-        if unknown:
-            raise SystemExit(f"error: --weights names {', '.join(unknown)}, which --pretrained does not list")
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
                         progress=not args.no_progress, pretrained_control=args.pretrained_control,
                         pretrained=args.pretrained, weights=weights)
     except TrainingStopped as stopped:
         _stop(stopped, "\nor run this `ib-tutorial reproduce` command again: it resumes the run, then profiles.")
-    except RUN_ERRORS as error:
-        raise SystemExit(f"error: {error}") from None
     print(write_comparison_table(out).read_text())
     print(f"results in {out}")
     if args.export is not None:
-        try:
-            dest = export_bundle(out, args.export, allow_dirty=args.allow_dirty)
-        except (ValueError, DiskFullError) as error:
-            raise SystemExit(f"error: {error}") from None
+        dest = export_bundle(out, args.export, allow_dirty=args.allow_dirty)
         print(f"summary, table, settings, metrics and profiles copied to {dest}")
 
 
@@ -217,15 +218,12 @@ def _profile_published(args: argparse.Namespace) -> None:
         raise SystemExit("error: --weights is the file of one model; give one MODEL with it")
     out = args.out or converged_folder(args.root)
     for name in args.models:
-        try:
-            paths = profile_published(name, args.dataset, out, weights=args.weights,
-                                      preset=args.preset, images=args.images, root=args.root, download=args.download,
-                                      progress=not args.no_progress, img_size=args.img_size)
-            pruned = prune_published(name, args.dataset, out, weights=args.weights,
-                                     preset=args.preset, root=args.root, download=args.download,
-                                     img_size=args.img_size) if args.prune else None
-        except (PretrainedUnavailable, FileNotFoundError, ValueError, DiskFullError) as error:
-            raise SystemExit(f"error: {error}") from None
+        paths = profile_published(name, args.dataset, out, weights=args.weights,
+                                  preset=args.preset, images=args.images, root=args.root, download=args.download,
+                                  progress=not args.no_progress, img_size=args.img_size)
+        pruned = prune_published(name, args.dataset, out, weights=args.weights,
+                                 preset=args.preset, root=args.root, download=args.download,
+                                 img_size=args.img_size) if args.prune else None
         record = json.loads(paths[0].read_text())
         eed = " ".join(f"{value:.1f}" for value in record["profile"]["eed_percent"])
         print(f"{name} on {args.dataset}: EED% per block (all tokens, centred) {eed}")
@@ -246,7 +244,7 @@ def _add_profile_published(commands) -> None:
     published.add_argument("--dataset", required=True, type=_run_spec, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
     published.add_argument("--weights", type=Path, default=None,
                            help="a local state dict of the one MODEL (machines without a network); default: the hub")
-    published.add_argument("--preset", default=None,
+    published.add_argument("--preset", default=None, type=_preset_name,
                            help=f"whose profile images and device (default: ${ENV_VAR}, else ci)")
     published.add_argument("--images", type=int, default=None, help="profile images (default: the preset's)")
     published.add_argument("--img-size", type=int, default=None,
@@ -290,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         "IB settings, estimate every layer's information plane by binning and by the KDE bound, "
         "and print each layer's peak and final I(X;T).",
     )
-    infoplane.add_argument("--preset", default=None, help=f"preset name (default: ${ENV_VAR}, else ci)")
+    infoplane.add_argument("--preset", default=None, type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
     infoplane.add_argument("--activation", nargs="+", default=["tanh", "relu"], choices=["tanh", "relu"])
     infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
     infoplane.set_defaults(func=_information_plane)
@@ -319,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
         "Finished work is skipped, so the command can be rerun after an interruption.",
     )
-    reproduce.add_argument("--preset", default=None, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    reproduce.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
     reproduce.add_argument("--datasets", nargs="+", default=[RunSpec.parse(spec) for spec in PAPER_DATASETS], type=_run_spec,
                            metavar="NAME[:KEY=VALUE,...][@SETTING=VALUE,...]",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}; "
@@ -348,9 +346,53 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    keep_freed_memory()  # every command here runs forward passes, batch after batch
-    args.func(args)
+    """Run one ``ib-tutorial`` command. A mistake in what it was given, or a file or folder
+    the system refuses, ends it with a message that names the argument and the fix, and
+    exit code 1 (argparse's own refusals: 2), never with a traceback."""
+    with spoken_as_options(), warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        args = build_parser().parse_args(argv)
+        keep_freed_memory()  # every command here runs forward passes, batch after batch
+        try:
+            args.func(args)
+        except USER_ERRORS as error:
+            if isinstance(error, ValueError) and not _raised_by_package(error):
+                raise  # a library's ValueError is a bug to report, with its traceback
+            raise SystemExit(f"error: {_message(error, args)}") from None
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line, ``warning: ...``, without the source line Python shows."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
+def _raised_by_package(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error``'s traceback is this package's code."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(PACKAGE)
+
+
+def _message(error: BaseException, args: argparse.Namespace) -> str:
+    """What to print for ``error``: its own message, or for what the file system refused,
+    the argument the path came from and what to do."""
+    if not isinstance(error, OSError) or error.filename is None:
+        message = error.strerror if isinstance(error, OSError) and error.strerror else str(error)  # no "[Errno 28]"
+        return message or type(error).__name__
+    path = Path(error.filename)
+    given = [(words, getattr(args, name)) for name, words in PATH_ARGUMENTS.items() if getattr(args, name, None)]
+    words, value = next(((words, value) for words, value in given if _within(path, Path(value))), (None, None))
+    where = f"{words} {value}: " if words else ""
+    problem = f"{where}{error.strerror} ({error.filename})"
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{problem}. Choose a folder you may write to{' with ' + words if words else ''}, or change its permissions."
+    if error.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        return f"{problem}: a file stands where a folder should, or the other way round. Choose another path."
+    return f"{problem}."
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it."""
+    return path.expanduser().absolute().is_relative_to(folder.expanduser().absolute())
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..paths import data_root
 from . import tiny_imagenet, uc_merced
 from .archives import ArchiveError, ChecksumError, DatasetNotFoundError
 from .folders import CorruptImageError
@@ -184,6 +185,24 @@ def get_dataset(
     return info.load(split, root, download, transform, **options)
 
 
+def dataset_on_disk(name: str, split: str, root=None, **options) -> tuple[object | None, str]:
+    """``(get_dataset(name, split, root=root, **options), "")`` when its files are under the
+    data root, else ``(None, why)``: the layout it expects and how to fetch it. Never downloads."""
+    try:
+        return get_dataset(name, split, root=root, **options), ""
+    except DatasetNotFoundError as missing:
+        return None, str(missing)
+
+
+def options_on_disk(name: str, root=None) -> dict:
+    """The options that read ``name`` as it lies under the data root: a folder of
+    ``<root>/<name>/images/<class>/`` without the official split (a DTD folder without
+    ``labels/``, as ``ib-tutorial subset build dtd6`` makes it) is read with
+    ``folder=<name>``, relative and so inside the data root; a published layout with none."""
+    readable_as_folder = "folder" in DATASETS[name].folder_options
+    return {"folder": name} if readable_as_folder and (data_root(root) / name / "images").is_dir() else {}
+
+
 def held_out_split(name: str, options: dict | None = None) -> str:
     """The natural held-out split of dataset ``name`` with these options (see
     :meth:`DatasetInfo.held_out_split`): where k-NN accuracy is measured by default."""
@@ -219,6 +238,8 @@ __all__ = [
     "DatasetNotFoundError",
     "SyntheticWorld",
     "check_dataset_options",
+    "dataset_on_disk",
     "get_dataset",
     "held_out_split",
+    "options_on_disk",
 ]

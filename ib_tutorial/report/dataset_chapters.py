@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..command_line import command_line, reproduce_argv
-from ..data import DATASETS, DatasetNotFoundError, get_dataset, held_out_split
+from ..data import DATASETS, dataset_on_disk, held_out_split
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository
 from ..presets import PRESETS, Preset, get_preset
@@ -78,7 +78,7 @@ def run_markdown(entry: DatasetRun) -> str:
                 f"(D = {config.model['embed_dim']}), {config.view.img_size} px / patch {config.view.patch_size}, "
                 f"{config.train.epochs} epochs of {images} images{classes}; k-NN on "
                 f"{knn['n_train']:,} train and {knn['n_eval']:,} {config.held_out_split} images; profiles on "
-                f"{run.profiles[-1]['provenance']['n_images']} {config.held_out_split} images. "
+                f"{run.profiles[-1].provenance.n_images} {config.held_out_split} images. "
                 + trained_on(config))
     return settings + "\n\n" + bundle_markdown(dataclasses.replace(entry.bundle, runs={entry.spec.text: run}))
 
@@ -135,18 +135,18 @@ def baseline_markdown(entry: DatasetRun) -> str:
     and block 0's output has passed through attention and an MLP."""
     summary, config = entry.run.summary, entry.run.config
     n_eff, dim = summary["raw_patch_n_eff"], summary["raw_patch_dim"]
-    first, last = entry.run.profiles[0]["profile"], entry.run.profiles[-1]["profile"]
+    first, last = entry.run.profiles[0].profile, entry.run.profiles[-1].profile
     positions = (config.view.img_size // config.view.patch_size) ** 2 + 1
-    width = last["dim"]
+    width = last.dim
     bound = (f"a rank of at most {dim} content directions plus {positions} positions, at least the width "
              f"D = {width}, so here the rank bound is no bound at all" if dim >= width else
              f"a rank of at most {dim} content directions plus {positions} positions, below the width D = {width}")
     return (f"Raw pixel patches ({config.view.patch_size} x {config.view.patch_size} x 3 = {dim} values at "
             f"{config.view.img_size} px): N_eff = {n_eff:.1f} of {dim}. The linear patch embedding gives block 0's "
-            f"input {bound}. Block 0's output (after its attention and MLP) has N_eff = {first['n_eff'][0]:.1f} "
-            f"at the random initialisation and {last['n_eff'][0]:.1f} after epoch {entry.run.profiles[-1]['epoch']} "
-            f"({last['n_eff'][0] / n_eff:.1f} times the raw patches'), of D = {width} "
-            f"({first['eed_percent'][0]:.1f} % -> {last['eed_percent'][0]:.1f} %).")
+            f"input {bound}. Block 0's output (after its attention and MLP) has N_eff = {first.n_eff[0]:.1f} "
+            f"at the random initialisation and {last.n_eff[0]:.1f} after epoch {entry.run.profiles[-1].epoch} "
+            f"({last.n_eff[0] / n_eff:.1f} times the raw patches'), of D = {width} "
+            f"({first.eed_percent[0]:.1f} % -> {last.eed_percent[0]:.1f} %).")
 
 
 def shape_markdown(entry: DatasetRun) -> str:
@@ -156,9 +156,9 @@ def shape_markdown(entry: DatasetRun) -> str:
     lines = [f"| epoch | lowest block | highest block | spread (points) | middle {blocks} mean | minimum in {blocks}? |",
              "| --- | --- | --- | --- | --- | --- |"]
     for record in entry.run.profiles:
-        eed = record["profile"]["eed_percent"]
+        eed = record.profile.eed_percent
         low, high = int(np.argmin(eed)), int(np.argmax(eed))
-        lines.append(f"| {record['epoch']} | L{low} ({eed[low]:.1f} %) | L{high} ({eed[high]:.1f} %) | "
+        lines.append(f"| {record.epoch} | L{low} ({eed[low]:.1f} %) | L{high} ({eed[high]:.1f} %) | "
                      f"{eed[high] - eed[low]:.1f} | {middle_eed(record):.1f} % | {'yes' if low in MIDDLE else 'no'} |")
     return "\n".join(lines)
 
@@ -169,7 +169,7 @@ def comparison_table(entry: DatasetRun) -> str:
     (:func:`~ib_tutorial.reproduction.comparison.compare_profile`), so they read the paper's
     values as :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now; ``summary.json``
     keeps the rows written when the bundle was made, and says which runs are compared."""
-    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1]["profile"]["eed_percent"])
+    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1].profile.eed_percent)
             if entry.run.summary["comparison"] else [])
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
@@ -184,14 +184,11 @@ def comparison_table(entry: DatasetRun) -> str:
 
 
 def _on_disk(spec: RunSpec, split: str, root) -> tuple[object | None, str]:
-    """``(get_dataset(...), "")`` for ``spec``, or ``(None, why)`` when its files are not
-    under ``root``. A subset's warning is silenced: the chapter states the classes itself."""
+    """:func:`~ib_tutorial.data.dataset_on_disk` of ``spec``. A subset's warning is
+    silenced: the chapter states the classes itself."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        try:
-            return get_dataset(spec.dataset, split, root=root, **spec.options), ""
-        except DatasetNotFoundError as missing:
-            return None, str(missing)
+        return dataset_on_disk(spec.dataset, split, root, **spec.options)
 
 
 def data_status_markdown(spec: str | RunSpec, root=None) -> str:

@@ -30,6 +30,8 @@ from .presets import (
     training_overrides,
 )
 from .report.tables import write_comparison_table
+from .reproduction.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
+from .reproduction.measurement import REPLICATES as MEASUREMENT_REPLICATES
 from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
 from .reproduction.pretrained import converged_folder, profile_published, prune_published
 from .reproduction.reproduce import export_bundle, reproduce
@@ -173,8 +175,18 @@ def _profile(args: argparse.Namespace) -> None:
                         root=args.root, download=args.download, progress=not args.no_progress)
     n_eff, dim = raw_patch_eed(args.run_dir, images=args.images, root=args.root, download=args.download)
     print(f"{len(paths)} profiles in {paths[0].parent}" if paths else f"no saved backbones in {args.run_dir}")
-    print(f"raw-patch baseline: the profile images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
-          f"(EED {100 * n_eff / dim:.1f} %): the image content that can enter block 0")
+    print(f"raw patches: the profile images' pixel patches have N_eff {n_eff:.1f} of {dim} dimensions "
+          f"(EED {100 * n_eff / dim:.1f} %), a reference for block 0, not a bound on it")
+
+
+def _measure(args: argparse.Namespace) -> None:
+    path = measure_run(args.run_dir, args.epoch, images=args.images, measured=[DEFAULT] if args.default_only else None,
+                       replicates=args.replicates, root=args.root, download=args.download,
+                       progress=not args.no_progress)
+    result = MeasurementResult.load(path)
+    print(controls_table([result]))
+    print(variants_table([result]))
+    print(f"every number, with the bootstrap's replicates: {path}")
 
 
 def _prune(args: argparse.Namespace) -> None:
@@ -302,6 +314,20 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
     profile.add_argument("--images", type=int, default=None, help="profile images (default: the run preset's)")
+    measure = commands.add_parser(
+        "measure", help="one saved network on its images and on controls, measured every way, with intervals",
+        description="Measure the teacher RUN_DIR saved at --epoch (0: its random initialisation) on the run's "
+        "profile images, on the same images phase-scrambled and on noise with their channel moments, with every "
+        "measurement variant and token choice (the controls: the default measurement), each with a bootstrap "
+        "over the images; print the two tables and write measurement/<epoch>.json in RUN_DIR.",
+    )
+    measure.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
+    measure.add_argument("--epoch", type=int, default=None, help="the saved teacher to measure (default: the last)")
+    measure.add_argument("--images", type=int, default=512, help="profile images (default 512)")
+    measure.add_argument("--replicates", type=int, default=MEASUREMENT_REPLICATES,
+                         help=f"bootstrap replicates (default {MEASUREMENT_REPLICATES})")
+    measure.add_argument("--default-only", action="store_true",
+                         help="the default measurement (all tokens, centred covariance) only")
     prune = commands.add_parser(
         "prune", help="k-NN accuracy of each block pruned to its top k principal directions",
         description="For one saved teacher of RUN_DIR (default the last), fit each block's principal directions "
@@ -336,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "refused when a profile was measured by uncommitted code")
     reproduce.add_argument("--allow-dirty", action="store_true",
                            help="export even profiles measured by code with uncommitted changes")
-    for command, func in ((profile, _profile), (prune, _prune), (reproduce, _reproduce)):
+    for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (reproduce, _reproduce)):
         command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")

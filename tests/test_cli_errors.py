@@ -66,6 +66,8 @@ CASES = [
     Case("profile, no such run", ("profile", "{missing}"), 1, ("{missing}", "ib-tutorial train")),
     Case("profile, a file for a run", ("profile", "{file}"), 1, ("{file}", "not a training run")),
     Case("profile, unknown tokens", ("profile", "{run}", "--tokens", "some"), 2, ("--tokens",)),
+    Case("measure, no such run", ("measure", "{missing}"), 1, ("{missing}", "ib-tutorial train")),
+    Case("measure, images not a number", ("measure", "{run}", "--images", "many"), 2, ("--images",)),
     Case("prune, no such run", ("prune", "{missing}"), 1, ("{missing}",)),
     Case("prune, unknown pool", ("prune", "{run}", "--pool", "max"), 2, ("--pool",)),
     Case("reproduce, dataset typo", ("reproduce", "--datasets", "cifar10"), 2, ("--datasets", "cifar10")),

@@ -252,21 +252,30 @@ def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, image
     return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))
 
 
-def measure_run(run_dir: str | os.PathLike, epoch: int, images: int = 512, measured: Sequence[Measurement] | None = None,
-                controls: Sequence[Measurement] = (DEFAULT,), replicates: int = REPLICATES, level: float = LEVEL,
-                root=None, download: bool = False, max_bytes: int = 16 * MAX_BYTES, progress: bool = True
-                ) -> MeasurementResult:
+def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: int = 512,
+                measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
+                replicates: int = REPLICATES, level: float = LEVEL, root=None, download: bool = False,
+                max_bytes: int = 16 * MAX_BYTES, progress: bool = True) -> Path:
     """:func:`measure_controls` of the network a run saved at ``epoch`` (0: the random
-    initialisation it started from), on ``images`` of the run's own profile images
-    (:func:`~ib_tutorial.reproduction.run_profiles.profile_images`), bootstrapped with the run's seed."""
+    initialisation it started from; default: the last saved), on ``images`` of the run's own
+    profile images (:func:`~ib_tutorial.reproduction.run_profiles.profile_images`), bootstrapped
+    with the run's seed, written to ``measurement/<epoch>.json`` in the run directory, beside its
+    profiles (a bundle's export carries it); returns that file (:meth:`MeasurementResult.load`)."""
     run = RunDirectory(run_dir)
     config = run.read_config()
+    saved = run.backbone_epochs()
+    epoch = saved[-1] if epoch is None and saved else epoch
+    if epoch not in saved:
+        raise ValueError(f"{run.path} saved no network at epoch {epoch}; it saved epochs {saved}")
     device = profile_device(config)
     label = f"{config.dataset} {config.train.objective} {config.model['arch']}, epoch {epoch}"
-    return measure_controls(run.load_backbone(epoch, device), profile_images(config, images, root, download), label,
-                            measured=measured, controls=controls, replicates=replicates, level=level, seed=config.seed,
-                            batch_size=profile_settings(config).batch_size, max_bytes=max_bytes, device=device,
-                            progress=progress)
+    result = measure_controls(run.load_backbone(epoch, device), profile_images(config, images, root, download), label,
+                              measured=measured, controls=controls, replicates=replicates, level=level,
+                              seed=config.seed, batch_size=profile_settings(config).batch_size, max_bytes=max_bytes,
+                              device=device, progress=progress)
+    path = run.path / "measurement" / f"{epoch}.json"
+    result.save(path)
+    return path
 
 
 def _first_image(dataset: Dataset) -> Tensor:

@@ -1,11 +1,13 @@
-"""The controls and measurement variants of a network, on a small ViT with random weights."""
+"""The controls and measurement variants of a network, on a small ViT with random weights and on a run's saved network."""
 from __future__ import annotations
 
 import pytest
 import torch
 from timm.models.vision_transformer import VisionTransformer
 from torch.utils.data import TensorDataset
+from training_runs import DATASET, TINY
 
+from ib_tutorial import cli
 from ib_tutorial.measure.block_profile import profile_model
 from ib_tutorial.measure.bootstrap import BootstrapProfile, Interval
 from ib_tutorial.measure.covariance import CovarianceAccumulator
@@ -16,6 +18,7 @@ from ib_tutorial.reproduction.measurement import (
     MeasurementResult,
     controls_table,
     measure_controls,
+    measure_run,
     measurements,
     near,
     near_paper,
@@ -23,6 +26,7 @@ from ib_tutorial.reproduction.measurement import (
     variants_table,
 )
 from ib_tutorial.reproduction.paper import REPORTED
+from ib_tutorial.training import loop
 
 DEPTH, WIDTH = 4, 24
 
@@ -145,14 +149,18 @@ def test_a_saved_result_reads_back_with_the_same_tables(result, tmp_path):
     assert not list(tmp_path.glob("*.tmp*"))
 
 
-def test_a_runs_saved_network_is_measured_on_its_profile_images(tmp_path):
-    from training_runs import DATASET, TINY
-
-    from ib_tutorial.reproduction.measurement import measure_run
-    from ib_tutorial.training import loop
-
+def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_run(tmp_path, capsys):
     out = tmp_path / "run"
     loop.train(DATASET, "ci", out=out, progress=False, epochs=1, **TINY)
-    measured = measure_run(out, 0, images=16, measured=[DEFAULT], replicates=5, progress=False)
+    path = measure_run(out, 0, images=16, measured=[DEFAULT], replicates=5, progress=False)
+    assert path == out / "measurement" / "0.json"
+    measured = MeasurementResult.load(path)
     assert measured.label == f"{DATASET} dino vit_tiny, epoch 0" and measured.images == 16
     assert [m.input for m in measured.profiles] == list(INPUTS)
+    with pytest.raises(ValueError, match=r"saved no network at epoch 7; it saved epochs \[0, 1\]"):
+        measure_run(out, 7)
+    # the command: the last saved network by default, both tables printed, the file beside the profiles
+    cli.main(["measure", str(out), "--default-only", "--images", "16", "--replicates", "5", "--no-progress"])
+    printed = capsys.readouterr().out
+    assert "| network | input | raw patches" in printed and "near the paper" in printed
+    assert MeasurementResult.load(out / "measurement" / "1.json").label.endswith("epoch 1")

@@ -1,21 +1,28 @@
 """Whether a run's held-out k-NN accuracy has stopped rising: the rule that says a
 schedule was long enough.
 
-A run has reached its plateau when its k-NN top-1 accuracy gained less than ``gain``
-points (default :data:`GAIN`) over the last ``fraction`` of its schedule (default
-:data:`FRACTION`): from the last evaluation at or before ``(1 - fraction)`` of the final
-epoch to the final one. A run whose accuracy still climbs by more is cut short, and a
-profile of it is one of a network still learning.
+A run has reached its plateau when its k-NN top-1 accuracy gained less than a threshold
+over the last ``fraction`` of its schedule (default :data:`FRACTION`): from the last
+evaluation at or before ``(1 - fraction)`` of the final epoch to the final one. A run whose
+accuracy still climbs by more is cut short, and a profile of it is one of a network still
+learning. The threshold is ``gain`` points (default :data:`GAIN`) or, where the records say
+how many images the accuracy was measured on, :data:`NOISE_ERRORS` binomial standard errors
+of the last accuracy (:func:`knn_standard_error`) when that is more: a change within the
+noise of the held-out images says nothing either way. The same threshold says whether the
+run learned at all, from its random initialisation.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: The share of the schedule the rule looks back over.
 FRACTION = 0.25
-#: Points of k-NN top-1 accuracy below which the run counts as flat.
+#: Points of k-NN top-1 accuracy below which the run counts as flat, at least.
 GAIN = 1.0
+#: Standard errors of the last accuracy below which a change is noise.
+NOISE_ERRORS = 2.0
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,7 @@ class Plateau:
         learned: points gained over the whole run, from the random initialisation (the first
             record): a plateau at the initialisation's accuracy is not one of a network that learned.
         since_epoch, last_epoch: the evaluations compared.
-        threshold: the gain the rule allowed.
+        threshold: the gain the rule allowed, in points.
         fraction: the share of the schedule it looked back over.
     """
 
@@ -39,6 +46,11 @@ class Plateau:
     last_epoch: int
     threshold: float
     fraction: float
+
+    @property
+    def learned_beyond_noise(self) -> bool:
+        """Whether the run gained at least the threshold over the whole run."""
+        return self.learned >= self.threshold
 
 
 def plateau(knn: Sequence[dict], fraction: float = FRACTION, gain: float = GAIN, key: str = "top1") -> Plateau:
@@ -51,4 +63,14 @@ def plateau(knn: Sequence[dict], fraction: float = FRACTION, gain: float = GAIN,
     last = knn[-1]
     start = max((r for r in knn if r["epoch"] <= (1 - fraction) * last["epoch"]), key=lambda r: r["epoch"])
     gained = last[key] - start[key]
-    return Plateau(gained < gain, gained, last[key] - knn[0][key], start["epoch"], last["epoch"], gain, fraction)
+    threshold = max(gain, NOISE_ERRORS * knn_standard_error(last, key)) if "n_eval" in last else gain
+    return Plateau(gained < threshold, gained, last[key] - knn[0][key], start["epoch"], last["epoch"], threshold,
+                   fraction)
+
+
+def knn_standard_error(record: dict, key: str = "top1") -> float:
+    """The binomial standard error, in points, of a k-NN accuracy ``record`` (a
+    ``metrics.jsonl`` k-NN line with ``key`` in % and ``n_eval`` images):
+    :math:`100 \\sqrt{p (1 - p) / n}`."""
+    share = record[key] / 100
+    return 100 * math.sqrt(share * (1 - share) / record["n_eval"])

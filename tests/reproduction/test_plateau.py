@@ -1,7 +1,7 @@
 """The plateau rule on k-NN curves of known shape."""
 import pytest
 
-from ib_tutorial.reproduction.plateau import plateau
+from ib_tutorial.reproduction.plateau import knn_standard_error, plateau
 
 
 def curve(values: list[float], every: int = 3) -> list[dict]:
@@ -37,3 +37,20 @@ def test_a_fall_counts_as_flat():
 def test_bad_input_is_named(knn, fraction, message):
     with pytest.raises(ValueError, match=message):
         plateau(knn, fraction)
+
+
+def test_the_threshold_is_at_least_the_noise_of_the_held_out_images():
+    # 40 % on 144 images: one standard error is 4.1 points, so a 3-point rise is noise
+    noisy = [{**record, "n_eval": 144} for record in curve([20, 30, 35, 37, 40])]
+    result = plateau(noisy)
+    assert result.threshold == pytest.approx(2 * knn_standard_error(noisy[-1])) == pytest.approx(8.165, abs=1e-3)
+    assert result.reached and result.gained == pytest.approx(3)
+    # on 10,000 images two standard errors are under a point: the rule's own gain applies
+    precise = [{**record, "n_eval": 10_000} for record in curve([20, 30, 35, 37, 40])]
+    assert plateau(precise).threshold == 1.0 and not plateau(precise).reached
+
+
+def test_a_run_learned_only_beyond_the_noise():
+    assert plateau([{"epoch": 0, "top1": 30.0, "n_eval": 144}, {"epoch": 6, "top1": 36.0, "n_eval": 144}]).learned_beyond_noise is False
+    assert plateau([{"epoch": 0, "top1": 30.0, "n_eval": 1000}, {"epoch": 6, "top1": 36.0, "n_eval": 1000}]).learned_beyond_noise
+    assert knn_standard_error({"top1": 50.0, "n_eval": 100}) == pytest.approx(5.0)

@@ -6,7 +6,8 @@ boolean, ``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null, ``L
 an enum, a nested dataclass an object); a field's ``metadata["schema"]`` adds constraints
 (``minimum``, ``minItems``, ``const``, ...). Every field is required (a record is written
 whole) but one that defaults to None, which files written before it was added lack; other
-keys are allowed, so a record may carry more than its type names.
+keys are allowed, so a record may carry more than its type names. :func:`from_json` reads
+such data back as the dataclass.
 """
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def type_schema(hint) -> dict:
     if origin is dict:
         return {"type": "object", "additionalProperties": type_schema(args[1])}
     raise TypeError(f"no JSON Schema for the type {hint!r}; give the field a supported type")
+
+
+def from_json(cls: type, data: dict):
+    """The dataclass ``cls`` of JSON ``data`` that validates against its :func:`json_schema`:
+    nested dataclasses (``X`` or ``X | None``) rebuilt from their objects, a field the data
+    lacks at its default, keys the type does not name left out."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _from_json_value(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
+
+
+def _from_json_value(hint, value):
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint):
+        if value is None:
+            return None
+        (hint,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    return from_json(hint, value) if dataclasses.is_dataclass(hint) else value

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ib_tutorial.measure.block_profile import Profile
 from ib_tutorial.reproduction.bundles import BundleRun
-from ib_tutorial.reproduction.records import profile_record, provenance
+from ib_tutorial.reproduction.records import ProfileRecord, provenance
 from ib_tutorial.training.run_config import RunConfig
 from ib_tutorial.training.run_spec import RunSpec
 
@@ -13,18 +13,19 @@ from ib_tutorial.training.run_spec import RunSpec
 CONFIG = Path(__file__).resolve().parents[1] / "results" / "laptop-real" / "tiny-imagenet" / "config.json"
 
 
-def make_profile(depth=12, dim=384):
-    n_eff = [100.0 + 10 * abs(5 - block) for block in range(depth)]
+def make_profile(depth=12, dim=384, n_eff=None):
+    """A profile of width ``dim``: ``n_eff`` per block, else a U over ``depth`` blocks."""
+    n_eff = n_eff if n_eff is not None else [100.0 + 10 * abs(5 - block) for block in range(depth)]
     return Profile(n_eff=n_eff, eed_percent=[100 * n / dim for n in n_eff], dim=dim, tokens="all",
                    center=True, n_images=64, n_tokens=64 * 65,
                    companions={"participation_ratio": [n / 2 for n in n_eff]})
 
 
-def make_record(epoch=3, dim=384):
-    profile = make_profile(dim=dim)
+def make_record(epoch=3, dim=384, n_eff=None):
+    profile = make_profile(dim=dim, n_eff=n_eff)
     prov = provenance(preset="ci", config={"lr": 1e-3, "epochs": 2}, dataset="synthetic-objects",
                       n_images=profile.n_images, n_tokens=profile.n_tokens, device="cpu")
-    return profile_record(profile, label="teacher", epoch=epoch, provenance=prov)
+    return ProfileRecord(label="teacher", epoch=epoch, profile=profile, provenance=prov)
 
 
 def bundle_run(spec, width=384):

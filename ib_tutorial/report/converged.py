@@ -19,7 +19,7 @@ from ..reproduction.converged import (
 )
 from ..reproduction.dataset_runs import DatasetRun
 from ..reproduction.paper import REPORTED
-from ..reproduction.records import profile_from_record
+from ..reproduction.records import ProfileRecord
 from .captions import published_caption
 from .plots import add_caption, panel_grid, plot_block_profile
 
@@ -53,18 +53,18 @@ def availability_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
     return text
 
 
-def plot_converged(profiles: Mapping[str, Mapping[str, dict]], trained: Mapping[str, DatasetRun],
+def plot_converged(profiles: Mapping[str, Mapping[str, Mapping[str, ProfileRecord]]], trained: Mapping[str, DatasetRun],
                    measurement: str = DEFAULT_MEASUREMENT) -> plt.Figure:
     """One panel per dataset: each published model's profile (``measurement``), the paper's
     reported ranges, and the longest trained run of ours on that dataset (by objective)."""
     fig, axes = panel_grid(len(profiles), 5.0, 3.8)
     captions = []
     for ax, (dataset, models) in zip(axes, profiles.items()):
-        lines = {model: profile_from_record(records[measurement]) for model, records in models.items()
+        lines = {model: records[measurement].profile for model, records in models.items()
                  if measurement in records}
         for key, entry in trained.items():
             if key.startswith(dataset + " "):
-                lines[f"ours: {key} (epoch {entry.run.profiles[-1]['epoch']})"] = profile_from_record(entry.run.profiles[-1])
+                lines[f"ours: {key} (epoch {entry.run.profiles[-1].epoch})"] = entry.run.profiles[-1].profile
         plot_block_profile(lines, caption="", ax=ax, title=dataset, reported=REPORTED.get(dataset), full_range=True)
         first = next(records for records in models.values() if measurement in records)[measurement]
         captions.append(f"{dataset}: {published_caption(first)}")

@@ -13,7 +13,7 @@ from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
 from ..reproduction.claims import MARGIN, ShapeSummary
 from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
-from ..reproduction.records import profile_from_record
+from ..reproduction.records import ProfileRecord
 from .captions import bundle_caption
 
 #: The PNG text keyword (one the PNG standard defines) under which :func:`add_caption`
@@ -105,21 +105,21 @@ def plot_datasets(
     return fig
 
 
-def epoch_label(record: dict) -> str:
+def epoch_label(record: ProfileRecord) -> str:
     """``epoch N``, with ``(random init)`` for epoch 0: the legend entry of a stored profile."""
-    return f"epoch {record['epoch']}" + (" (random init)" if record["epoch"] == 0 else "")
+    return f"epoch {record.epoch}" + (" (random init)" if record.epoch == 0 else "")
 
 
 def plot_bundle(bundle: Bundle) -> tuple[plt.Figure, plt.Figure]:
     """The two figures of a results bundle (:func:`~ib_tutorial.reproduction.bundles.load_bundle`): each
     dataset's profile at the random initialisation and at the last epoch, and every saved
     epoch as a heatmap; both captioned with what made the bundle."""
-    profiles = {spec: {epoch_label(r): profile_from_record(r) for r in (run.profiles[0], run.profiles[-1])}
+    profiles = {spec: {epoch_label(r): r.profile for r in (run.profiles[0], run.profiles[-1])}
                 for spec, run in bundle.runs.items()}
     curves = plot_datasets(profiles, bundle_caption(bundle))
     heatmaps, axes = panel_grid(len(bundle.runs), 4.5, 3.8)
     for ax, (spec, run) in zip(axes, bundle.runs.items()):
-        plot_eed_heatmap([r["epoch"] for r in run.profiles], [r["profile"]["eed_percent"] for r in run.profiles],
+        plot_eed_heatmap([r.epoch for r in run.profiles], [r.profile.eed_percent for r in run.profiles],
                          caption="", ax=ax, title=spec)
     add_caption(heatmaps, bundle_caption(bundle))
     return curves, heatmaps
@@ -134,11 +134,10 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
         color = f"C{index}"
         for record, style in ((run.profiles[-1], "-"), (run.profiles[0], "--")):
             name = f"{label}, {epoch_label(record)}"
-            for ax, key in ((percent, "eed_percent"), (directions, "n_eff")):
-                values = record["profile"][key]
+            for ax, values in ((percent, record.profile.eed_percent), (directions, record.profile.n_eff)):
                 ax.plot(range(len(values)), values, style, color=color, marker="o" if style == "-" else "s",
                         markerfacecolor=None if style == "-" else "none", label=name)
-    depth = len(next(iter(runs.values())).profiles[-1]["profile"]["n_eff"])
+    depth = next(iter(runs.values())).profiles[-1].profile.depth
     for ax, ylabel in ((percent, "EED (% of width D)"), (directions, "N_eff (directions)")):
         ax.set_xticks(range(depth))
         ax.set_xlabel("block index l (0 = first transformer block)")
@@ -152,17 +151,17 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
     return fig
 
 
-def plot_run_epochs(records: Sequence[dict], caption: str, title: str = "",
+def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str = "",
                     reported: ReportedProfile | None = None) -> plt.Figure:
     """One run's profile at every saved epoch (``records``, epoch 0 the random
     initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
     the same numbers; with the paper's ranges when ``reported`` is given."""
     # One panel a row, each the page's width: side by side, the heatmap's numbers shrank below legibility.
     fig, (curves, heatmap) = plt.subplots(2, 1, figsize=(7.5, 9.5), layout="constrained")
-    plot_block_profile({epoch_label(r): profile_from_record(r) for r in records}, caption="", ax=curves,
+    plot_block_profile({epoch_label(r): r.profile for r in records}, caption="", ax=curves,
                        title=f"{title}: EED per block, every saved epoch" if title else "EED per block, every saved epoch",
                        reported=reported)
-    plot_eed_heatmap([r["epoch"] for r in records], [r["profile"]["eed_percent"] for r in records], caption="",
+    plot_eed_heatmap([r.epoch for r in records], [r.profile.eed_percent for r in records], caption="",
                      ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
     add_caption(fig, caption)
     return fig
@@ -197,7 +196,7 @@ def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int
     return fig
 
 
-def plot_measurements(profiles: Mapping[str, Sequence[dict]], caption: str, ax: plt.Axes | None = None,
+def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: str, ax: plt.Axes | None = None,
                       title: str = "") -> plt.Axes:
     """The same teachers measured several ways (label -> profile records by epoch): each
     measurement's EED% per block at the random initialisation (dashed) and at the last
@@ -206,11 +205,11 @@ def plot_measurements(profiles: Mapping[str, Sequence[dict]], caption: str, ax: 
         _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
     for index, (label, records) in enumerate(profiles.items()):
         first, last = records[0], records[-1]
-        ax.plot(last["profile"]["eed_percent"], marker="o", color=f"C{index}", label=f"{label}, epoch {last['epoch']}")
-        ax.plot(first["profile"]["eed_percent"], linestyle="--", color=f"C{index}", alpha=0.7)
+        ax.plot(last.profile.eed_percent, marker="o", color=f"C{index}", label=f"{label}, epoch {last.epoch}")
+        ax.plot(first.profile.eed_percent, linestyle="--", color=f"C{index}", alpha=0.7)
     ax.plot([], [], linestyle="--", color="0.4", label="dashed: random init")
     ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)", title=title)
-    ax.set_xticks(range(len(last["profile"]["eed_percent"])))
+    ax.set_xticks(range(last.profile.depth))
     ax.grid(alpha=0.3)
     ax.legend(fontsize="x-small")
     if caption:
@@ -253,7 +252,7 @@ def knob_colours(weights: Sequence[float]) -> list:
     return [plt.cm.viridis(0.85 * weight) for weight in weights]
 
 
-def plot_knob_profiles(runs: Mapping[float, Sequence[dict]], caption: str) -> plt.Figure:
+def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: str) -> plt.Figure:
     """A knob sweep block by block: each ``texture_weight``'s last saved profile (solid) and
     its random initialisation (dashed), EED% of the width, in one colour per weight.
 
@@ -263,11 +262,10 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[dict]], caption: str) -> pl
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     for colour, (weight, records) in zip(knob_colours(list(runs)), runs.items()):
         last, first = records[-1], records[0]
-        ax.plot(last["profile"]["eed_percent"], marker="o", color=colour, label=f"w = {weight:g}, {epoch_label(last)}")
-        ax.plot(first["profile"]["eed_percent"], linestyle="--", color=colour, alpha=0.6)
+        ax.plot(last.profile.eed_percent, marker="o", color=colour, label=f"w = {weight:g}, {epoch_label(last)}")
+        ax.plot(first.profile.eed_percent, linestyle="--", color=colour, alpha=0.6)
     ax.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
-    depth = len(last["profile"]["eed_percent"])
-    ax.set_xticks(range(depth))
+    ax.set_xticks(range(last.profile.depth))
     ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)",
            title="synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
     ax.set_ylim(bottom=0)

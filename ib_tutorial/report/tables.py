@@ -48,7 +48,7 @@ def bundle_markdown(bundle: Bundle) -> str:
             f"| {spec} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
             f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']} | "
             f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} | "
-            f"{first['profile']['eed_percent'][-1]:.1f} -> {last['profile']['eed_percent'][-1]:.1f} | "
+            f"{first.profile.eed_percent[-1]:.1f} -> {last.profile.eed_percent[-1]:.1f} | "
             f"{wall} | {rates[len(rates) // 2]:.0f} |")
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from ..reproduction.paper import REPORTED
+from ..reproduction.records import ProfileRecord
 from .captions import profile_caption
 from .plots import add_caption, draw_reported
 
@@ -27,21 +28,20 @@ METRIC_LABELS = {
 }
 
 
-def _metric_values(record: dict, metric: str) -> list[float]:
-    profile = record["profile"]
-    return profile[metric] if metric in ("eed_percent", "n_eff") else profile["companions"][metric]
+def _metric_values(record: ProfileRecord, metric: str) -> list[float]:
+    profile = record.profile
+    return getattr(profile, metric) if metric in ("eed_percent", "n_eff") else profile.companions[metric]
 
 
-def _index_records(records: Sequence[dict]) -> dict[tuple[str, str], dict[int, dict]]:
+def _index_records(records: Sequence[ProfileRecord]) -> dict[tuple[str, str], dict[int, ProfileRecord]]:
     """(dataset, tokens) -> {epoch: record}; a record without an epoch counts as epoch 0."""
-    index: dict[tuple[str, str], dict[int, dict]] = defaultdict(dict)
+    index: dict[tuple[str, str], dict[int, ProfileRecord]] = defaultdict(dict)
     for record in records:
-        key = (record["provenance"]["dataset"], record["profile"]["tokens"])
-        index[key][record["epoch"] or 0] = record
+        index[(record.provenance.dataset, record.profile.tokens)][record.epoch or 0] = record
     return dict(index)
 
 
-def render_profile_png(by_epoch: dict[int, dict], epoch: int, metric: str, dataset: str) -> bytes:
+def render_profile_png(by_epoch: dict[int, ProfileRecord], epoch: int, metric: str, dataset: str) -> bytes:
     """PNG of one metric per block at ``epoch``, the other epochs drawn faintly for context."""
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -68,7 +68,7 @@ def render_profile_png(by_epoch: dict[int, dict], epoch: int, metric: str, datas
     return buffer.getvalue()
 
 
-def profile_explorer(records: Sequence[dict]) -> widgets.VBox:
+def profile_explorer(records: Sequence[ProfileRecord]) -> widgets.VBox:
     """Explore stored profile records (see :mod:`ib_tutorial.reproduction.records`) by dataset, token
     choice, metric and epoch."""
     if not records:
@@ -95,7 +95,7 @@ def profile_explorer(records: Sequence[dict]) -> widgets.VBox:
                 tokens.options = token_choices
                 tokens.value = token_choices[0]
             by_epoch = index[(dataset.value, tokens.value)]
-            shared = set.intersection(*(set(r["profile"]["companions"]) for r in by_epoch.values()))
+            shared = set.intersection(*(set(r.profile.companions) for r in by_epoch.values()))
             metric_choices = ["eed_percent", "n_eff", *sorted(shared)]
             if list(metric.options) != [(METRIC_LABELS.get(m, m), m) for m in metric_choices]:
                 previous = metric.value

@@ -21,6 +21,7 @@ from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
 from .paper import MIDDLE
 from .pretrained import load_published
+from .records import ProfileRecord
 from .run_profiles import VARIANTS, load_run_profiles, variant_label
 
 
@@ -44,11 +45,11 @@ class BundleRun:
     spec: RunSpec
     config: RunConfig
     summary: dict
-    profiles: list[dict]
+    profiles: list[ProfileRecord]
     knn: list[dict]
     train: list[dict]
     pruning: list[dict]
-    variants: dict[str, list[dict]]
+    variants: dict[str, list[ProfileRecord]]
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Bundle:
     runs: dict[str, BundleRun]
     #: Published models profiled beside the runs (``reproduce --pretrained``): dataset spec ->
     #: model -> measurement -> record (:func:`~ib_tutorial.reproduction.pretrained.load_published`).
-    pretrained: dict[RunSpec, dict[str, dict[str, dict]]] = field(default_factory=dict)
+    pretrained: dict[RunSpec, dict[str, dict[str, ProfileRecord]]] = field(default_factory=dict)
 
 
 def load_bundle(where: str | os.PathLike) -> Bundle:
@@ -113,10 +114,10 @@ def stored_bundles() -> list[str]:
     return sorted(p.parent.name for p in stored_results().glob("*/summary.json"))
 
 
-def middle_eed(record: dict) -> float:
+def middle_eed(record: ProfileRecord) -> float:
     """Mean EED% of the middle blocks (:data:`~ib_tutorial.reproduction.paper.MIDDLE`), where the paper
     finds its minimum."""
-    eed = record["profile"]["eed_percent"]
+    eed = record.profile.eed_percent
     return sum(eed[block] for block in MIDDLE) / len(MIDDLE)
 
 

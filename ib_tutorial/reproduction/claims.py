@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..measure.bootstrap import BootstrapProfile, Interval, joint_interval
 from ..measure.shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, depth_regions, region_means, u_depth, verdict
 from .knob import knob_trend
-from .records import bootstrap_of
+from .records import ProfileRecord, bootstrap_of
 
 #: Effective directions a claim's statistic must exceed: a choice (the paper gives none), one
 #: direction, small beside the paper's own gap (about 28 points of EED from the early to the
@@ -112,12 +112,11 @@ class ShapeSummary:
         return region_means(self.eed_percent).late
 
 
-def profile_shape(record: dict, bootstrap: BootstrapProfile | None = None) -> ShapeSummary:
+def profile_shape(record: ProfileRecord, bootstrap: BootstrapProfile | None = None) -> ShapeSummary:
     """The :class:`ShapeSummary` of a profile record (``profiles/<epoch>.json``), with its
     bootstrap over images: ``bootstrap``, else the one the record stores, if any."""
-    profile = record["profile"]
     bootstrap = bootstrap if bootstrap is not None else bootstrap_of(record)
-    return ShapeSummary(record["epoch"] or 0, tuple(profile["n_eff"]), profile["dim"], bootstrap)
+    return ShapeSummary(record.epoch or 0, tuple(record.profile.n_eff), record.profile.dim, bootstrap)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from .bundles import Bundle, load_bundles
 from .claims import ClaimTest, ShapeSummary, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
 from .paper import REPORTED, late_value
 from .pretrained import converged_folder, load_published
+from .records import ProfileRecord
 
 #: The chapter's datasets, objects first: the paper's three and the texture data it did not study.
 CONVERGED_DATASETS = ("cifar100", "tiny-imagenet", "uc-merced", "dtd")
@@ -33,12 +34,12 @@ TRAINING = {
 
 
 def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
-                       live: str | os.PathLike | None = None) -> dict[str, dict[str, dict[str, dict]]]:
+                       live: str | os.PathLike | None = None) -> dict[str, dict[str, dict[str, ProfileRecord]]]:
     """Dataset name -> model -> measurement -> record, from ``bundles`` (default: every
     committed one) and the folder ``live`` (default: :func:`converged_folder`); a model
     profiled in both is taken from ``live``, the newer measurement."""
     loaded = load_bundles(bundles)
-    found: dict[str, dict[str, dict[str, dict]]] = {}
+    found: dict[str, dict[str, dict[str, ProfileRecord]]] = {}
     sources = [bundle.pretrained for bundle in loaded] + [load_published(converged_folder() if live is None else live)]
     for source in sources:
         for spec, models in source.items():
@@ -73,13 +74,13 @@ class RangeCheck:
         return self.value - low if self.value < low else self.value - high if self.value > high else 0.0
 
 
-def range_checks(dataset: str, record: dict) -> list[RangeCheck]:
+def range_checks(dataset: str, record: ProfileRecord) -> list[RangeCheck]:
     """The statistics the paper reports for ``dataset`` (none where it did not study it),
     measured on ``record``; a flat profile's bound is checked at every block's minimum."""
     reported = REPORTED.get(dataset)
     if reported is None:
         return []
-    eed = record["profile"]["eed_percent"]
+    eed = record.profile.eed_percent
     checks = []
     if reported.early_eed:
         checks.append(RangeCheck("early", sum(eed[b] for b in reported.early_blocks) / len(reported.early_blocks),
@@ -93,7 +94,7 @@ def range_checks(dataset: str, record: dict) -> list[RangeCheck]:
     return checks
 
 
-def shape_claims(profiles: dict[str, dict[str, dict[str, dict]]],
+def shape_claims(profiles: dict[str, dict[str, dict[str, ProfileRecord]]],
                  measurement: str = DEFAULT_MEASUREMENT) -> list[tuple[str, ClaimTest]]:
     """The claims a single profile can test (mid-depth minimum, late re-expansion), for
     every dataset and model with ``measurement``."""
@@ -150,7 +151,7 @@ def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT)
     return out
 
 
-def closest_measurement(dataset: str, records: dict[str, dict]) -> tuple[str, float] | None:
+def closest_measurement(dataset: str, records: dict[str, ProfileRecord]) -> tuple[str, float] | None:
     """The measurement whose profile lies nearest the paper's ranges for ``dataset`` (the
     sum of points outside them) and that sum; None where the paper reports no range."""
     distances = {measurement: sum(abs(check.off_by) for check in range_checks(dataset, record))

@@ -63,7 +63,7 @@ class KnobSweep:
     @property
     def epochs(self) -> int:
         """The last saved epoch the runs share (the budget they all reached)."""
-        return min(run.profiles[-1]["epoch"] for _, run in self.runs.values())
+        return min(run.profiles[-1].epoch for _, run in self.runs.values())
 
     def learned(self, gain: float = GAIN) -> list[float]:
         """The weights whose run's k-NN top-1 rose at least ``gain`` points above its random

@@ -17,6 +17,7 @@ pruned (:mod:`~ib_tutorial.reproduction.run_pruning`), into ``<model>/pruning/<p
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -36,7 +37,7 @@ from ..paths import data_root
 from ..presets import Preset, get_preset, resolve_device
 from ..training.data import knn_subsets
 from ..training.run_spec import RunSpec
-from .records import load_profile_record, profile_record, provenance, save_profile_record
+from .records import ProfileRecord, Provenance, load_profile_record, provenance, save_profile_record
 from .run_profiles import VARIANTS, seeded_subset, variant_label
 
 #: The default measurement first, then the variants.
@@ -120,12 +121,9 @@ def profile_published(name: str, spec: str | RunSpec, out: str | os.PathLike, we
         profile = profile_model(model, loader, tokens=tokens, center=center, companions=COMPANIONS if default else (),
                                 device=device, twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
                                 progress=progress)
-        config = {"model": name, **source, **model_input, "dataset": spec.dataset_spec}
-        origin = {**provenance(preset=chosen.name, config=config, dataset=spec.dataset,
-                               n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device)),
-                  "model": name, "dataset_spec": spec.dataset_spec, **source, **model_input}
-        save_profile_record(path, profile_record(profile, label=f"{spec.dataset_spec}: pretrained {name}", epoch=None,
-                                                 provenance=origin))
+        origin = published_provenance(name, spec, source, model_input, chosen, profile.n_images, profile.n_tokens, device)
+        save_profile_record(path, ProfileRecord(label=f"{spec.dataset_spec}: pretrained {name}", epoch=None,
+                                                profile=profile, provenance=origin))
     return paths
 
 
@@ -156,12 +154,22 @@ def prune_published(name: str, spec: str | RunSpec, out: str | os.PathLike, weig
     source = weights_source(name, weights, model)
     curves = prune_blocks(model.to(device), train_set, held_out_set, classes, pool,
                           k_neighbours=chosen.train.knn_k, temperature=chosen.train.knn_temperature, device=device)
-    origin = {**provenance(preset=chosen.name, config={"model": name, **source, **model_input, "dataset": spec.dataset_spec},
-                           dataset=spec.dataset, n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens,
-                           device=str(device)),
-              "model": name, "dataset_spec": spec.dataset_spec, **source, **model_input}
-    write_json_atomic(path, pruning_record(curves, pool, classes, origin))
+    origin = published_provenance(name, spec, source, model_input, chosen, len(train_set) + len(held_out_set),
+                                  curves[0].n_tokens, device)
+    write_json_atomic(path, pruning_record(curves, pool, classes, origin.to_dict()))
     return path
+
+
+def published_provenance(name: str, spec: RunSpec, source: dict, model_input: dict, preset: Preset, n_images: int,
+                         n_tokens: int, device: torch.device) -> Provenance:
+    """The provenance of a published model's measurement on ``spec``: a run's
+    (:func:`~ib_tutorial.reproduction.records.provenance`), hashing the model, its weights'
+    ``source`` (:func:`weights_source`), its input (:func:`model_transform`) and the dataset
+    spec as the settings, and naming each of them too."""
+    config = {"model": name, **source, **model_input, "dataset": spec.dataset_spec}
+    origin = provenance(preset=preset.name, config=config, dataset=spec.dataset, n_images=n_images, n_tokens=n_tokens,
+                        device=str(device))
+    return dataclasses.replace(origin, model=name, dataset_spec=spec.dataset_spec, **source, **model_input)
 
 
 def weights_source(name: str, weights: str | os.PathLike | None, model: torch.nn.Module) -> dict:
@@ -184,14 +192,14 @@ def published_paths(out: str | os.PathLike, name: str, spec: RunSpec, img_size: 
     return [folder / f"{tokens}-{'centred' if center else 'uncentred'}.json" for tokens, center in MEASUREMENTS]
 
 
-def load_published(folder: str | os.PathLike) -> dict[RunSpec, dict[str, dict[str, dict]]]:
+def load_published(folder: str | os.PathLike) -> dict[RunSpec, dict[str, dict[str, ProfileRecord]]]:
     """The records :func:`profile_published` wrote under ``folder``: dataset spec -> model
     -> measurement (``"all tokens, centred"``, ``"cls, uncentred"``, ...) -> record; empty
     when there is no such folder."""
-    found: dict[RunSpec, dict[str, dict[str, dict]]] = {}
+    found: dict[RunSpec, dict[str, dict[str, ProfileRecord]]] = {}
     for path in sorted(Path(folder).glob("*/*/profiles/*.json")):
         record = load_profile_record(path)
         tokens, _, center = path.stem.partition("-")
-        model, spec = record["provenance"]["model"], RunSpec.parse(record["provenance"]["dataset_spec"])
+        model, spec = record.provenance.model, RunSpec.parse(record.provenance.dataset_spec)
         found.setdefault(spec, {}).setdefault(model, {})[variant_label(tokens, center == "centred")] = record
     return found

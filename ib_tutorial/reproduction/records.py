@@ -11,10 +11,13 @@ A profile file is JSON::
 
 ``bootstrap`` holds the replicates of a bootstrap over the profile's images
 (:class:`~ib_tutorial.measure.bootstrap.StoredReplicates`), from which
-:func:`bootstrap_of` gives intervals; files written before it was kept have none.
+:func:`bootstrap_of` gives intervals; files written before it was kept have none. A
+published model's provenance also names the model, its weights and its input
+(:mod:`~ib_tutorial.reproduction.pretrained`).
 
-:class:`ProfileRecord` is their type, and :data:`PROFILE_SCHEMA`, the JSON Schema they
-validate against, is derived from it (:func:`ib_tutorial.schema.json_schema`).
+:class:`ProfileRecord` is their type: :func:`load_profile_record` reads a file as one and
+:func:`save_profile_record` writes one, and :data:`PROFILE_SCHEMA`, the JSON Schema the
+files validate against, is derived from it (:func:`ib_tutorial.schema.json_schema`).
 """
 from __future__ import annotations
 
@@ -31,15 +34,17 @@ from pathlib import Path
 from ..files import write_json_atomic
 from ..measure.block_profile import Profile
 from ..measure.bootstrap import LEVEL, METHODS, BootstrapProfile, StoredReplicates
-from ..schema import json_schema
+from ..schema import from_json, json_schema
 
 SCHEMA_ID = "ib-tutorial/profile/1"
 
 @dataclass(frozen=True)
 class Provenance:
     """Where a measurement came from: code, preset, settings (their hash), packages, device,
-    date, and the images and tokens it was computed on (a published model's records add
-    the model, its weights and input)."""
+    date, and the images and tokens it was computed on. A published model's records
+    (:func:`~ib_tutorial.reproduction.pretrained.profile_published`) also name the model, the
+    dataset spec, its weights (file or hub, and their SHA-256) and its input (side, resize
+    interpolation, normalisation); a run's records leave those None, and their files lack them."""
 
     code_version: str
     preset: str
@@ -50,20 +55,41 @@ class Provenance:
     dataset: str
     n_images: int
     n_tokens: int
+    model: str | None = None
+    dataset_spec: str | None = None
+    weights: str | None = None
+    weights_sha256: str | None = None
+    input_size: int | None = None
+    interpolation: str | None = None
+    mean: list[float] | None = None
+    std: list[float] | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready data, without the fields that are None (a run's record names no model)."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProfileRecord:
     """One profile file: a :class:`~ib_tutorial.measure.block_profile.Profile` with its label,
     epoch (None for a published model), :class:`Provenance` and, where one was drawn, its
     bootstrap's replicates."""
 
-    schema: str = field(metadata={"schema": {"const": SCHEMA_ID}})
+    schema: str = field(default=SCHEMA_ID, metadata={"schema": {"const": SCHEMA_ID}})
     label: str
     epoch: int | None = field(metadata={"schema": {"minimum": 0}})
     profile: Profile
     provenance: Provenance
     bootstrap: StoredReplicates | None = None
+
+    def to_dict(self) -> dict:
+        """The file's JSON data (its keys in the order of the fields)."""
+        return {**asdict(self), "provenance": self.provenance.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ProfileRecord:
+        """The record of a file's JSON data, once :func:`validate_profile_record` has accepted it."""
+        return from_json(cls, data)
 
 
 #: The JSON Schema every profile file validates against, derived from :class:`ProfileRecord`.
@@ -112,72 +138,57 @@ def _package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_tokens: int, device: str) -> dict:
+def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_tokens: int, device: str) -> Provenance:
     """Everything needed to say where a measurement came from: code, preset, settings,
     packages, device, date, and the images and tokens it was computed on."""
-    return {
-        "code_version": code_version(),
-        "preset": preset,
-        "config_hash": config_hash(config),
-        "packages": _package_versions(),
-        "device": device,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "dataset": dataset,
-        "n_images": n_images,
-        "n_tokens": n_tokens,
-    }
+    return Provenance(
+        code_version=code_version(),
+        preset=preset,
+        config_hash=config_hash(config),
+        packages=_package_versions(),
+        device=device,
+        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        dataset=dataset,
+        n_images=n_images,
+        n_tokens=n_tokens,
+    )
 
 
-def profile_record(profile: Profile, *, label: str, epoch: int | None, provenance: dict,
-                   bootstrap: BootstrapProfile | None = None) -> dict:
-    """A schema-valid record of one profile, with its bootstrap's replicates when given."""
-    stored = asdict(bootstrap.stored()) if bootstrap is not None else None
-    record = {"schema": SCHEMA_ID, "label": label, "epoch": epoch, "profile": profile.to_dict(),
-              "provenance": provenance, "bootstrap": stored}
-    validate_profile_record(record)
-    return record
-
-
-def validate_profile_record(record: dict) -> None:
-    """Raise ``ValueError`` naming the first field that breaks :data:`PROFILE_SCHEMA`."""
+def validate_profile_record(data: dict) -> None:
+    """Raise ``ValueError`` naming the first field of a file's JSON ``data`` that breaks
+    :data:`PROFILE_SCHEMA`."""
     # Imported here: importing jsonschema builds the grammars of its optional format
     # checkers (1.5 s), which every `ib-tutorial` process would pay, training included.
     import jsonschema
 
     try:
-        jsonschema.validate(record, PROFILE_SCHEMA)
+        jsonschema.validate(data, PROFILE_SCHEMA)
     except jsonschema.ValidationError as error:
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
         raise ValueError(f"not a valid {SCHEMA_ID} record at {where}: {error.message}") from None
 
 
-def save_profile_record(path: str | os.PathLike, record: dict) -> None:
+def save_profile_record(path: str | os.PathLike, record: ProfileRecord) -> None:
     """Validate, then write atomically."""
-    validate_profile_record(record)
-    write_json_atomic(path, record)
+    data = record.to_dict()
+    validate_profile_record(data)
+    write_json_atomic(path, data)
 
 
-def load_profile_record(path: str | os.PathLike) -> dict:
+def load_profile_record(path: str | os.PathLike) -> ProfileRecord:
     """Read and validate a profile file; the error names the file."""
     path = Path(path)
     try:
-        record = json.loads(path.read_text())
-        validate_profile_record(record)
+        data = json.loads(path.read_text())
+        validate_profile_record(data)
     except (json.JSONDecodeError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
-    return record
+    return ProfileRecord.from_dict(data)
 
 
-def profile_from_record(record: dict) -> Profile:
-    """The :class:`~ib_tutorial.measure.block_profile.Profile` stored in a record."""
-    return Profile(**record["profile"])
-
-
-def bootstrap_of(record: dict, level: float = LEVEL, method: str = METHODS[0]) -> BootstrapProfile | None:
+def bootstrap_of(record: ProfileRecord, level: float = LEVEL, method: str = METHODS[0]) -> BootstrapProfile | None:
     """The bootstrap over images stored in a profile record, read at ``level`` with
     ``method``; None for a record without one."""
-    stored = record.get("bootstrap")
-    if stored is None:
+    if record.bootstrap is None:
         return None
-    profile = record["profile"]
-    return BootstrapProfile.from_stored(profile["n_eff"], profile["dim"], StoredReplicates(**stored), level, method)
+    return BootstrapProfile.from_stored(record.profile.n_eff, record.profile.dim, record.bootstrap, level, method)

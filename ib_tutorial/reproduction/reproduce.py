@@ -51,6 +51,7 @@ from ..training.runs import RunDirectory
 from .comparison import compare_profile, comparison_records
 from .paper import PAPER_DATASETS
 from .pretrained import profile_published
+from .records import load_profile_record
 from .run_pruning import prune_run
 from .run_profiles import (
     load_run_profiles,
@@ -90,20 +91,20 @@ def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = Fals
     knn = run.read_metrics("knn")
     raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
     rows = [dataclasses.replace(row, dataset=str(spec))
-            for row in compare_profile(spec.dataset, last["profile"]["eed_percent"])
+            for row in compare_profile(spec.dataset, last.profile.eed_percent)
             ] if run.read_config().objective.compared_with_paper else []
     return {
         "run": str(run_dir),
-        "epochs": [r["epoch"] for r in records],
-        "random_init_eed_percent": first["profile"]["eed_percent"] if first["epoch"] == 0 else None,
-        "final_epoch": last["epoch"],
-        "final_eed_percent": last["profile"]["eed_percent"],
+        "epochs": [r.epoch for r in records],
+        "random_init_eed_percent": first.profile.eed_percent if first.epoch == 0 else None,
+        "final_epoch": last.epoch,
+        "final_eed_percent": last.profile.eed_percent,
         "knn_accuracy": knn[-1] if knn else None,
         "knn_accuracy_first": knn[0] if knn else None,
         "raw_patch_n_eff": raw_n_eff,
         "raw_patch_dim": raw_dim,
         "comparison": comparison_records(rows),
-        "provenance": last["provenance"],
+        "provenance": last.provenance.to_dict(),
     }
 
 
@@ -156,13 +157,13 @@ def reproduce(
         summary["datasets"][spec.text] = summarise_run(spec, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
-            summary["datasets"][spec.text]["pretrained_dino_eed_percent"] = json.loads(control.read_text())["profile"]["eed_percent"]
+            summary["datasets"][spec.text]["pretrained_dino_eed_percent"] = load_profile_record(control).profile.eed_percent
         for name in pretrained:
             profiled = profile_published_or_say_why(name, spec, out / PRETRAINED_FOLDER,
                                                     (weights or {}).get(name), preset, root, download, progress)
             if profiled:
                 summary.setdefault("pretrained", {}).setdefault(spec.text, {})[name] = \
-                    json.loads(profiled[0].read_text())["profile"]["eed_percent"]
+                    load_profile_record(profiled[0]).profile.eed_percent
         write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
     return out
 
@@ -200,7 +201,7 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
     if not summary.exists():
         raise FileNotFoundError(f"{out} holds no summary.json; run `ib-tutorial reproduce --out {out}` first")
     dirty = [path for path in sorted(out.glob("*/profiles/**/*.json"))
-             if json.loads(path.read_text())["provenance"]["code_version"].endswith("+dirty")]
+             if load_profile_record(path).provenance.code_version.endswith("+dirty")]
     if dirty and not allow_dirty:
         raise ValueError(
             f"{len(dirty)} profiles were measured by uncommitted code, e.g. {dirty[0]}. Commit, delete the runs' "

@@ -32,12 +32,7 @@ from ..presets import ProfileSettings, get_preset
 from ..training.augment import eval_transform
 from ..training.run_config import RunConfig
 from ..training.runs import RunDirectory
-from .records import (
-    load_profile_record,
-    profile_record,
-    provenance,
-    save_profile_record,
-)
+from .records import ProfileRecord, load_profile_record, provenance, save_profile_record
 
 PROFILE_SEED_OFFSET = 1000  # the profile images differ from the k-NN subsets drawn from the same seed
 
@@ -114,8 +109,8 @@ def _is_done(path: Path, n_images: int, companions, bootstrapped: bool = False) 
         record = load_profile_record(path)
     except ValueError:
         return False  # unreadable: measure again (the atomic write replaces it)
-    return (record["profile"]["n_images"] == n_images and set(companions) <= set(record["profile"]["companions"])
-            and (record.get("bootstrap") is not None or not bootstrapped))
+    return (record.profile.n_images == n_images and set(companions) <= set(record.profile.companions)
+            and (record.bootstrap is not None or not bootstrapped))
 
 
 def profile_run(
@@ -161,8 +156,9 @@ def profile_run(
                                      batch_size=settings.batch_size, device=device)[("tokens", tokens)] if replicates else None
         origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
                             n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
-        record = profile_record(profile, label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
-                                provenance=origin, bootstrap=bootstrap)
+        record = ProfileRecord(label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
+                               profile=profile, provenance=origin,
+                               bootstrap=bootstrap.stored() if bootstrap is not None else None)
         save_profile_record(folder / f"{epoch}.json", record)
     return [folder / f"{e}.json" for e in epochs]
 
@@ -187,7 +183,7 @@ def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=No
     return patch_eed(loader, config.view.patch_size)
 
 
-def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True) -> list[dict]:
+def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True) -> list[ProfileRecord]:
     """The profile records of a run, by epoch."""
     folder = profile_folder(RunDirectory(run_dir), tokens, center)
     paths = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
@@ -219,6 +215,6 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     control_config = {**config.to_dict(), "model": PRETRAINED_DINO, "img_size": PRETRAINED_SIZE}
     origin = provenance(preset=config.preset, config=control_config, dataset=config.dataset,
                         n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
-    save_profile_record(path, profile_record(profile, label=f"pretrained {PRETRAINED_DINO}", epoch=None,
-                                             provenance=origin))
+    save_profile_record(path, ProfileRecord(label=f"pretrained {PRETRAINED_DINO}", epoch=None, profile=profile,
+                                            provenance=origin))
     return path

@@ -35,5 +35,5 @@ def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, 
                           k_neighbours=config.train.knn_k, temperature=config.train.knn_temperature, device=device)
     origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
                         n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens, device=str(device))
-    write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin)})
+    write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin.to_dict())})
     return path

@@ -73,9 +73,9 @@ def test_the_second_archive_is_the_bundle_of_both_runs_with_every_saved_epoch_pr
     bundle = load_bundle(checkout / "results" / "gpu-paper-subsets")
     assert sorted(name.split("@")[0] for name in bundle.runs) == ["dtd:folder=dtd", "tiny-imagenet"]
     for run in bundle.runs.values():
-        assert [r["epoch"] for r in run.profiles] == [0, 1, 2]
+        assert [r.epoch for r in run.profiles] == [0, 1, 2]
         assert set(run.variants) == {variant_label(tokens, center) for tokens, center in VARIANTS}
-        assert all([r["epoch"] for r in records] == [0, 1, 2] for records in run.variants.values()) and run.pruning
+        assert all([r.epoch for r in records] == [0, 1, 2] for records in run.variants.values()) and run.pruning
     assert (checkout / "benchmarks/results/gpu/plan-2.json").exists()
     assert (checkout / "benchmarks/results/gpu/bench_probe.json").exists()
 

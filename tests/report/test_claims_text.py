@@ -1,4 +1,6 @@
 """The claims' sentences and table state the computed numbers."""
+from profile_records import make_record
+
 from ib_tutorial.report.claims import (
     claims_markdown,
     claims_summary,
@@ -14,7 +16,7 @@ from ib_tutorial.reproduction.claims import (
 
 def shape(n_eff, epoch):
     """A profile of a width of 100, so its EED% equals its N_eff."""
-    return profile_shape({"epoch": epoch, "profile": {"n_eff": n_eff, "dim": 100}})
+    return profile_shape(make_record(epoch, dim=100, n_eff=n_eff))
 
 
 FLAT = shape([4.0] * 12, 0)

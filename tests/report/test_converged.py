@@ -10,6 +10,7 @@ import timm
 import torch
 from archive_builders import real_subsets_root
 from nbclient import NotebookClient
+from profile_records import make_record
 
 from ib_tutorial.report.converged import availability_markdown, measurement_markdown, ranges_markdown
 from ib_tutorial.reproduction.converged import (
@@ -44,8 +45,8 @@ def test_profiles_are_found_by_dataset_and_the_claims_and_comparisons_are_tested
     profiles = converged_profiles(bundles=[], live=root / "converged")
     assert list(profiles) == ["tiny-imagenet", "dtd"] and all(len(models) == 2 for models in profiles.values())
     dinov2 = profiles["tiny-imagenet"]["vit_small_patch14_dinov2.lvd142m"]["all tokens, centred"]
-    assert dinov2["provenance"]["input_size"] == 224 and dinov2["profile"]["n_tokens"] == 6 * 257
-    assert len(dinov2) and len(profiles["dtd"]["vit_small_patch16_224.dino"]) == len(MEASUREMENTS)
+    assert dinov2.provenance.input_size == 224 and dinov2.profile.n_tokens == 6 * 257
+    assert len(profiles["dtd"]["vit_small_patch16_224.dino"]) == len(MEASUREMENTS)
     assert [check.statistic for check in range_checks("tiny-imagenet", dinov2)] == ["early", "minimum", "late"]
     assert range_checks("dtd", dinov2) == []  # the paper did not study textures
     assert len(shape_claims(profiles)) == 2 * 2 * 2 and len(objects_against_textures(profiles)) == 2
@@ -87,6 +88,6 @@ def test_the_chapter_renders_every_section_from_the_profiles(root):
 
 def test_range_checks_read_the_highest_late_block_where_the_paper_says_up_to():
     eed = [59.0, 59.0, 31.0, 30.0, 33.0, 40.0, 50.0, 60.0, 70.0, 70.0, 80.0, 92.0]
-    checks = {check.statistic: check for check in range_checks("tiny-imagenet", {"profile": {"eed_percent": eed}})}
+    checks = {check.statistic: check for check in range_checks("tiny-imagenet", make_record(dim=100, n_eff=eed))}
     assert checks["late"].value == 92.0 and checks["late"].reported == (91.5, 93.5) and checks["late"].inside
     assert checks["minimum"].value == 30.0 and checks["minimum"].inside

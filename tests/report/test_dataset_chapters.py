@@ -64,7 +64,7 @@ def test_a_tier_without_a_committed_run_is_named_with_its_command():
 def test_the_shape_table_has_one_row_per_saved_epoch():
     run = dataset_runs("tiny-imagenet")[0]
     rows = shape_markdown(run).splitlines()[2:]
-    assert [row.split(" | ")[0].strip("| ") for row in rows] == [str(r["epoch"]) for r in run.run.profiles]
+    assert [row.split(" | ")[0].strip("| ") for row in rows] == [str(r.epoch) for r in run.run.profiles]
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

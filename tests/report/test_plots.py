@@ -11,16 +11,15 @@ from profile_records import bundle_run, make_record
 from ib_tutorial.report.information_plane import plot_layer_eed
 from ib_tutorial.report import plots
 from ib_tutorial.reproduction.paper import REPORTED
-from ib_tutorial.reproduction.records import profile_from_record
 
 
 def test_plots_build_from_stored_records(tmp_path):
     records = [make_record(epoch) for epoch in (0, 1, 2)]
-    profiles = {f"epoch {r['epoch']}": profile_from_record(r) for r in records}
+    profiles = {f"epoch {r.epoch}": r.profile for r in records}
     ax = plots.plot_block_profile(profiles, "caption", reported=REPORTED["tiny-imagenet"])
     assert ax.get_xlabel().startswith("block index") and ax.get_ylabel().startswith("EED")
     assert len(ax.get_lines()) >= 3
-    heat = plots.plot_eed_heatmap([0, 1, 2], [r["profile"]["eed_percent"] for r in records], "caption")
+    heat = plots.plot_eed_heatmap([0, 1, 2], [r.profile.eed_percent for r in records], "caption")
     assert heat.images[0].get_array().shape == (12, 3)
     fig = plots.plot_datasets({"cifar100": profiles, "uc-merced": profiles}, "caption", reported=REPORTED)
     assert len(fig.axes) == 2
@@ -37,7 +36,7 @@ def test_knob_plot_orders_points_by_texture_weight():
 
 
 def test_every_figure_carries_its_caption_under_the_axes():
-    profiles = {"epoch 0": profile_from_record(make_record(0))}
+    profiles = {"epoch 0": make_record(0).profile}
     figures = [
         plots.plot_block_profile(profiles, "run A").figure,
         plots.plot_datasets({"cifar100": profiles}, "run B"),
@@ -67,12 +66,12 @@ def test_run_comparison_draws_both_runs_in_percent_and_in_directions():
     assert len(percent.get_lines()) == len(directions.get_lines()) == 4  # last and first epoch of each run
     assert percent.get_ylabel().startswith("EED") and directions.get_ylabel().startswith("N_eff")
     wide_last = directions.get_lines()[2]
-    assert list(wide_last.get_ydata()) == runs["wide"].profiles[-1]["profile"]["n_eff"]
+    assert list(wide_last.get_ydata()) == runs["wide"].profiles[-1].profile.n_eff
     assert fig.get_supxlabel() == "run G"
 
 
 def test_a_captioned_figure_saves_its_caption_in_the_png(tmp_path):
-    profiles = {"epoch 0": profile_from_record(make_record(0))}
+    profiles = {"epoch 0": make_record(0).profile}
     figure = plots.plot_block_profile(profiles, "run A on 12 images").figure
     figure.savefig(tmp_path / "captioned.png")
     plain, _ = plt.subplots()

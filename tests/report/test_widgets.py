@@ -1,4 +1,6 @@
 """The profile explorer from stored records."""
+import dataclasses
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,7 +14,7 @@ from ib_tutorial.report.widgets import profile_explorer
 def test_explorer_builds_from_stored_records_and_follows_the_controls():
     records = [make_record(epoch) for epoch in (0, 5, 10)]
     other = make_record(10)
-    other["provenance"]["dataset"] = "synthetic-textures"
+    other = dataclasses.replace(other, provenance=dataclasses.replace(other.provenance, dataset="synthetic-textures"))
     explorer = profile_explorer(records + [other])
     controls, slider, stack = explorer.children
     dataset, tokens, metric = controls.children

@@ -36,7 +36,13 @@ CONTRACT = {
                            "config_hash": {"type": "string"},
                            "packages": {"type": "object", "additionalProperties": {"type": "string"}},
                            "device": {"type": "string"}, "date": {"type": "string"}, "dataset": {"type": "string"},
-                           "n_images": {"type": "integer"}, "n_tokens": {"type": "integer"}}},
+                           "n_images": {"type": "integer"}, "n_tokens": {"type": "integer"},
+                           # a published model's, optional: a run's files lack them
+                           **{key: {"type": ["string", "null"]}
+                              for key in ("model", "dataset_spec", "weights", "weights_sha256", "interpolation")},
+                           "input_size": {"type": ["integer", "null"]},
+                           "mean": {"type": ["array", "null"], "items": {"type": "number"}},
+                           "std": {"type": ["array", "null"], "items": {"type": "number"}}}},
         # added later, absent from older files
         "bootstrap": {"type": ["object", "null"], "required": ["variant", "seed", "n_eff"],
                       "properties": {"variant": {"type": "string"}, "seed": {"type": "integer"},

@@ -1,6 +1,7 @@
 """The paper's claims on profiles whose shape is known by construction."""
 import pytest
 import torch
+from profile_records import make_record
 
 from ib_tutorial.measure.bootstrap import BootstrapProfile
 from ib_tutorial.measure.shape import ProfileShape, Verdict
@@ -15,12 +16,8 @@ from ib_tutorial.reproduction.claims import (
 )
 
 
-def record(n_eff: list[float], epoch: int = 10, dim: int = 100) -> dict:
-    return {"epoch": epoch, "profile": {"n_eff": n_eff, "eed_percent": [100 * v / dim for v in n_eff], "dim": dim}}
-
-
 def summary(n_eff, epoch=10, dim=100):
-    return profile_shape(record(n_eff, epoch, dim))
+    return profile_shape(make_record(epoch, dim, n_eff))
 
 
 # The paper's Tiny ImageNet shape (in directions of a width of 100): 59 early, 30 at L3, 92 late.

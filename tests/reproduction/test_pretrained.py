@@ -152,7 +152,7 @@ def test_reproduce_profiles_published_models_beside_its_runs_and_the_bundle_carr
     bundle = load_bundle(export_bundle(out, tmp_path / "bundle", allow_dirty=True))
     measured = bundle.pretrained[RunSpec.parse("synthetic-objects")][DINO]
     assert set(measured) == {variant_label(tokens, center) for tokens, center in MEASUREMENTS}
-    assert measured["all tokens, centred"]["provenance"]["weights_sha256"] == file_sha256(dino_weights)
+    assert measured["all tokens, centred"].provenance.weights_sha256 == file_sha256(dino_weights)
     # Finished work is not redone: a second call reads the records it wrote.
     before = {path: path.stat().st_mtime_ns for path in (out / "pretrained").rglob("*.json")}
     reproduce("ci", datasets=[TINY_RUN], out=out, progress=False, all_measurements=False, pretrained=[DINO],

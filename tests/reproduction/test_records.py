@@ -1,4 +1,5 @@
 """Profile files: schema, provenance, captions, atomic writes."""
+import dataclasses
 import json
 import re
 import subprocess
@@ -14,9 +15,8 @@ from ib_tutorial.report.captions import profile_caption
 from ib_tutorial.reproduction.records import (
     code_version,
     config_hash,
+    Provenance,
     load_profile_record,
-    profile_from_record,
-    profile_record,
     save_profile_record,
     validate_profile_record,
 )
@@ -26,31 +26,51 @@ def test_record_round_trips(tmp_path):
     record = make_record()
     save_profile_record(tmp_path / "profiles" / "3.json", record)
     loaded = load_profile_record(tmp_path / "profiles" / "3.json")
-    assert loaded == json.loads(json.dumps(record))
-    assert profile_from_record(loaded) == make_profile()
+    assert loaded == record and loaded.profile == make_profile()
+    assert isinstance(loaded.provenance, Provenance) and loaded.provenance.model is None
     assert list((tmp_path / "profiles").iterdir()) == [tmp_path / "profiles" / "3.json"]  # no temp files left
+
+
+def test_a_run_record_is_written_as_before_and_a_published_models_keeps_its_extra_provenance(tmp_path):
+    data = json.loads(json.dumps(make_record().to_dict()))
+    assert list(data) == ["schema", "label", "epoch", "profile", "provenance", "bootstrap"]
+    assert list(data["provenance"]) == ["code_version", "preset", "config_hash", "packages", "device", "date",
+                                        "dataset", "n_images", "n_tokens"]  # no nulls for a published model's keys
+    published = dataclasses.replace(make_record(), epoch=None, provenance=dataclasses.replace(
+        make_record().provenance, model="vit_small_patch16_224.dino", dataset_spec="dtd:folder=dtd",
+        weights="dino.pth", weights_sha256="ab" * 32, input_size=224, interpolation="bicubic",
+        mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]))
+    save_profile_record(tmp_path / "published.json", published)
+    assert load_profile_record(tmp_path / "published.json") == published
+
+
+def test_keys_a_record_type_does_not_name_are_allowed_and_left_out_when_read(tmp_path):
+    record = make_record()
+    data = record.to_dict()
+    data["note"], data["provenance"]["host"] = "measured twice", "lab-1"
+    (tmp_path / "3.json").write_text(json.dumps(data))
+    assert load_profile_record(tmp_path / "3.json") == record
 
 
 def test_a_record_keeps_its_bootstrap_and_older_records_without_one_still_load(tmp_path):
     n_eff = make_profile().n_eff
     replicates = torch.tensor([n_eff] * 4, dtype=torch.float64) + torch.arange(4.0)[:, None]
     bootstrap = BootstrapProfile(n_eff, replicates, 384, 0.9, "basic", "tokens", 7)
-    record = profile_record(make_profile(), label="teacher", epoch=1, provenance=make_record()["provenance"],
-                            bootstrap=bootstrap)
+    record = dataclasses.replace(make_record(1), bootstrap=bootstrap.stored())
     save_profile_record(tmp_path / "1.json", record)
     read = records.bootstrap_of(load_profile_record(tmp_path / "1.json"), level=0.5)
     assert read.seed == 7 and read.level == 0.5 and torch.equal(read.replicates, replicates)
-    older = {key: value for key, value in record.items() if key != "bootstrap"}
-    save_profile_record(tmp_path / "0.json", older)
+    older = {key: value for key, value in record.to_dict().items() if key != "bootstrap"}
+    (tmp_path / "0.json").write_text(json.dumps(older))
     assert records.bootstrap_of(load_profile_record(tmp_path / "0.json")) is None
 
 
 def test_provenance_names_its_sources():
-    prov = make_record()["provenance"]
-    assert prov["preset"] == "ci" and prov["dataset"] == "synthetic-objects"
-    assert prov["n_tokens"] == 64 * 65
-    assert {"torch", "timm", "python", "ib-tutorial"} <= set(prov["packages"])
-    assert prov["code_version"] == code_version()
+    prov = make_record().provenance
+    assert prov.preset == "ci" and prov.dataset == "synthetic-objects"
+    assert prov.n_tokens == 64 * 65
+    assert {"torch", "timm", "python", "ib-tutorial"} <= set(prov.packages)
+    assert prov.code_version == code_version()
 
 
 def test_code_version_is_the_checkout_commit_and_says_when_it_is_dirty():
@@ -89,10 +109,10 @@ def test_config_hash_ignores_key_order_but_not_values():
     ],
 )
 def test_invalid_records_name_the_field(breakage, where):
-    record = make_record()
-    breakage(record)
+    data = make_record().to_dict()
+    breakage(data)
     with pytest.raises(ValueError, match=where):
-        validate_profile_record(record)
+        validate_profile_record(data)
 
 
 def test_a_broken_file_is_named_and_left_alone(tmp_path):

@@ -43,16 +43,15 @@ def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
         assert epochs[0] == 0 and epochs[-1] == config.train.epochs
         assert config.dataset == name and config.dataset_options == options
         records = load_run_profiles(bundle / spec_folder(dataset))
-        assert [r["epoch"] for r in records] == epochs
+        assert [r.epoch for r in records] == epochs
         for record in records:
-            validate_profile_record(record)
-            assert record["provenance"]["dataset"] == name
-            assert record["provenance"]["preset"] == "ci"
-            assert len(record["profile"]["eed_percent"]) == 12
-            assert set(record["profile"]["companions"]) == {"rankme", "participation_ratio", "twonn"}
+            assert record.provenance.dataset == name
+            assert record.provenance.preset == "ci"
+            assert len(record.profile.eed_percent) == 12
+            assert set(record.profile.companions) == {"rankme", "participation_ratio", "twonn"}
         entry = summary["datasets"][dataset]
-        assert entry["random_init_eed_percent"] == records[0]["profile"]["eed_percent"]
-        assert entry["final_eed_percent"] == records[-1]["profile"]["eed_percent"]
+        assert entry["random_init_eed_percent"] == records[0].profile.eed_percent
+        assert entry["final_eed_percent"] == records[-1].profile.eed_percent
         assert entry["knn_accuracy"] is not None and entry["knn_accuracy_first"]["epoch"] == 0
         patch = config.view.patch_size
         assert entry["raw_patch_dim"] == 3 * patch**2 and 1 <= entry["raw_patch_n_eff"] <= entry["raw_patch_dim"]
@@ -114,8 +113,8 @@ def test_other_token_choices_go_to_their_own_folder(bundle):
     paths = profile_run(bundle / DATASETS[0], tokens="cls", center=False, images=32, companions=(), progress=False)
     assert all(p.parent.name == "cls-uncentred" for p in paths)
     records = load_run_profiles(bundle / DATASETS[0], tokens="cls", center=False)
-    assert all(r["profile"]["tokens"] == "cls" and not r["profile"]["center"] for r in records)
-    assert all(r["profile"]["n_tokens"] == 32 for r in records)
+    assert all(r.profile.tokens == "cls" and not r.profile.center for r in records)
+    assert all(r.profile.n_tokens == 32 for r in records)
 
 
 def test_profile_command_names_a_missing_run(tmp_path):
@@ -189,7 +188,7 @@ def test_reproduce_on_a_real_folder_uses_its_test_split_and_all_of_it_when_small
     assert config.held_out_split == "test" and config.dataset_options == {"folder": "dtd"}
     test_images = sum(1 for _ in get_dataset("dtd", "test", root=root, folder="dtd"))
     assert test_images < get_preset("ci").profile.images
-    assert all(r["profile"]["n_images"] == test_images for r in load_run_profiles(out / spec_folder(spec)))
+    assert all(r.profile.n_images == test_images for r in load_run_profiles(out / spec_folder(spec)))
     assert f"profiling all {test_images}" in capsys.readouterr().out
 
 

@@ -48,15 +48,15 @@ def test_the_run_records_its_profile_settings(run):
 def test_a_run_of_a_preset_no_table_knows_is_profiled_with_its_own_settings(run, profiled):
     with pytest.raises(ValueError, match="Unknown preset 'custom-tiny'"):
         get_preset("custom-tiny")
-    assert [r["epoch"] for r in profiled] == run.backbone_epochs() == [0, 1]
-    assert all(r["profile"]["n_images"] == SETTINGS.images for r in profiled)
-    assert all(r["provenance"]["preset"] == "custom-tiny" for r in profiled)
+    assert [r.epoch for r in profiled] == run.backbone_epochs() == [0, 1]
+    assert all(r.profile.n_images == SETTINGS.images for r in profiled)
+    assert all(r.provenance.preset == "custom-tiny" for r in profiled)
 
 
 def test_each_profile_keeps_its_bootstrap_and_reads_intervals_from_it(profiled):
     for record in profiled:
         bootstrap = bootstrap_of(record)
-        assert bootstrap.replicates.shape == (SETTINGS.replicates, len(record["profile"]["n_eff"]))
+        assert bootstrap.replicates.shape == (SETTINGS.replicates, record.profile.depth)
         assert bootstrap.seed == 0 and bootstrap.variant == "tokens"
         intervals = bootstrap.intervals()
         assert all(i.low < i.high and math.isfinite(i.low) for i in intervals)
@@ -97,7 +97,7 @@ def test_a_later_change_to_the_preset_does_not_change_how_the_run_is_profiled(ru
     again = load_run_profiles(run.path)
     for path in profile_run(run.path, progress=False):  # found done: nothing measured again
         assert load_profile_record(path) in again
-    assert [r["profile"]["n_images"] for r in again] == [SETTINGS.images] * 2
+    assert [r.profile.n_images for r in again] == [SETTINGS.images] * 2
 
 
 def test_a_run_made_before_the_settings_were_recorded_is_profiled_with_its_preset(run, monkeypatch):
@@ -118,4 +118,4 @@ def test_profile_settings_do_not_stop_a_resume(run):
 def test_an_uncentred_profile_has_no_bootstrap(run):
     records = [load_profile_record(p) for p in profile_run(run.path, tokens="cls", center=False, companions=(),
                                                             progress=False)]
-    assert all(r["bootstrap"] is None for r in records)
+    assert all(r.bootstrap is None for r in records)

@@ -187,8 +187,8 @@ PRETRAINED_FOLDER = "pretrained"  # <out>/pretrained/<dataset>/<model>/profiles/
 
 
 def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
-    """Copy a reproduction's summary, table, run settings, metrics and profiles (not its
-    checkpoints or weights) from ``out`` to ``dest``, keeping the layout. An existing
+    """Copy a reproduction's summary, table, run settings, metrics, profiles, pruning curves
+    and measurements (not its checkpoints or weights) from ``out`` to ``dest``, keeping the layout. An existing
     ``dest`` is replaced whole once the copy is complete, so a failed export leaves it as it was.
 
     Raises:
@@ -218,7 +218,7 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
             (folder / run.name).mkdir()
             for name in SMALL_RUN_FILES:
                 shutil.copy2(run / name, folder / run.name / name)
-            for measured in ("profiles", "pruning"):
+            for measured in ("profiles", "pruning", "measurement"):
                 if (run / measured).exists():
                     shutil.copytree(run / measured, folder / run.name / measured)
         if (out / PRETRAINED_FOLDER).exists():  # the published models' profiles: JSON only, no weights

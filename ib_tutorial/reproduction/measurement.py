@@ -33,6 +33,7 @@ forward pass per token choice.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -52,6 +53,7 @@ from ..measure.bootstrap import LEVEL, MAX_BYTES, METHODS, BootstrapProfile, Int
 from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, u_depth
 from ..measure.variants import VARIANTS, get_variant
 from .paper import REPORTED
+from .records import provenance
 from ..training.runs import RunDirectory
 from .run_profiles import profile_device, profile_images, profile_settings, seeded_subset
 
@@ -162,6 +164,9 @@ class MeasurementResult:
         replicates, level, seed: the bootstrap's.
         raw_patches: each input's raw patch statistics.
         profiles: every measured profile, in the order measured.
+        provenance: where the measurement came from, as a profile record states it
+            (:func:`~ib_tutorial.reproduction.records.provenance`: the commit, the settings'
+            hash, packages, device, date); None for a network measured outside a run.
     """
 
     label: str
@@ -173,6 +178,7 @@ class MeasurementResult:
     seed: int
     raw_patches: dict[str, PatchStatistics]
     profiles: tuple[MeasuredProfile, ...]
+    provenance: dict | None = None
 
     def get(self, input: str = INPUTS[0], measurement: Measurement = DEFAULT) -> MeasuredProfile:
         """The profile of ``input`` measured by ``measurement`` (variant, tokens)."""
@@ -190,6 +196,7 @@ class MeasurementResult:
             "raw_patches": {name: {"rank": s.rank, "n_eff": s.n_eff, "dim": s.dim, "eed_percent": s.eed_percent}
                             for name, s in self.raw_patches.items()},
             "profiles": [measured.to_dict() for measured in self.profiles],
+            "provenance": self.provenance,
         }
 
     @classmethod
@@ -198,7 +205,7 @@ class MeasurementResult:
         raw = {name: PatchStatistics(s["rank"], s["n_eff"], s["dim"]) for name, s in data["raw_patches"].items()}
         profiles = tuple(MeasuredProfile.from_dict(measured, data["level"]) for measured in data["profiles"])
         return cls(data["label"], data["img_size"], data["patch_size"], data["images"], data["replicates"],
-                   data["level"], data["seed"], raw, profiles)
+                   data["level"], data["seed"], raw, profiles, data.get("provenance"))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write :meth:`to_dict` as JSON, atomically."""
@@ -273,8 +280,10 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
                               measured=measured, controls=controls, replicates=replicates, level=level,
                               seed=config.seed, batch_size=profile_settings(config).batch_size, max_bytes=max_bytes,
                               device=device, progress=progress)
+    origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=result.images,
+                        n_tokens=result.images * (config.view.img_size // config.view.patch_size) ** 2, device=str(device))
     path = run.path / "measurement" / f"{epoch}.json"
-    result.save(path)
+    dataclasses.replace(result, provenance=origin).save(path)
     return path
 
 

@@ -149,6 +149,11 @@ def test_a_saved_result_reads_back_with_the_same_tables(result, tmp_path):
     assert not list(tmp_path.glob("*.tmp*"))
 
 
+def result_of_random_weights_has_no_provenance() -> bool:
+    return measure_controls(small_vit(), smooth_images(8), "small", measured=[DEFAULT], replicates=2,
+                            progress=False).provenance is None
+
+
 def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_run(tmp_path, capsys):
     out = tmp_path / "run"
     loop.train(DATASET, "ci", out=out, progress=False, epochs=1, **TINY)
@@ -156,6 +161,8 @@ def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_
     assert path == out / "measurement" / "0.json"
     measured = MeasurementResult.load(path)
     assert measured.label == f"{DATASET} dino vit_tiny, epoch 0" and measured.images == 16
+    assert measured.provenance["preset"] == "ci" and measured.provenance["n_images"] == 16
+    assert result_of_random_weights_has_no_provenance()
     assert [m.input for m in measured.profiles] == list(INPUTS)
     with pytest.raises(ValueError, match=r"saved no network at epoch 7; it saved epochs \[0, 1\]"):
         measure_run(out, 7)

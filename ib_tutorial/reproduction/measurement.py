@@ -52,8 +52,9 @@ from ..measure.block_profile import TOKEN_CHOICES
 from ..measure.bootstrap import LEVEL, MAX_BYTES, METHODS, BootstrapProfile, Interval, StoredReplicates
 from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, u_depth
 from ..measure.variants import VARIANTS, get_variant
+from ..schema import from_json
 from .paper import REPORTED
-from .records import provenance
+from .records import Provenance, provenance
 from ..training.runs import RunDirectory
 from .run_profiles import profile_device, profile_images, profile_settings, seeded_subset
 
@@ -178,7 +179,7 @@ class MeasurementResult:
     seed: int
     raw_patches: dict[str, PatchStatistics]
     profiles: tuple[MeasuredProfile, ...]
-    provenance: dict | None = None
+    provenance: Provenance | None = None
 
     def get(self, input: str = INPUTS[0], measurement: Measurement = DEFAULT) -> MeasuredProfile:
         """The profile of ``input`` measured by ``measurement`` (variant, tokens)."""
@@ -196,7 +197,7 @@ class MeasurementResult:
             "raw_patches": {name: {"rank": s.rank, "n_eff": s.n_eff, "dim": s.dim, "eed_percent": s.eed_percent}
                             for name, s in self.raw_patches.items()},
             "profiles": [measured.to_dict() for measured in self.profiles],
-            "provenance": self.provenance,
+            "provenance": self.provenance.to_dict() if self.provenance is not None else None,
         }
 
     @classmethod
@@ -205,7 +206,8 @@ class MeasurementResult:
         raw = {name: PatchStatistics(s["rank"], s["n_eff"], s["dim"]) for name, s in data["raw_patches"].items()}
         profiles = tuple(MeasuredProfile.from_dict(measured, data["level"]) for measured in data["profiles"])
         return cls(data["label"], data["img_size"], data["patch_size"], data["images"], data["replicates"],
-                   data["level"], data["seed"], raw, profiles, data.get("provenance"))
+                   data["level"], data["seed"], raw, profiles,
+                   from_json(Provenance, data["provenance"]) if data.get("provenance") else None)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write :meth:`to_dict` as JSON, atomically."""

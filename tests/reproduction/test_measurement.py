@@ -161,7 +161,7 @@ def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_
     assert path == out / "measurement" / "0.json"
     measured = MeasurementResult.load(path)
     assert measured.label == f"{DATASET} dino vit_tiny, epoch 0" and measured.images == 16
-    assert measured.provenance["preset"] == "ci" and measured.provenance["n_images"] == 16
+    assert measured.provenance.preset == "ci" and measured.provenance.n_images == 16
     assert result_of_random_weights_has_no_provenance()
     assert [m.input for m in measured.profiles] == list(INPUTS)
     with pytest.raises(ValueError, match=r"saved no network at epoch 7; it saved epochs \[0, 1\]"):

@@ -10,7 +10,10 @@ from IPython.display import Markdown
 from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
-from ..reproduction.knob import KNOB_DATASET, KnobSweep
+from ..measure.bootstrap import Interval
+from ..measure.shape import u_depth
+from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
+from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, plateau
 from .captions import profile_caption
 from .claims import claims_markdown, claims_summary, knob_sentence, plateau_sentence
@@ -18,22 +21,18 @@ from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
 from .tables import bundle_markdown
 
 
-def knob_specs(weights, settings: str) -> list[str]:
-    """The run specs of a sweep: ``synthetic-mix:texture_weight=W@SETTINGS`` for each weight."""
-    return [f"{KNOB_DATASET}:texture_weight={weight:g}@{settings}" for weight in weights]
-
-
-def knob_command(preset: str, weights, settings: str, out: str) -> str:
+def knob_command(preset: str, recipe: KnobRecipe, out: str, seed: int = 0) -> str:
     """The ``reproduce`` command that trains, profiles and prunes a sweep into ``out``."""
-    return command_line(reproduce_argv(preset, knob_specs(weights, settings), out=out))
+    return command_line(reproduce_argv(preset, recipe.specs(seed), out=out))
 
 
 def sweep_caption(sweep: KnobSweep) -> str:
     """What made a sweep's figures: bundle, objective, weights, settings, and the last
     profile's provenance (:func:`~ib_tutorial.report.captions.profile_caption`)."""
     settings = ",".join(f"{key}={value}" for key, value in sweep.overrides) or "the tier's own"
+    world = "".join(f", {key}={value}" for key, value in sweep.world)
     _, run = next(iter(sweep.runs.values()))
-    return (f"bundle {sweep.bundle.name}: {sweep.objective}, {KNOB_DATASET} at w = "
+    return (f"bundle {sweep.bundle.name}: {sweep.objective}, {KNOB_DATASET}{world} at w = "
             f"{', '.join(f'{w:g}' for w in sweep.weights)}, settings {settings}; {profile_caption(run.profiles[-1])}")
 
 
@@ -55,6 +54,40 @@ def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
     return tested
 
 
+def sweep_table(sweep: KnobSweep) -> str:
+    """One row per weight: whether the network learned (by the plateau rule's threshold), k-NN
+    top-1 from the random initialisation to the end with the end's Wilson interval, the last
+    profile's shape with the share of bootstrap replicates that give it, its U-depth in
+    effective directions, the middle blocks' mean EED% from the initialisation to the end, and
+    that change with its paired interval: what learning did, apart from the input's own
+    statistics. Intervals (90 %) need the profiles' bootstraps; a dash where a run has none."""
+    lines = ["| w | learned | k-NN top-1 %: init -> end [interval] | shape at the end (share) | U-depth (directions) "
+             "| middle EED%: init -> end | middle change (points) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    learned = sweep.learned()
+    for weight, (_, run) in sweep.runs.items():
+        first, last = claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])
+        knn_end = knn_interval(run.knn[-1])
+        knn = f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}" + (f" {_span(knn_end)}" if knn_end else "")
+        if last.bootstrap is not None and first.bootstrap is not None:
+            share = last.bootstrap.shape_shares(claims.MARGIN).get(last.shape, 0.0)
+            shape = f"{last.shape} ({share:.0%})"
+            depth = f"{last.u_depth:.1f} {_span(last.bootstrap.interval(u_depth))}"
+            change = region_change(first, last, "middle")
+            middle_change = f"{change.estimate:+.1f} {_span(change, signed=True)}"
+        else:
+            shape, depth = str(last.shape), f"{last.u_depth:.1f}"
+            middle_change = f"{last.middle - first.middle:+.1f} -"
+        lines.append(f"| {weight:g} | {'yes' if weight in learned else 'no'} | {knn} | {shape} | {depth} | "
+                     f"{first.middle:.1f} -> {last.middle:.1f} | {middle_change} |")
+    return "\n".join(lines) + "\n"
+
+
+def _span(interval: Interval, signed: bool = False) -> str:
+    number = "{:+.1f}" if signed else "{:.1f}"
+    return f"[{number.format(interval.low)}, {number.format(interval.high)}]"
+
+
 def learned_sentence(sweep: KnobSweep) -> str:
     """Which weights' networks learned (k-NN top-1 at least the plateau rule's gain above
     the random initialisation) and which did not."""
@@ -71,7 +104,7 @@ def learned_sentence(sweep: KnobSweep) -> str:
 
 def render_sweep(sweep: KnobSweep) -> list:
     """Everything a chapter shows of ``sweep``, in order, for ``display``: the runs' table,
-    the k-NN curves with a plateau sentence per weight and which weights learned, the
+    the change of each from its initialisation (:func:`sweep_table`), the k-NN curves with a plateau sentence per weight and which weights learned, the
     profiles, the two gaps against the knob with their sentence, and the claims' table and
     summary. The figures stay open in pyplot, since closing one drops the canvas that saves
     its caption into its PNG: close them once displayed (``plt.close("all")``)."""
@@ -83,7 +116,8 @@ def render_sweep(sweep: KnobSweep) -> list:
     chance = pruned[0]["chance"] if pruned else None  # 100 / classes, as the pruning records state it
     table = bundle_markdown(dataclasses.replace(sweep.bundle, runs={spec: run for spec, run in sweep.runs.values()}))
     tested = sweep_claims(sweep)
-    items = [Markdown(table), plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption)]
+    items = [Markdown(table), Markdown(sweep_table(sweep)),
+             plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption)]
     items += [Markdown(plateau_sentence(f"w = {w:g}", plateau(run.knn))) for w, run in runs.items()]
     items.append(Markdown(learned_sentence(sweep)))
     items += [plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),

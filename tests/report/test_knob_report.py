@@ -13,7 +13,8 @@ from IPython.display import Markdown
 from PIL import Image
 from profile_records import bundle_run
 
-from ib_tutorial.report.knob import render_sweep, sweep_caption
+from ib_tutorial.measure.bootstrap import StoredReplicates
+from ib_tutorial.report.knob import render_sweep, sweep_caption, sweep_table
 from ib_tutorial.report.plots import CAPTION_KEY
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.knob import widest_sweep
@@ -36,7 +37,7 @@ def sweep(weights=(0, 0.5, 1), flat=()):
 def test_a_sweep_renders_its_table_figures_and_verdicts_in_order():
     items = render_sweep(sweep())
     kinds = ["figure" if isinstance(item, plt.Figure) else "markdown" for item in items]
-    assert kinds == ["markdown", "figure"] + ["markdown"] * 4 + ["figure", "figure"] + ["markdown"] * 3
+    assert kinds == ["markdown"] * 2 + ["figure"] + ["markdown"] * 4 + ["figure", "figure"] + ["markdown"] * 3
     assert all(isinstance(item, (plt.Figure, Markdown)) for item in items)
     table, claims_table = items[0].data, items[-2].data
     assert table.count("synthetic-mix:texture_weight=") == 3
@@ -52,7 +53,7 @@ def test_a_sweep_renders_its_table_figures_and_verdicts_in_order():
 
 
 def test_the_knn_figure_draws_chance_and_one_curve_per_weight():
-    knn = render_sweep(sweep())[1]
+    knn = render_sweep(sweep())[2]
     labels = [line.get_label() for line in knn.axes[0].get_lines()]
     assert labels == ["w = 0", "w = 0.5", "w = 1", "chance (10 %)"]
 
@@ -74,3 +75,28 @@ def test_the_knob_is_tested_again_without_the_networks_that_did_not_learn():
     everyone = render_sweep(sweep())
     assert any(isinstance(item, Markdown) and item.data.startswith("Every network of the sweep learned") for item in everyone)
     assert "the weights that learned" not in everyone[-2].data
+
+
+def with_bootstraps(knob, n_eval=1000):
+    """``knob`` with every profile bootstrapped (replicates: the profile shifted by -2 ... +2
+    directions, the same shifts at every epoch) and the held-out images counted."""
+    shifts = [-2.0, -1.0, 0.0, 1.0, 2.0]
+    runs = {}
+    for spec, run in knob.bundle.runs.items():
+        profiles = [dataclasses.replace(record, bootstrap=StoredReplicates(
+            "tokens", 0, [[value + shift for value in record.profile.n_eff] for shift in shifts])) for record in run.profiles]
+        runs[spec] = dataclasses.replace(run, profiles=profiles, knn=[{**r, "n_eval": n_eval} for r in run.knn])
+    return widest_sweep("supervised", [Bundle("knob", Path("knob"), "laptop", runs)])
+
+
+def test_the_sweep_table_gives_each_weight_its_change_from_the_initialisation():
+    rows = sweep_table(sweep()).splitlines()
+    assert rows[0].startswith("| w | learned | k-NN top-1 %") and len(rows) == 2 + 3
+    # without bootstraps or image counts: no intervals, a dash for the change's
+    assert rows[2].startswith("| 0 | yes | 20.0 -> 25.0 | ") and rows[2].endswith("| +0.0 - |")
+    boot = sweep_table(with_bootstraps(sweep())).splitlines()
+    # 25 % of 1,000 images: a Wilson interval of about +-2.3 points; the same profile at both
+    # epochs on the same resampled images: a change of exactly 0
+    assert "| 20.0 -> 25.0 [22.8, 27.3] |" in boot[2]
+    assert boot[2].endswith("| +0.0 [+0.0, +0.0] |")
+    assert "(100%)" in boot[2]

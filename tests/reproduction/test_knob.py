@@ -1,23 +1,33 @@
 """Knob sweeps: found by objective and settings, and trends with known answers."""
 import dataclasses
 import math
+import shlex
 from pathlib import Path
 
 import pytest
 
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.claims import ShapeSummary, deeper_along_knob
-from ib_tutorial.reproduction.knob import LAPTOP_SWEEP, LIVE_SWEEP, knob_sweeps, knob_trend, widest_sweep
-from ib_tutorial.report.knob import knob_command, knob_specs
+from ib_tutorial.reproduction.knob import (
+    LAPTOP_SWEEP,
+    LIVE_SWEEP,
+    OBJECT_SEEDS,
+    OBJECT_SWEEP,
+    knob_sweeps,
+    knob_trend,
+    widest_sweep,
+)
+from ib_tutorial.report.knob import knob_command
 from ib_tutorial.training.run_spec import RunSpec
 
 from profile_records import bundle_run
 
 
-def mix_run(weight, settings="objective=supervised,epochs=2"):
-    spec = f"synthetic-mix:texture_weight={weight:g}@{settings}"
+def mix_run(weight, settings="objective=supervised,epochs=2", **world):
+    options = "".join(f",{key}={value}" for key, value in world.items())
+    spec = f"synthetic-mix:texture_weight={weight:g}{options}@{settings}"
     run = bundle_run(spec)
-    config = dataclasses.replace(run.config, dataset="synthetic-mix", dataset_options={"texture_weight": weight})
+    config = dataclasses.replace(run.config, dataset="synthetic-mix", dataset_options={"texture_weight": weight, **world})
     return spec, dataclasses.replace(run, config=config)
 
 
@@ -77,10 +87,25 @@ def test_the_widest_sweep_of_an_objective_is_chosen():
     assert widest_sweep("dino", [narrow, wide]) is None
 
 
-@pytest.mark.parametrize("weights, settings", [LAPTOP_SWEEP, LIVE_SWEEP])
-def test_the_sweep_specs_name_the_knob_and_the_same_settings(weights, settings):
-    specs = knob_specs(weights, settings)
+@pytest.mark.parametrize("recipe", [LAPTOP_SWEEP, LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS])
+def test_the_sweep_specs_name_the_knob_and_the_same_world_and_settings(recipe):
+    specs = recipe.specs()
     parsed = [RunSpec.parse(spec) for spec in specs]
-    assert [spec.dataset_spec for spec in parsed] == [f"synthetic-mix:texture_weight={w:g}" for w in weights]
-    assert all(spec.overrides == parsed[0].overrides for spec in parsed)
-    assert f"--datasets {' '.join(specs)} --out /tmp/knob" in knob_command("laptop", weights, settings, "/tmp/knob")
+    assert [spec.options["texture_weight"] for spec in parsed] == list(recipe.weights)
+    assert all((spec.overrides, spec.dataset_spec.split(",")[1:]) == (parsed[0].overrides, parsed[0].dataset_spec.split(",")[1:])
+               for spec in parsed)
+    assert f"--datasets {shlex.join(specs)} --out /tmp/knob" in knob_command("laptop", recipe, "/tmp/knob")
+
+
+def test_the_object_recipe_is_the_one_its_runs_were_trained_with():
+    seeded = [RunSpec.parse(spec) for spec in OBJECT_SEEDS.specs(seed=1)]
+    assert all(spec.overrides["seed"] == 1 and spec.overrides["global_crop_scale"] == (0.9, 1.0) for spec in seeded)
+    assert RunSpec.parse(OBJECT_SWEEP.specs()[0]).folder == (
+        "synthetic-mix_texture_weight=0_object_scale=1.6_clutter=0@objective=supervised_epochs=24_lr=0.0005_"
+        "warmup_epochs=2_local_crops_number=0_global_crop_scale=(0.9_1.0)_blur_radius=(0.0_0.0)_color_strength=0.0_"
+        "knn_every=4")
+
+
+def test_runs_in_another_world_make_another_sweep():
+    sweeps = knob_sweeps([bundle("worlds", mix_run(0), mix_run(1), mix_run(0, object_scale=1.6), mix_run(1, object_scale=1.6))])
+    assert sorted(sweep.world for sweep in sweeps) == [(), (("object_scale", "1.6"),)]

@@ -11,6 +11,7 @@ import math
 from ..measure.shape import Verdict
 from ..reproduction.claims import ClaimTest, ShapeSummary
 from ..reproduction.knob import knob_trend
+from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.paper import EARLY, LATE, MIDDLE
 from ..reproduction.plateau import Plateau
 
@@ -40,6 +41,20 @@ def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:
             f"to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from {first.middle:.1f} % to "
             f"{last.middle:.1f} % and the late ones ({_blocks(LATE)}) from {first.late:.1f} % to {last.late:.1f} %; "
             f"the lowest block is now L{last.lowest_block} ({last.lowest:.1f} %).")
+
+
+def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
+    """A table of what training did to a run, region by region (early L0-L1, middle L2-L4,
+    late L9-L11 for 12 blocks): the mean EED% at ``first`` (the random initialisation) and at
+    ``last``, and the change with its paired bootstrap interval
+    (:func:`~ib_tutorial.reproduction.learning.region_change`)."""
+    lines = [f"| blocks | EED% at epoch {first.epoch} | EED% at epoch {last.epoch} | change (points) "
+             f"[{first.bootstrap.level:.0%} interval] |", "| --- | --- | --- | --- |"]
+    for region in REGIONS:
+        change = region_change(first, last, region)
+        lines.append(f"| {region} | {getattr(first, region):.1f} | {getattr(last, region):.1f} | "
+                     f"{change.estimate:+.1f} [{change.low:+.1f}, {change.high:+.1f}] |")
+    return "\n".join(lines) + "\n"
 
 
 def _shape(summary: ShapeSummary) -> str:

@@ -1,13 +1,17 @@
 """The claims' sentences and table state the computed numbers."""
+import torch
 from profile_records import make_record
 
+from ib_tutorial.measure.bootstrap import BootstrapProfile
 from ib_tutorial.report.claims import (
+    change_markdown,
     claims_markdown,
     claims_summary,
     plateau_sentence,
     shape_sentence,
 )
 from ib_tutorial.reproduction.claims import (
+    ShapeSummary,
     late_reexpansion,
     mid_depth_minimum,
     profile_shape,
@@ -52,3 +56,18 @@ def test_the_plateau_sentence_states_the_gain_and_the_rule():
     assert "never rose above its random initialisation (-4.2 points over the run);" in plateau_sentence("C", flat)
     rising = plateau([{"epoch": 0, "top1": 20}, {"epoch": 4, "top1": 30}])
     assert "was still learning" in plateau_sentence("run B", rising)
+
+
+def test_the_change_table_reads_each_region_with_its_paired_interval():
+    n_eff = [10.0] * 12
+    trained = [10.0, 10.0, 16.0, 16.0, 16.0] + [10.0] * 7  # the middle blocks gain 6 directions of 100
+    shifts = torch.tensor([[-1.0], [0.0], [1.0]], dtype=torch.float64)
+
+    def summary(values, epoch):
+        replicates = torch.tensor([values], dtype=torch.float64) + shifts
+        return ShapeSummary(epoch, tuple(values), 100, BootstrapProfile(values, replicates, 100, 0.9, "basic", "tokens", 0))
+
+    rows = change_markdown(summary(n_eff, 0), summary(trained, 15)).splitlines()
+    assert rows[0] == "| blocks | EED% at epoch 0 | EED% at epoch 15 | change (points) [90% interval] |"
+    assert rows[2:] == ["| early | 10.0 | 10.0 | +0.0 [+0.0, +0.0] |", "| middle | 10.0 | 16.0 | +6.0 [+6.0, +6.0] |",
+                        "| late | 10.0 | 10.0 | +0.0 [+0.0, +0.0] |"]

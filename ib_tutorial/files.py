@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -72,6 +73,17 @@ def _umask() -> int:
     return mask
 
 
+# An indented JSON array of numbers only. The line breaks it must have are outside every
+# string (JSON escapes them inside one), so a string that looks like an array is left alone.
+_NUMBER_ARRAY = re.compile(r"\[\n\s*(-?[0-9][-+0-9.eE]*(?:,\n\s*-?[0-9][-+0-9.eE]*)*)\n\s*\]")
+
+
+def json_text(data) -> str:
+    """``data`` as indented JSON with every array of numbers on one line: readable, and a
+    profile's bootstrap replicates take a line each instead of a line a number."""
+    return _NUMBER_ARRAY.sub(lambda match: "[" + " ".join(match.group(1).split()) + "]", json.dumps(data, indent=2)) + "\n"
+
+
 def write_json_atomic(path: str | os.PathLike, data) -> None:
-    """Write ``data`` as indented JSON through :func:`atomic_write`."""
-    atomic_write(Path(path), lambda f: f.write((json.dumps(data, indent=2) + "\n").encode()))
+    """Write ``data`` as :func:`json_text` through :func:`atomic_write`."""
+    atomic_write(Path(path), lambda f: f.write(json_text(data).encode()))

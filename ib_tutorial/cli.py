@@ -33,6 +33,7 @@ from .report.tables import write_comparison_table
 from .reproduction.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
 from .reproduction.measurement import REPLICATES as MEASUREMENT_REPLICATES
 from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
+from .reproduction.records import load_profile_record
 from .reproduction.pretrained import converged_folder, profile_published, prune_published
 from .reproduction.reproduce import export_bundle, reproduce
 from .reproduction.run_profiles import profile_run, raw_patch_eed
@@ -236,8 +237,7 @@ def _profile_published(args: argparse.Namespace) -> None:
         pruned = prune_published(name, args.dataset, out, weights=args.weights,
                                  preset=args.preset, root=args.root, download=args.download,
                                  img_size=args.img_size) if args.prune else None
-        record = json.loads(paths[0].read_text())
-        eed = " ".join(f"{value:.1f}" for value in record["profile"]["eed_percent"])
+        eed = " ".join(f"{value:.1f}" for value in load_profile_record(paths[0]).profile.eed_percent)
         print(f"{name} on {args.dataset}: EED% per block (all tokens, centred) {eed}")
         print(f"  {len(paths)} profiles in {paths[0].parent}")
         if pruned is not None:

@@ -316,8 +316,10 @@ PRESETS: dict[str, Preset] = {
         description="CPU, offline, minutes per chapter; illustrates, does not reproduce",
         seed=0,
         device="cpu",
+        # No bootstraps: the chapters profile dozens of ci networks live, and a bootstrap of each
+        # would add minutes to a chapter (the committed bundles' profiles carry theirs).
         profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000,
-                                replicates=50),
+                                replicates=0),
         # A few dozen seconds of CPU: 12 steps. Short runs need a teacher that follows the
         # student within steps (momentum 0.99) and a slightly sharper teacher (0.03, DINO's
         # advice when the loss does not decrease); the peak learning rate is DINO's 5e-4.

@@ -9,7 +9,6 @@ that the chapters are built the same way and compute nothing themselves.
 from __future__ import annotations
 
 import dataclasses
-import math
 import textwrap
 import warnings
 from collections.abc import Iterable
@@ -28,6 +27,7 @@ from ..reproduction.bundles import Bundle, middle_eed
 from ..reproduction.comparison import compare_profile
 from ..reproduction.dataset_runs import DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
+from ..reproduction.plateau import knn_standard_error
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
@@ -96,17 +96,10 @@ def trained_on(config) -> str:
 # --- what the runs say ---------------------------------------------------------------
 
 
-def knn_standard_error(record: dict) -> float:
-    """The binomial standard error, in points, of a k-NN top-1 accuracy ``record`` (a
-    ``metrics.jsonl`` k-NN line with ``top1`` in % and ``n_eval`` images):
-    :math:`100 \\sqrt{p (1 - p) / n}`."""
-    share = record["top1"] / 100
-    return 100 * math.sqrt(share * (1 - share) / record["n_eval"])
-
-
 def knn_learned(entry: DatasetRun, factor: float = 2.0) -> bool:
     """Whether the run's CLS k-NN accuracy ended more than ``factor`` standard errors
-    (:func:`knn_standard_error` of the last evaluation) above its random initialisation."""
+    (:func:`~ib_tutorial.reproduction.plateau.knn_standard_error` of the last evaluation) above its
+    random initialisation."""
     first, last = entry.run.knn[0], entry.run.knn[-1]
     return last["top1"] - first["top1"] > factor * knn_standard_error(last)
 

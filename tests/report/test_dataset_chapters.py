@@ -151,9 +151,3 @@ def test_longest_run_picks_the_objective_trained_longest_at_the_tiers_width(tmp_
     every = [load_bundle(source)]
     assert longest_run("tiny-imagenet", "dino", every).spec.text == "tiny-imagenet"  # not the ViT-S run of the same length
     assert longest_run("cifar100", "supervised", every) is None
-
-
-def test_knn_standard_error_is_binomial_in_points():
-    from ib_tutorial.report.dataset_chapters import knn_standard_error
-    assert knn_standard_error({"top1": 50.0, "n_eval": 100}) == pytest.approx(5.0)
-    assert knn_standard_error({"top1": 36.1, "n_eval": 144}) == pytest.approx(4.0, abs=0.05)

@@ -54,3 +54,4 @@ def test_a_run_learned_only_beyond_the_noise():
     assert plateau([{"epoch": 0, "top1": 30.0, "n_eval": 144}, {"epoch": 6, "top1": 36.0, "n_eval": 144}]).learned_beyond_noise is False
     assert plateau([{"epoch": 0, "top1": 30.0, "n_eval": 1000}, {"epoch": 6, "top1": 36.0, "n_eval": 1000}]).learned_beyond_noise
     assert knn_standard_error({"top1": 50.0, "n_eval": 100}) == pytest.approx(5.0)
+    assert knn_standard_error({"top1": 36.1, "n_eval": 144}) == pytest.approx(4.0, abs=0.05)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import math
 
+from ..measure.bootstrap import Interval
 from ..measure.shape import Verdict
 from ..reproduction.claims import ClaimTest, ShapeSummary
 from ..reproduction.knob import knob_trend
@@ -53,8 +54,14 @@ def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
     for region in REGIONS:
         change = region_change(first, last, region)
         lines.append(f"| {region} | {getattr(first, region):.1f} | {getattr(last, region):.1f} | "
-                     f"{change.estimate:+.1f} [{change.low:+.1f}, {change.high:+.1f}] |")
+                     f"{change.estimate:+.1f} {interval_text(change, signed=True)} |")
     return "\n".join(lines) + "\n"
+
+
+def interval_text(interval: Interval, signed: bool = False) -> str:
+    """``[low, high]`` to one decimal (with signs for a change)."""
+    number = "{:+.1f}" if signed else "{:.1f}"
+    return f"[{number.format(interval.low)}, {number.format(interval.high)}]"
 
 
 def _shape(summary: ShapeSummary) -> str:

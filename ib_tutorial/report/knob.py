@@ -10,13 +10,12 @@ from IPython.display import Markdown
 from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
-from ..measure.bootstrap import Interval
 from ..measure.shape import u_depth
 from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
 from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, plateau
 from .captions import profile_caption
-from .claims import claims_markdown, claims_summary, knob_sentence, plateau_sentence
+from .claims import claims_markdown, claims_summary, interval_text, knob_sentence, plateau_sentence
 from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
 from .tables import bundle_markdown
 
@@ -68,24 +67,19 @@ def sweep_table(sweep: KnobSweep) -> str:
     for weight, (_, run) in sweep.runs.items():
         first, last = claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])
         knn_end = knn_interval(run.knn[-1])
-        knn = f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}" + (f" {_span(knn_end)}" if knn_end else "")
+        knn = f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}" + (f" {interval_text(knn_end)}" if knn_end else "")
         if last.bootstrap is not None and first.bootstrap is not None:
             share = last.bootstrap.shape_shares(claims.MARGIN).get(last.shape, 0.0)
             shape = f"{last.shape} ({share:.0%})"
-            depth = f"{last.u_depth:.1f} {_span(last.bootstrap.interval(u_depth))}"
+            depth = f"{last.u_depth:.1f} {interval_text(last.bootstrap.interval(u_depth))}"
             change = region_change(first, last, "middle")
-            middle_change = f"{change.estimate:+.1f} {_span(change, signed=True)}"
+            middle_change = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
         else:
             shape, depth = str(last.shape), f"{last.u_depth:.1f}"
             middle_change = f"{last.middle - first.middle:+.1f} -"
         lines.append(f"| {weight:g} | {'yes' if weight in learned else 'no'} | {knn} | {shape} | {depth} | "
                      f"{first.middle:.1f} -> {last.middle:.1f} | {middle_change} |")
     return "\n".join(lines) + "\n"
-
-
-def _span(interval: Interval, signed: bool = False) -> str:
-    number = "{:+.1f}" if signed else "{:.1f}"
-    return f"[{number.format(interval.low)}, {number.format(interval.high)}]"
 
 
 def learned_sentence(sweep: KnobSweep) -> str:

@@ -49,9 +49,10 @@ def type_schema(hint) -> dict:
 
 
 def from_json(cls: type, data: dict):
-    """The dataclass ``cls`` of JSON ``data`` that validates against its :func:`json_schema`:
-    nested dataclasses (``X`` or ``X | None``) rebuilt from their objects, a field the data
-    lacks at its default, keys the type does not name left out."""
+    """The dataclass ``cls`` of JSON ``data`` (a file written by ``dataclasses.asdict``):
+    nested dataclasses (``X`` or ``X | None``) rebuilt from their objects, arrays made tuples
+    where the field is a tuple, a field the data lacks (newer than the file) at its default,
+    keys the type does not name left out."""
     hints = typing.get_type_hints(cls)
     return cls(**{f.name: _from_json_value(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
 
@@ -61,4 +62,8 @@ def _from_json_value(hint, value):
         if value is None:
             return None
         (hint,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-    return from_json(hint, value) if dataclasses.is_dataclass(hint) else value
+    if dataclasses.is_dataclass(hint):
+        return from_json(hint, value)
+    if typing.get_origin(hint) is tuple and isinstance(value, list):
+        return tuple(value)
+    return value

@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from ..models import ARCHITECTURES
 from ..paths import data_root
 from ..precision import resolve_precision
 from ..presets import Preset, ProfileSettings, TrainSettings, ViewSettings, resolve_device, training_overrides
+from ..schema import from_json
 from .objective import Objective
 from .objectives import get_objective
 
@@ -118,7 +117,7 @@ class RunConfig:
     def from_dict(cls, data: dict) -> "RunConfig":
         """The configuration :meth:`to_dict` wrote. Settings added to the package after a
         run was made are absent from its file and read as their defaults."""
-        return _from_dict(cls, data)
+        return from_json(cls, data)
 
     def check_resumable(self, saved: "RunConfig", where: str | os.PathLike) -> None:
         """Refuse to resume the run in ``where`` (configured as ``saved``) with settings that
@@ -181,31 +180,6 @@ def _check_counts(train: TrainSettings, view: ViewSettings, preset: Preset, over
 def default_run_dir(dataset: str, preset: str) -> Path:
     """``<data root>/runs/<dataset>-<preset>``: outside the repository, like the data."""
     return data_root() / "runs" / f"{dataset}-{preset}"
-
-
-def _from_dict(cls, data: dict):
-    """``cls`` from JSON data: nested dataclasses rebuilt, lists made tuples where the field is one."""
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for item in dataclasses.fields(cls):
-        if item.name not in data:
-            continue  # a setting newer than the file: its default
-        value, hint = data[item.name], _optional(hints[item.name])
-        if dataclasses.is_dataclass(hint) and value is not None:
-            value = _from_dict(hint, value)
-        elif typing.get_origin(hint) is tuple and isinstance(value, list):
-            value = tuple(value)
-        values[item.name] = value
-    return cls(**values)
-
-
-def _optional(hint):
-    """``X`` for ``X | None``, else ``hint``."""
-    if isinstance(hint, types.UnionType):
-        present = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-        if len(present) == 1:
-            return present[0]
-    return hint
 
 
 def _flatten(config: dict, prefix: str = "") -> dict:

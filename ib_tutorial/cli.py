@@ -278,6 +278,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("presets", help="list the named settings").set_defaults(func=_show_presets)
+    _add_train(commands)
+    _add_data_commands(commands)
+    _add_infoplane(commands)
+    for command in _add_run_commands(commands) + [_add_reproduce(commands)]:
+        command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+        command.add_argument("--download", action="store_true", help="download datasets that are missing")
+        command.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_profile_published(commands)
+    return parser
+
+
+def _add_train(commands) -> None:
+    """``train``: its flags are the training settings' own (:func:`add_train_arguments`)."""
     train_parser = commands.add_parser(
         "train", help="train ViT-Small with DINO",
         description="Train ViT-Small with DINO (--objective supervised: the same backbone with labels, as a control). "
@@ -285,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)
+
+
+def _add_data_commands(commands) -> None:
+    """``subset`` and ``datasets``."""
     # Its own parser (ib_tutorial.data.subsets.main) reads the rest, `--help` included.
     subset = commands.add_parser("subset", add_help=False, prefix_chars="\0",
                                  help="the named subsets of the real datasets: list, build from the full download, check")
@@ -293,6 +310,10 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = commands.add_parser("datasets", help="list the datasets get_dataset knows, and those on disk")
     datasets.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
     datasets.set_defaults(func=_show_datasets)
+
+
+def _add_infoplane(commands) -> None:
+    """``infoplane``: the Information Bottleneck chapter's toy network."""
     infoplane = commands.add_parser(
         "infoplane",
         help="train the Information Bottleneck toy network and report each layer's compression",
@@ -305,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
     infoplane.set_defaults(func=_information_plane)
 
+
+def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
+    """``profile``, ``measure`` and ``prune``: commands on a saved run (their common flags: :func:`build_parser`)."""
     profile = commands.add_parser(
         "profile", help="per-block EED of every saved checkpoint of a run",
         description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
@@ -338,6 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--epoch", type=int, default=None, help="the saved teacher to prune (default: the last)")
     prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean",
                        help="image feature: mean of the patch tokens (default) or the CLS token")
+    for command, func in ((profile, _profile), (measure, _measure), (prune, _prune)):
+        command.set_defaults(func=func)
+    return [profile, measure, prune]
+
+
+def _add_reproduce(commands) -> argparse.ArgumentParser:
+    """``reproduce`` (its common flags: :func:`build_parser`)."""
     reproduce = commands.add_parser(
         "reproduce", help="train and profile each dataset, then compare with the paper",
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
@@ -362,13 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "refused when a profile was measured by uncommitted code")
     reproduce.add_argument("--allow-dirty", action="store_true",
                            help="export even profiles measured by code with uncommitted changes")
-    for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (reproduce, _reproduce)):
-        command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
-        command.add_argument("--download", action="store_true", help="download datasets that are missing")
-        command.add_argument("--no-progress", action="store_true", help="no progress bars")
-        command.set_defaults(func=func)
-    _add_profile_published(commands)
-    return parser
+    reproduce.set_defaults(func=_reproduce)
+    return reproduce
 
 
 def main(argv: list[str] | None = None) -> None:

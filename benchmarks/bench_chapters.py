@@ -26,7 +26,7 @@ import nbformat
 import yaml
 from common import load_average, machine, write_json
 from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,6 +61,8 @@ def run_chapter(name: str, data: Path, timeout: int) -> dict:
         outcome = "finished"
     except CellTimeoutError:
         outcome = f"a cell ran past {timeout} s"
+    except CellExecutionError as error:  # recorded, so that one broken chapter does not lose the others' times
+        outcome = f"error in cell {len(cell_times)}: {str(error).strip().splitlines()[-1][:200]}"
     wall = time.perf_counter() - start
     print(f"{name:24s} {wall:7.1f} s  slowest cell {max(cell_times, default=0):6.1f} s  {outcome}", flush=True)
     return {"chapter": name, "wall_s": round(wall, 1), "slowest_cell_s": round(max(cell_times, default=0.0), 1),

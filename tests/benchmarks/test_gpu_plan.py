@@ -68,6 +68,7 @@ def test_each_part_logs_every_step_and_sizes_its_schedule_from_the_measured_rate
         assert len(record["datasets"]) == datasets
 
 
+@pytest.mark.slow  # both parts run end to end: minutes
 def test_the_second_archive_is_the_bundle_of_both_runs_with_every_saved_epoch_profiled(parts, tmp_path):
     checkout = unpacked(parts / "gpu-check-2.tar.gz", tmp_path)
     bundle = load_bundle(checkout / "results" / "gpu-paper-subsets")
@@ -80,6 +81,7 @@ def test_the_second_archive_is_the_bundle_of_both_runs_with_every_saved_epoch_pr
     assert (checkout / "benchmarks/results/gpu/bench_probe.json").exists()
 
 
+@pytest.mark.slow  # both parts run end to end: minutes
 def test_the_first_archive_holds_its_run_and_the_throughput_alone(parts, tmp_path):
     checkout = unpacked(parts / "gpu-check-1.tar.gz", tmp_path)
     bundle = load_bundle(checkout / "results" / "gpu-paper-subsets")

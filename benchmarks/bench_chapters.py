@@ -62,7 +62,7 @@ def run_chapter(name: str, data: Path, timeout: int) -> dict:
     except CellTimeoutError:
         outcome = f"a cell ran past {timeout} s"
     except CellExecutionError as error:  # recorded, so that one broken chapter does not lose the others' times
-        outcome = f"error in cell {len(cell_times)}: {str(error).strip().splitlines()[-1][:200]}"
+        outcome = f"error: {str(error).strip().splitlines()[-1][:200]}"
     wall = time.perf_counter() - start
     print(f"{name:24s} {wall:7.1f} s  slowest cell {max(cell_times, default=0):6.1f} s  {outcome}", flush=True)
     return {"chapter": name, "wall_s": round(wall, 1), "slowest_cell_s": round(max(cell_times, default=0.0), 1),

@@ -31,6 +31,7 @@ from .presets import (
 )
 from .report.tables import write_comparison_table
 from .reproduction.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
+from .reproduction.measurement import IMAGES as MEASUREMENT_IMAGES
 from .reproduction.measurement import REPLICATES as MEASUREMENT_REPLICATES
 from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
 from .reproduction.records import load_profile_record
@@ -347,7 +348,9 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
     )
     measure.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
     measure.add_argument("--epoch", type=int, default=None, help="the saved teacher to measure (default: the last)")
-    measure.add_argument("--images", type=int, default=512, help="profile images (default 512)")
+    measure.add_argument("--images", type=int, default=MEASUREMENT_IMAGES,
+                         help=f"profile images (default {MEASUREMENT_IMAGES}; another number writes "
+                              "measurement/<epoch>-<images>-images.json beside the default's)")
     measure.add_argument("--replicates", type=int, default=MEASUREMENT_REPLICATES,
                          help=f"bootstrap replicates (default {MEASUREMENT_REPLICATES})")
     measure.add_argument("--default-only", action="store_true",

@@ -67,6 +67,8 @@ DEFAULT = ("tokens", "all")
 #: Replicates of each bootstrap by default (fewer than the bootstrap's own default: a table
 #: of many variants, read to the nearest few points).
 REPLICATES = 200
+#: Profile images a saved network is measured on by default (:func:`measure_run`).
+IMAGES = 512
 #: How far, in EED points, a level may lie from the paper's range and still count as near it.
 TOLERANCE = 10.0
 #: The paper's three levels, in the order tables show them.
@@ -261,14 +263,14 @@ def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, image
     return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))
 
 
-def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: int = 512,
+def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: int = IMAGES,
                 measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
                 replicates: int = REPLICATES, level: float = LEVEL, root=None, download: bool = False,
                 max_bytes: int = 16 * MAX_BYTES, progress: bool = True) -> Path:
     """:func:`measure_controls` of the network a run saved at ``epoch`` (0: the random
     initialisation it started from; default: the last saved), on ``images`` of the run's own
     profile images (:func:`~ib_tutorial.reproduction.run_profiles.profile_images`), bootstrapped
-    with the run's seed, written to ``measurement/<epoch>.json`` in the run directory, beside its
+    with the run's seed, written to :func:`measurement_path` in the run directory, beside its
     profiles (a bundle's export carries it); returns that file (:meth:`MeasurementResult.load`)."""
     run = RunDirectory(run_dir)
     config = run.read_config()
@@ -284,9 +286,18 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
                               device=device, progress=progress)
     origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=result.images,
                         n_tokens=result.images * (config.view.img_size // config.view.patch_size) ** 2, device=str(device))
-    path = run.path / "measurement" / f"{epoch}.json"
+    path = measurement_path(run.path, epoch, images)
     dataclasses.replace(result, provenance=origin).save(path)
     return path
+
+
+def measurement_path(run_dir: str | os.PathLike, epoch: int, images: int = IMAGES) -> Path:
+    """Where :func:`measure_run` keeps the measurement of a run's network at ``epoch``:
+    ``measurement/<epoch>.json`` on the default :data:`IMAGES`, ``measurement/<epoch>-<images>-images.json``
+    on another number, so that a measurement on fewer images (fewer token rows) stands beside
+    the default one instead of replacing it."""
+    name = f"{epoch}.json" if images == IMAGES else f"{epoch}-{images}-images.json"
+    return Path(run_dir) / "measurement" / name
 
 
 def _first_image(dataset: Dataset) -> Tensor:

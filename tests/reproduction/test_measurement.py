@@ -19,6 +19,7 @@ from ib_tutorial.reproduction.measurement import (
     controls_table,
     measure_controls,
     measure_run,
+    measurement_path,
     measurements,
     near,
     near_paper,
@@ -158,7 +159,7 @@ def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_
     out = tmp_path / "run"
     loop.train(DATASET, "ci", out=out, progress=False, epochs=1, **TINY)
     path = measure_run(out, 0, images=16, measured=[DEFAULT], replicates=5, progress=False)
-    assert path == out / "measurement" / "0.json"
+    assert path == out / "measurement" / "0-16-images.json"  # beside, not in place of, the default's 0.json
     measured = MeasurementResult.load(path)
     assert measured.label == f"{DATASET} dino vit_tiny, epoch 0" and measured.images == 16
     assert measured.provenance.preset == "ci" and measured.provenance.n_images == 16
@@ -170,4 +171,5 @@ def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_
     cli.main(["measure", str(out), "--default-only", "--images", "16", "--replicates", "5", "--no-progress"])
     printed = capsys.readouterr().out
     assert "| network | input | raw patches" in printed and "near the paper" in printed
-    assert MeasurementResult.load(out / "measurement" / "1.json").label.endswith("epoch 1")
+    assert MeasurementResult.load(out / "measurement" / "1-16-images.json").label.endswith("epoch 1")
+    assert measurement_path(out, 1) == out / "measurement" / "1.json"

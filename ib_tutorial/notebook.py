@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from .cpu_threads import DEFAULT_THREADS, use_free_cores
 from .paths import DATA_ENV_VAR, data_root, display_path
 from .presets import ENV_VAR, PRESETS, Preset, get_preset, resolve_device
 from .reproduction.records import source_fingerprint
@@ -45,7 +46,8 @@ class ChapterSetup:
 
 def setup_chapter(preset: str | None = None) -> ChapterSetup:
     """Choose the preset (argument, else ``$IB_TUTORIAL_PRESET``, else ``ci``), seed
-    everything with its seed, pick the device, and print all of it with how to change it;
+    everything with its seed, pick the device, give PyTorch the CPU cores other work leaves
+    free (:func:`~ib_tutorial.cpu_threads.use_free_cores`), and print all of it with how to change it;
     remove the illustrative preset's runs made by other code (:meth:`ChapterSetup.remove_stale_runs`)."""
     chosen = get_preset(preset)
     seed_all(chosen.seed)
@@ -56,6 +58,9 @@ def setup_chapter(preset: str | None = None) -> ChapterSetup:
     print(f"         change with `export {ENV_VAR}=<name>` before starting Jupyter; others: {others}")
     print(f"seed   : {chosen.seed}")
     print(f"device : {device}")
+    threads, busy = use_free_cores()
+    others_busy = "" if busy is None else f"; {busy:.1f} busy with other work as the chapter started"
+    print(f"threads: {threads} of {DEFAULT_THREADS} CPU cores{others_busy} (torch.set_num_threads to change)")
     print(f"data   : {display_path(root)} (set {DATA_ENV_VAR} to move it)")
     setup = ChapterSetup(chosen, device, root)
     setup.remove_stale_runs()

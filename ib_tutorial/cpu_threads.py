@@ -9,6 +9,7 @@ other processes keep busy, and gives PyTorch the rest.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -20,7 +21,13 @@ PROC_STAT = Path("/proc/stat")
 DEFAULT_THREADS = torch.get_num_threads()
 
 
-def busy_cores(seconds: float = 0.25, stat: Path = PROC_STAT) -> float | None:
+#: How busy a core must be, as a share of the sampled window, to count as taken: a process
+#: that keeps a core busy reads about 1; a kernel starting or a notebook client polling, a
+#: few tenths.
+TAKEN = 0.75
+
+
+def busy_cores(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
     """How many cores were busy over the next ``seconds`` (from the kernel's CPU counters;
     this process sleeps meanwhile, so it is not counted), or None where the counters are
     not available (not Linux)."""
@@ -47,11 +54,12 @@ def _cpu_times(stat: Path) -> list[int]:
 
 
 def free_threads(busy: float | None, available: int) -> int:
-    """Threads for PyTorch: the ``available`` ones less the cores ``busy`` with other work
-    (rounded), at least one; all of them where ``busy`` is unknown."""
+    """Threads for PyTorch: the ``available`` ones less the cores other work takes (a
+    fraction of a core counts from :data:`TAKEN` on), at least one; all of them where
+    ``busy`` is unknown."""
     if busy is None:
         return available
-    return max(1, min(available, available - round(busy)))
+    return max(1, min(available, available - math.floor(busy + 1 - TAKEN)))
 
 
 def use_free_cores() -> tuple[int, float | None]:

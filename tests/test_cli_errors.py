@@ -184,6 +184,7 @@ def test_a_libraries_value_error_keeps_its_traceback(places, monkeypatch):
         cli.main(["profile", places["run"]])
 
 
+@pytest.mark.slow
 def test_the_installed_command_exits_with_the_message_alone(places, tmp_path):
     """The console script: exit codes 1 and 2, one message each, no traceback."""
     command = shutil.which("ib-tutorial", path=str(Path(sys.executable).parent))

@@ -88,6 +88,7 @@ def test_an_installed_copy_says_it_has_no_committed_results(tmp_path):
     assert "is committed under" not in out
 
 
+@pytest.mark.slow
 def test_the_colab_set_up_finds_the_committed_results(tmp_path):
     """What the chapters' Colab cell does: clone the repository, import the package from the
     clone. The clone holds results/, so the chapters show the committed runs."""
@@ -287,6 +288,7 @@ def test_the_workflows_online_steps_call_the_packages_own_commands():
     assert "IB_TUTORIAL_ONLINE" in workflow["jobs"]["build"]["env"]
 
 
+@pytest.mark.slow
 def test_the_online_cache_holds_archives_and_weights_keyed_by_their_checksums(tmp_path):
     """actions/cache on its Node 24 major; what it restores and saves are the archives where
     the loaders look for them and the hub's folders of the published weights, nothing else

@@ -92,6 +92,7 @@ def test_twenty_kills_at_seeded_points_all_resume_to_the_uninterrupted_result(un
     assert sum(not problem for problem in problems.values()) == 20
 
 
+@pytest.mark.slow
 def test_sigterm_stops_mid_epoch_with_a_checkpoint_and_the_command_that_resumes(uninterrupted, tmp_path):
     out = tmp_path / "run"
     stopped = subprocess.run(run_command(out, *SETTINGS, fault=True), env=child_env(FAULT="term:8"),
@@ -103,6 +104,7 @@ def test_sigterm_stops_mid_epoch_with_a_checkpoint_and_the_command_that_resumes(
     resume_as_printed(stopped.stderr, out, uninterrupted.read_metrics())
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_process_group_spares_the_loader_workers_and_the_run_resumes(uninterrupted, tmp_path):
     """``timeout``, Slurm and Kubernetes signal the whole group: the DataLoader workers get
     SIGTERM too, and must leave the stop to the main process."""

@@ -41,6 +41,7 @@ def root(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_profiles_are_found_by_dataset_and_the_claims_and_comparisons_are_tested(root):
     profiles = converged_profiles(bundles=[], live=root / "converged")
     assert list(profiles) == ["tiny-imagenet", "dtd"] and all(len(models) == 2 for models in profiles.values())
@@ -55,6 +56,7 @@ def test_profiles_are_found_by_dataset_and_the_claims_and_comparisons_are_tested
     assert "comes nearest" in measurement_markdown(profiles) and "| tiny-imagenet | `vit_small_patch16" in ranges_markdown(profiles)
 
 
+@pytest.mark.slow
 def test_what_is_missing_is_named_with_the_command_that_makes_it(root):
     text = availability_markdown(converged_profiles(bundles=[], live=root / "converged"))
     # A row per model (the fixture profiled two, on tiny-imagenet and dtd), a column per dataset.
@@ -67,6 +69,7 @@ def test_what_is_missing_is_named_with_the_command_that_makes_it(root):
     assert "vit_small_patch14_dinov2.lvd142m --dataset cifar100 --download --img-size 224" in text
 
 
+@pytest.mark.slow
 def test_the_chapter_renders_every_section_from_the_profiles(root):
     notebook = nbformat.read(REPO / "book" / "converged.ipynb", as_version=4)
     env = {"IB_TUTORIAL_DATA": str(root), "IB_TUTORIAL_PRESET": "ci", "OMP_NUM_THREADS": "1"}

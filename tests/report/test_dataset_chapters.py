@@ -24,6 +24,7 @@ laptop_real = pytest.mark.skipif(not (stored_results("laptop-real") / "summary.j
                                  reason="the committed bundle results/laptop-real is not next to this package")
 
 
+@pytest.mark.slow
 @laptop_real
 def test_dataset_runs_finds_the_committed_laptop_runs_of_one_dataset():
     tiny = dataset_runs("tiny-imagenet")
@@ -50,6 +51,7 @@ def test_runs_with_other_settings_are_listed_apart_from_the_plain_ones(tmp_path)
     assert other_runs_markdown("dtd", bundles).startswith("No other runs")
 
 
+@pytest.mark.slow
 @laptop_real
 def test_a_tier_without_a_committed_run_is_named_with_its_command():
     textures = FAMILIES["textures"]

@@ -43,6 +43,7 @@ def test_supervised_run_records_its_own_metrics_and_saves_the_backbone(supervise
     assert "teacher" not in checkpoint and any(key.startswith("head.") for key in checkpoint["student"])
 
 
+@pytest.mark.slow
 def test_killed_supervised_run_resumes_exactly(tmp_path):
     settings = ["--epochs", "2", "--checkpoint-every", "1", "--knn-every", "1", "--objective", "supervised"]
     whole, broken = tmp_path / "whole", tmp_path / "broken"

@@ -34,6 +34,7 @@ def ci_run(tmp_path_factory):
     shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_ci_preset_loss_decreases_without_collapse(ci_run):
     run, collapse_warnings = ci_run
     records = run.read_metrics("train")
@@ -82,6 +83,7 @@ def test_existing_runs_are_not_overwritten_or_resumed_with_other_settings(ci_run
         loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, lr=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("augmentation", ["loader", "batched"])
 def test_resumed_run_equals_uninterrupted_run(tmp_path, augmentation):
     """Kill a real training process after its first checkpoint, resume it, compare with a
@@ -114,6 +116,7 @@ def two_processes(tmp_path_factory):
     return RunDirectory(out)
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_follow_the_single_process_trajectory(two_processes, tmp_path):
     """Same global batch of 8: one process with 8 images per step against two with 4 each.
     Stochastic depth is off (its random masks cannot be split the same way); the tolerance,
@@ -126,6 +129,7 @@ def test_two_gloo_processes_follow_the_single_process_trajectory(two_processes, 
     same_metrics(one, two, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_under_torchrun_restarts_resumes_to_the_uninterrupted_result(two_processes, tmp_path):
     """torchrun --max-restarts=1: rank 1 is killed after its second step of epoch 2; torchrun
     restarts both processes, which continue from the checkpoint of epoch 1 (no --resume

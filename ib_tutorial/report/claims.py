@@ -31,7 +31,7 @@ def plateau_sentence(label: str, result: Plateau) -> str:
         verdict = f"reached its plateau after gaining {result.learned:+.1f} points over the run"
     return (f"**{label}** {verdict}; over the last {result.fraction:.0%} of its schedule (epoch "
             f"{result.since_epoch} to {result.last_epoch}) its k-NN top-1 moved {result.gained:+.1f} points "
-            f"(the rule: under {result.threshold:g} point).")
+            f"(the rule: under {result.threshold:.1f} points).")
 
 
 def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:

@@ -13,7 +13,7 @@ from ..reproduction.claims import ClaimTest
 from ..measure.shape import u_depth
 from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
 from ..reproduction.learning import knn_interval, region_change
-from ..reproduction.plateau import GAIN, plateau
+from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
 from .captions import profile_caption
 from .claims import claims_markdown, claims_summary, interval_text, knob_sentence, plateau_sentence
 from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
@@ -76,22 +76,24 @@ def sweep_table(sweep: KnobSweep) -> str:
             middle_change = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
         else:
             shape, depth = str(last.shape), f"{last.u_depth:.1f}"
-            middle_change = f"{last.middle - first.middle:+.1f} -"
+            middle_change = f"{last.middle - first.middle:+.1f} (no bootstrap)"
         lines.append(f"| {weight:g} | {'yes' if weight in learned else 'no'} | {knn} | {shape} | {depth} | "
                      f"{first.middle:.1f} -> {last.middle:.1f} | {middle_change} |")
     return "\n".join(lines) + "\n"
 
 
 def learned_sentence(sweep: KnobSweep) -> str:
-    """Which weights' networks learned (k-NN top-1 at least the plateau rule's gain above
-    the random initialisation) and which did not."""
+    """Which weights' networks learned (:meth:`KnobSweep.learned`: k-NN top-1 above the random
+    initialisation by the plateau rule's threshold, at least its gain and two standard errors)
+    and which did not."""
     learned = sweep.learned()
     others = [weight for weight in sweep.weights if weight not in learned]
     names = lambda weights: ", ".join(f"w = {w:g}" for w in weights)
+    rule = (f"k-NN top-1 above the random initialisation by at least {GAIN:g} point, and by {NOISE_ERRORS:g} "
+            "standard errors of the held-out accuracy where the records give its number of images")
     if not others:
-        return f"Every network of the sweep learned: its k-NN top-1 rose at least {GAIN:g} point above its random initialisation."
-    return ((f"Learned (k-NN top-1 at least {GAIN:g} point above the random initialisation): {names(learned)}. "
-             if learned else "No network of the sweep learned. ")
+        return f"Every network of the sweep learned ({rule})."
+    return ((f"Learned ({rule}): {names(learned)}. " if learned else f"No network of the sweep learned ({rule}). ")
             + f"Did not: {names(others)}, whose profiles are those of networks that have not learned their data; "
               "the knob's claim is tested with and without them.")
 

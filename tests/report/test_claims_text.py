@@ -51,7 +51,7 @@ def test_the_plateau_sentence_states_the_gain_and_the_rule():
     knn = [{"epoch": e, "top1": v} for e, v in [(0, 20), (12, 38), (21, 39.8), (24, 40.0), (30, 40.1)]]
     sentence = plateau_sentence("run A", plateau(knn))
     assert sentence == ("**run A** reached its plateau after gaining +20.1 points over the run; over the last 25% "
-                        "of its schedule (epoch 21 to 30) its k-NN top-1 moved +0.3 points (the rule: under 1 point).")
+                        "of its schedule (epoch 21 to 30) its k-NN top-1 moved +0.3 points (the rule: under 1.0 points).")
     flat = plateau([{"epoch": 0, "top1": 36.1}, {"epoch": 4, "top1": 31.2}, {"epoch": 6, "top1": 31.9}])
     assert "never rose above its random initialisation (-4.2 points over the run);" in plateau_sentence("C", flat)
     rising = plateau([{"epoch": 0, "top1": 20}, {"epoch": 4, "top1": 30}])

@@ -93,7 +93,7 @@ def test_the_sweep_table_gives_each_weight_its_change_from_the_initialisation():
     rows = sweep_table(sweep()).splitlines()
     assert rows[0].startswith("| w | learned | k-NN top-1 %") and len(rows) == 2 + 3
     # without bootstraps or image counts: no intervals, a dash for the change's
-    assert rows[2].startswith("| 0 | yes | 20.0 -> 25.0 | ") and rows[2].endswith("| +0.0 - |")
+    assert rows[2].startswith("| 0 | yes | 20.0 -> 25.0 | ") and rows[2].endswith("| +0.0 (no bootstrap) |")
     boot = sweep_table(with_bootstraps(sweep())).splitlines()
     # 25 % of 1,000 images: a Wilson interval of about +-2.3 points; the same profile at both
     # epochs on the same resampled images: a change of exactly 0

@@ -5,7 +5,7 @@ every parallel operation waits for the thread that shares a core with it, and th
 small operations of a chapter run several times slower than on the free cores alone
 (``benchmarks/bench_chapters.py --busy``: the EED chapter took 20 s on two idle cores and
 201 s beside one busy process). A chapter therefore counts, when it starts, the cores that
-other processes keep busy, and gives PyTorch the rest.
+other processes keep busy (niced background jobs yield theirs), and gives PyTorch the rest.
 """
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ TAKEN = 0.75
 
 
 def busy_cores(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
-    """How many cores were busy over the next ``seconds`` (from the kernel's CPU counters;
-    this process sleeps meanwhile, so it is not counted), or None where the counters are
-    not available (not Linux)."""
+    """How many cores other work kept busy over the next ``seconds`` (from the kernel's CPU
+    counters; this process sleeps meanwhile, so it is not counted, and niced processes yield
+    their cores, so they are not counted either), or None where the counters are not
+    available (not Linux)."""
     try:
         first = _cpu_times(stat)
         time.sleep(seconds)
@@ -41,8 +42,10 @@ def busy_cores(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
     total = sum(elapsed)
     if total <= 0:
         return None
-    idle = elapsed[3] + elapsed[4]  # idle and iowait
-    return (total - idle) / total * (os.cpu_count() or 1)
+    # Idle and iowait are free; so is the time of niced processes (long background jobs), which
+    # the scheduler takes back for a process at normal priority as soon as it needs a core.
+    free = elapsed[1] + elapsed[3] + elapsed[4]
+    return (total - free) / total * (os.cpu_count() or 1)
 
 
 def _cpu_times(stat: Path) -> list[int]:

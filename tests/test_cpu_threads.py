@@ -26,6 +26,18 @@ def test_busy_cores_are_read_from_the_change_of_the_kernels_counters(tmp_path, m
     assert busy_cores(stat=stat) == pytest.approx(1.0)
 
 
+def test_niced_work_leaves_its_cores_free(tmp_path, monkeypatch):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 0 100 0 0 0 0 0 0\n")
+
+    def later(_seconds):  # both cores busy over the window, one of them with niced work
+        stat.write_text("cpu  200 100 0 100 0 0 0 0 0 0\n")
+
+    monkeypatch.setattr(cpu_threads.time, "sleep", later)
+    monkeypatch.setattr(cpu_threads.os, "cpu_count", lambda: 2)
+    assert busy_cores(stat=stat) == pytest.approx(1.0)
+
+
 def test_without_the_counters_the_busy_cores_are_unknown(tmp_path):
     assert busy_cores(0.01, stat=tmp_path / "missing") is None
     (tmp_path / "other").write_text("intr 1 2 3\n")

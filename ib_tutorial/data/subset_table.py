@@ -86,6 +86,9 @@ class Subset:
         content_sha256: :func:`~ib_tutorial.data.subset_build.folder_digest` of the folder
             the committed runs used.
         content_files: how many files that folder holds.
+        train_files_sha256: :func:`~ib_tutorial.data.subsets.training_file_digest` of its
+            training split, what a run's record holds, so that a run given the subset's folder
+            without ``subset=`` is still recognised (:attr:`~ib_tutorial.data.subsets.SubsetRecord.named`).
         downscale: the transformation applied to every image, or ``None`` when the
             original files are copied byte for byte.
     """
@@ -97,6 +100,7 @@ class Subset:
     description: str
     content_sha256: str
     content_files: int
+    train_files_sha256: str
     downscale: Downscale | None = None
 
     def keep(self, available: Sequence[str], where: Path, fix: str) -> list[int]:
@@ -149,6 +153,7 @@ SUBSETS: dict[str, Subset] = {
             TINY_IMAGENET_FOLDER,
             "Tiny ImageNet, 20 classes: 10,000 train and 1,000 val images, the original 64 px files",
             "c4ebd05ca00afe0dbbac3288175a3dc0a104bf588b59aa846458c79390d062b0", 11_023,
+            "e51079725fc7bd20e9c029eb0062619c5f54e1935b634d89c04f520f2681558a",
         ),
         Subset(
             "dtd6", "dtd",
@@ -156,6 +161,7 @@ SUBSETS: dict[str, Subset] = {
             "dtd",
             "DTD, 6 classes x 120 images, downscaled to a longer side of at most 256 px (bicubic, JPEG 90)",
             "37b30691266d246f17e823ab5aff6d937b8280d0400a9820a10d2ec35165928b", 720,
+            "fb52ced24bbe22ef0fb65dbd7644c4ca4b4b8226f3412bbe86c0495bf5bd3f50",
             Downscale(longer_side=256, resample="bicubic", quality=90),
         ),
     )

@@ -40,6 +40,7 @@ from pathlib import Path, PurePath
 
 # ib-tutorial subset (ib_tutorial.cli) runs the command by this module's name.
 from .subset_command import main
+from .subset_table import SUBSETS
 
 
 def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
@@ -73,6 +74,16 @@ class SubsetRecord:
     class_ids: tuple[str, ...]
     train_files: int
     train_files_sha256: str | None
+
+    @property
+    def named(self) -> str | None:
+        """The named subset the run trained on: :attr:`subset` where the run was given it, else
+        the subset whose training files have this record's digest (a run pointed at the
+        subset's folder without ``subset=``), else ``None``."""
+        if self.subset is not None:
+            return self.subset
+        return next((name for name, table in SUBSETS.items() if table.train_files_sha256 == self.train_files_sha256
+                     and self.train_files_sha256 is not None), None)
 
     def to_dict(self) -> dict:
         """JSON-ready data: :func:`dataclasses.asdict`, tuples as lists."""

@@ -88,8 +88,10 @@ def trained_on(config) -> str:
     data = config.train_data
     if data is None:
         return "Its training files were not recorded (the run predates that record)."
-    named = f"the subset `{data.subset}`" if data.subset else f"{len(data.classes)} classes"
+    named = f"the subset `{data.named}`" if data.named else f"{len(data.classes)} classes"
     files = f", files digest `{data.train_files_sha256[:12]}`" if data.train_files_sha256 else ""
+    if data.subset is None and data.named is not None:
+        files += f", that of `{data.named}`'s training files: the run was given the subset's folder, not its name"
     return f"Trained on {named} ({data.train_files:,} training images{files})."
 
 

@@ -23,8 +23,9 @@ UNRECORDED = "0" * 64
 
 # Two of the three classes of tiny_imagenet_zip, in another order than its wnids.txt.
 TINY2 = Subset("tiny2", "tiny-imagenet", ("n07749582", "n09246464"), "tiny-imagenet-200",
-               "test subset", UNRECORDED, 0)
-DTD2 = Subset("dtd2", "dtd", ("striped", "banded"), "dtd", "test subset", UNRECORDED, 0, Downscale(256, "bicubic", 90))
+               "test subset", UNRECORDED, 0, UNRECORDED)
+DTD2 = Subset("dtd2", "dtd", ("striped", "banded"), "dtd", "test subset", UNRECORDED, 0, UNRECORDED,
+              Downscale(256, "bicubic", 90))
 GREY_DTD = "striped/striped_0001.jpg"  # written grayscale into the source
 
 
@@ -255,6 +256,24 @@ def test_the_subsets_are_the_committed_runs_folders():
     for subset in (SUBSETS["tin20"], SUBSETS["dtd6"]):
         checked = check_subset(subset.name, REAL, progress=False)
         assert checked.matches and checked.files == subset.content_files
+
+
+def test_a_run_given_a_subsets_folder_without_its_name_is_recognised_by_its_files():
+    record = SubsetRecord(None, ("a",), ("a",), 10_000, SUBSETS["tin20"].train_files_sha256)
+    assert record.named == "tin20"
+    assert dataclasses.replace(record, train_files_sha256="f" * 64).named is None
+    assert dataclasses.replace(record, train_files_sha256=None).named is None
+    assert dataclasses.replace(record, subset="dtd6").named == "dtd6"  # the name given wins
+
+
+@needs_real
+def test_the_committed_runs_training_files_give_their_subsets_digest():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the plain read warns that 20 classes are a subset
+        plain = {"tin20": get_dataset("tiny-imagenet", "train", root=REAL),
+                 "dtd6": get_dataset("dtd", "train", root=REAL, folder="dtd")}
+    for name, dataset in plain.items():
+        assert subset_record(dataset).named == name
 
 
 @needs_real

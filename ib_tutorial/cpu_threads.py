@@ -19,8 +19,6 @@ import torch
 PROC_STAT = Path("/proc/stat")
 #: PyTorch's own choice, read once: what a later :func:`use_free_cores` may give back.
 DEFAULT_THREADS = torch.get_num_threads()
-
-
 #: How busy a core must be, as a share of the sampled window, to count as taken: a process
 #: that keeps a core busy reads about 1; a kernel starting or a notebook client polling, a
 #: few tenths.
@@ -62,7 +60,7 @@ def free_threads(busy: float | None, available: int) -> int:
     ``busy`` is unknown."""
     if busy is None:
         return available
-    return max(1, min(available, available - math.floor(busy + 1 - TAKEN)))
+    return max(1, available - math.floor(busy + 1 - TAKEN))
 
 
 def use_free_cores() -> tuple[int, float | None]:

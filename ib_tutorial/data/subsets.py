@@ -80,10 +80,10 @@ class SubsetRecord:
         """The named subset the run trained on: :attr:`subset` where the run was given it, else
         the subset whose training files have this record's digest (a run pointed at the
         subset's folder without ``subset=``), else ``None``."""
-        if self.subset is not None:
+        if self.subset is not None or self.train_files_sha256 is None:
             return self.subset
-        return next((name for name, table in SUBSETS.items() if table.train_files_sha256 == self.train_files_sha256
-                     and self.train_files_sha256 is not None), None)
+        return next((name for name, table in SUBSETS.items() if table.train_files_sha256 == self.train_files_sha256),
+                    None)
 
     def to_dict(self) -> dict:
         """JSON-ready data: :func:`dataclasses.asdict`, tuples as lists."""

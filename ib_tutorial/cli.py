@@ -414,6 +414,11 @@ def main(argv: list[str] | None = None) -> None:
             if isinstance(error, ValueError) and not _raised_by_package(error):
                 raise  # a library's ValueError is a bug to report, with its traceback
             raise SystemExit(f"error: {_message(error, args)}") from None
+        except KeyboardInterrupt as stopped:  # Ctrl-C outside training, which checkpoints on its own
+            print(f"stopped ({str(stopped) or 'Ctrl-C'}): every file written before the stop is complete (each is "
+                  "written whole); the one under way was not written. Run the command again to make it.",
+                  file=sys.stderr)
+            raise SystemExit(130) from None
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -68,6 +68,7 @@ CASES = [
     Case("profile, unknown tokens", ("profile", "{run}", "--tokens", "some"), 2, ("--tokens",)),
     Case("measure, no such run", ("measure", "{missing}"), 1, ("{missing}", "ib-tutorial train")),
     Case("measure, images not a number", ("measure", "{run}", "--images", "many"), 2, ("--images",)),
+    Case("measure, no images", ("measure", "{run}", "--images", "0"), 1, ("--images 0", "at least 1")),
     Case("prune, no such run", ("prune", "{missing}"), 1, ("{missing}",)),
     Case("prune, unknown pool", ("prune", "{run}", "--pool", "max"), 2, ("--pool",)),
     Case("reproduce, dataset typo", ("reproduce", "--datasets", "cifar10"), 2, ("--datasets", "cifar10")),
@@ -182,6 +183,17 @@ def test_a_libraries_value_error_keeps_its_traceback(places, monkeypatch):
     monkeypatch.setattr(cli, "profile_run", lambda *args, **kwargs: int("twelve"))
     with pytest.raises(ValueError, match="twelve"):
         cli.main(["profile", places["run"]])
+
+
+def test_ctrl_c_outside_training_ends_with_a_message_and_exit_code_130(places, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "measure_run", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["measure", places["run"]])
+    assert stopped.value.code == 130
+    assert "stopped (Ctrl-C)" in capsys.readouterr().err
 
 
 @pytest.mark.slow

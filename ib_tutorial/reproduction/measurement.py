@@ -45,6 +45,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
+from ..command_line import argument
 from ..data.controls import GaussianNoiseImages, PatchStatistics, PhaseScrambled, raw_patch_statistics
 from ..files import write_json_atomic
 from ..measure.block_bootstrap import Measurement, bootstrap_blocks
@@ -272,6 +273,8 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
     profile images (:func:`~ib_tutorial.reproduction.run_profiles.profile_images`), bootstrapped
     with the run's seed, written to :func:`measurement_path` in the run directory, beside its
     profiles (a bundle's export carries it); returns that file (:meth:`MeasurementResult.load`)."""
+    if images < 1:
+        raise ValueError(f"{argument('images', images)}: it must be at least 1.")
     run = RunDirectory(run_dir)
     config = run.read_config()
     saved = run.backbone_epochs()

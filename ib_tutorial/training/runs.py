@@ -217,9 +217,10 @@ class RunDirectory:
         if chosen not in epochs:
             raise FileNotFoundError(f"No backbone for epoch {chosen} in {self.backbones}; saved epochs: {epochs}")
         config = self.read_config()
-        model = build_vit(config.model["arch"], config.view.img_size, config.view.patch_size)
+        with torch.device("meta"):  # no random initialisation to overwrite: a third of a second a load
+            model = build_vit(config.model["arch"], config.view.img_size, config.view.patch_size)
         state = torch.load(self.backbone_path(chosen), map_location="cpu", weights_only=True)
-        model.load_state_dict(state)
+        model.load_state_dict(state, assign=True)
         return model.to(device).eval()
 
 

@@ -73,6 +73,11 @@ def test_run_directory_holds_config_metrics_and_checkpoints(ci_run):
     assert not any(p.name.endswith(".tmp") for p in run.path.rglob("*"))
     trained, initial = run.load_backbone(), run.load_backbone(0)
     assert not torch.equal(trained.blocks[0].attn.qkv.weight, initial.blocks[0].attn.qkv.weight)
+    # Every tensor is the saved one, none left unloaded (built on the meta device, then assigned).
+    saved = torch.load(run.backbone_path(settings.epochs), weights_only=True)
+    assert all(torch.equal(value, saved[name]) for name, value in trained.state_dict().items())
+    assert not any(t.is_meta for t in [*trained.parameters(), *trained.buffers()])
+    assert trained(torch.zeros(1, 3, config.view.img_size, config.view.img_size)).isfinite().all()
 
 
 def test_existing_runs_are_not_overwritten_or_resumed_with_other_settings(ci_run):

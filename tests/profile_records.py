@@ -3,7 +3,10 @@ import dataclasses
 import json
 from pathlib import Path
 
+import torch
+
 from ib_tutorial.measure.block_profile import Profile
+from ib_tutorial.measure.bootstrap import StoredReplicates
 from ib_tutorial.reproduction.bundles import BundleRun
 from ib_tutorial.reproduction.records import ProfileRecord, provenance
 from ib_tutorial.training.run_config import RunConfig
@@ -36,3 +39,23 @@ def bundle_run(spec, width=384):
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, **spec.overrides))
     knn = [{"epoch": 0, "top1": 20.0, "top1_mean": 21.0}, {"epoch": 2, "top1": 25.0, "top1_mean": 24.0}]
     return BundleRun(spec, config, {}, [make_record(0, width), make_record(2, width)], knn, [], [], {})
+
+
+# A random initialisation and a trained hump, in directions of a width of 384.
+INIT = [10.0] * 12
+HUMP = [40.0, 42.0, 50.0, 56.0, 60.0, 62.0, 64.0, 60.0, 55.0, 48.0, 44.0, 42.0]
+
+
+def seeded(seed, last=HUMP, spread=0.5, top1=(20.0, 40.0)):
+    """A run of ``seed`` whose two profiles carry replicates: the measured values plus the same
+    noise of standard deviation ``spread`` directions in every block (one draw of images)."""
+    noise = spread * torch.randn(200, 1, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+    def record(epoch, n_eff):
+        replicates = (torch.tensor([n_eff], dtype=torch.float64) + noise).tolist()
+        return dataclasses.replace(make_record(epoch, 384, n_eff), bootstrap=StoredReplicates("tokens", 7, replicates))
+
+    run = bundle_run("tiny-imagenet@objective=supervised")
+    knn = [{"epoch": 0, "top1": top1[0], "n_eval": 1000}, {"epoch": 15, "top1": top1[1], "n_eval": 1000}]
+    return dataclasses.replace(run, config=dataclasses.replace(run.config, seed=seed), knn=knn,
+                               profiles=[record(0, INIT), record(15, list(last))])

@@ -1,7 +1,8 @@
 """The verdicts on trained networks, as the book states them: whether a run reached its
 plateau (:mod:`ib_tutorial.reproduction.plateau`), a sentence per profile shape, one per
-knob sweep (:mod:`ib_tutorial.reproduction.knob`) and a table of the paper's claims
-(:mod:`ib_tutorial.reproduction.claims` computes them)."""
+knob sweep (:mod:`ib_tutorial.reproduction.knob`), a table of the paper's claims
+(:mod:`ib_tutorial.reproduction.claims` computes them) and one of a run's seeds
+(:mod:`ib_tutorial.reproduction.seeds`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from ..reproduction.knob import knob_trend
 from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.paper import EARLY, LATE, MIDDLE
 from ..reproduction.plateau import Plateau
+from ..reproduction.seeds import SeedSpread
 
 
 def _blocks(blocks: tuple[int, ...]) -> str:
@@ -115,3 +117,24 @@ def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last:
             f"at the random initialisation it already goes {moved('middle', first, ' %')}. "
             f"The U-depth goes {moved('u_depth', last, ' directions')}, and the re-expansion "
             f"{moved('reexpansion', last, ' directions')}.")
+
+
+def seeds_markdown(spread: SeedSpread) -> str:
+    """One row per seed: the k-NN top-1 at the initialisation and at the end, the last
+    profile's shape (with the share of bootstrap replicates that agree), its U-depth and hump
+    height in effective directions, and each region's last EED% and change from the
+    initialisation, every number with its interval."""
+    level = spread.runs[0].knn_last.level
+    lines = [f"| seed | k-NN top-1 (%), init -> end | shape (share of replicates) | U-depth (directions) | "
+             f"hump height (directions) | "
+             + " | ".join(f"{region} EED% (change)" for region in REGIONS) + " |",
+             "| ---: | --- | --- | --- | --- | " + " | ".join("---" for _ in REGIONS) + " |"]
+    for run in spread.runs:
+        regions = " | ".join(f"{run.level(region).estimate:.1f} {interval_text(run.level(region))} "
+                             f"({run.change(region).estimate:+.1f} {interval_text(run.change(region), signed=True)})"
+                             for region in REGIONS)
+        lines.append(f"| {run.seed} | {run.knn_first.estimate:.1f} {interval_text(run.knn_first)} -> "
+                     f"{run.knn_last.estimate:.1f} {interval_text(run.knn_last)} | {run.last.shape.value} "
+                     f"({run.shape_share:.0%}) | {run.u_depth.estimate:.1f} {interval_text(run.u_depth)} | "
+                     f"{run.hump_height.estimate:.1f} {interval_text(run.hump_height)} | {regions} |")
+    return "\n".join(lines) + f"\n\nIntervals: {level:.0%}, Wilson for k-NN, bootstrap over the images for the rest.\n"

@@ -13,7 +13,9 @@ from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
 from ..reproduction.claims import MARGIN, ShapeSummary
 from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
+from ..reproduction.learning import block_changes
 from ..reproduction.records import ProfileRecord
+from ..reproduction.seeds import SeedSpread
 from .captions import bundle_caption
 
 #: The PNG text keyword (one the PNG standard defines) under which :func:`add_caption`
@@ -340,6 +342,36 @@ def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) ->
         ax.set_title(title)
         ax.grid(alpha=0.3)
     dip.legend(fontsize="x-small")
+
+
+def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
+    """Runs that differ only in their seed, block by block: each seed's last profile (solid,
+    with its bootstrap band) and random initialisation (dashed) in EED% (left), and what
+    training changed in each block, with its paired bootstrap band (right). Bands wider apart
+    than they are wide are differences between the networks, not between the images."""
+    fig, (levels, changes) = panel_grid(2, 5.0, 3.8)
+    for index, run in enumerate(spread.runs):
+        color, blocks = f"C{index}", range(len(run.last.n_eff))
+        bands = run.last.bootstrap.intervals(percent=True)
+        levels.fill_between(blocks, [b.low for b in bands], [b.high for b in bands], color=color, alpha=0.25, lw=0)
+        levels.plot(blocks, run.last.eed_percent, "-o", color=color, label=f"seed {run.seed}, epoch {run.last.epoch}")
+        levels.plot(blocks, run.first.eed_percent, "--s", color=color, markerfacecolor="none",
+                    label=f"seed {run.seed}, random init")
+        gained = block_changes(run.first, run.last)
+        changes.fill_between(blocks, [c.low for c in gained], [c.high for c in gained], color=color, alpha=0.25, lw=0)
+        changes.plot(blocks, [c.estimate for c in gained], "-o", color=color, label=f"seed {run.seed}")
+    changes.axhline(0, color="0.4", lw=1)
+    for ax, title, ylabel in ((levels, "EED per block, each seed", "EED (% of width D)"),
+                              (changes, "what training changed", "EED change from random init (points)")):
+        ax.set_xticks(range(len(spread.runs[0].last.n_eff)))
+        ax.set_xlabel("block index l (0 = first transformer block)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    levels.set_ylim(bottom=0)
+    add_caption(fig, caption + f" Bands: {spread.runs[0].last.bootstrap.level:.0%} bootstrap intervals over the images.")
+    return fig
 
 
 def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,

@@ -1,6 +1,6 @@
 """The claims' sentences and table state the computed numbers."""
 import torch
-from profile_records import make_record
+from profile_records import make_record, seeded
 
 from ib_tutorial.measure.bootstrap import BootstrapProfile
 from ib_tutorial.report.claims import (
@@ -8,6 +8,7 @@ from ib_tutorial.report.claims import (
     claims_markdown,
     claims_summary,
     plateau_sentence,
+    seeds_markdown,
     shape_sentence,
 )
 from ib_tutorial.reproduction.claims import (
@@ -16,6 +17,7 @@ from ib_tutorial.reproduction.claims import (
     mid_depth_minimum,
     profile_shape,
 )
+from ib_tutorial.reproduction.seeds import SeedSpread
 
 
 def shape(n_eff, epoch):
@@ -71,3 +73,17 @@ def test_the_change_table_reads_each_region_with_its_paired_interval():
     assert rows[0] == "| blocks | EED% at epoch 0 | EED% at epoch 15 | change (points) [90% interval] |"
     assert rows[2:] == ["| early | 10.0 | 10.0 | +0.0 [+0.0, +0.0] |", "| middle | 10.0 | 16.0 | +6.0 [+6.0, +6.0] |",
                         "| late | 10.0 | 10.0 | +0.0 [+0.0, +0.0] |"]
+
+
+def test_the_seeds_table_has_a_row_per_seed_with_every_number_and_its_interval():
+    spread = SeedSpread.of([seeded(1, top1=(21.0, 38.0)), seeded(0)])
+    table = seeds_markdown(spread)
+    rows = [line for line in table.splitlines() if line.startswith("| 0 ") or line.startswith("| 1 ")]
+    assert [row.split("|")[1].strip() for row in rows] == ["0", "1"]
+    second = spread.runs[1]
+    middle = second.level("middle")
+    assert f"{second.knn_first.estimate:.1f} [{second.knn_first.low:.1f}, {second.knn_first.high:.1f}] -> 38.0" in rows[1]
+    assert "hump (100%)" in rows[1]
+    assert f"{middle.estimate:.1f} [{middle.low:.1f}, {middle.high:.1f}]" in rows[1]
+    assert f"({second.change('middle').estimate:+.1f} " in rows[1]
+    assert "90%" in table

@@ -6,11 +6,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
-from profile_records import bundle_run, make_record
+from profile_records import HUMP, bundle_run, make_record, seeded
 
 from ib_tutorial.report.information_plane import plot_layer_eed
 from ib_tutorial.report import plots
 from ib_tutorial.reproduction.paper import REPORTED
+from ib_tutorial.reproduction.seeds import SeedSpread
 
 
 def test_plots_build_from_stored_records(tmp_path):
@@ -79,3 +80,18 @@ def test_a_captioned_figure_saves_its_caption_in_the_png(tmp_path):
     with Image.open(tmp_path / "captioned.png") as captioned, Image.open(tmp_path / "plain.png") as uncaptioned:
         assert captioned.text[plots.CAPTION_KEY] == "run A on 12 images"
         assert plots.CAPTION_KEY not in uncaptioned.text
+
+
+def test_seed_profiles_draw_each_seed_with_its_band_and_its_change():
+    spread = SeedSpread.of([seeded(0), seeded(1, [value + 5 for value in HUMP])])
+    fig = plots.plot_seed_profiles(spread, "caption.")
+    levels, changes = fig.axes[:2]
+    assert levels.get_ylabel().startswith("EED") and changes.get_ylabel().startswith("EED change")
+    assert len(levels.collections) == 2 and len(changes.collections) == 2  # one band per seed
+    # Each seed: its trained line and its random initialisation; the change is the difference.
+    trained, init = levels.get_lines()[2:4]
+    assert list(trained.get_ydata()) == spread.runs[1].last.eed_percent
+    assert list(init.get_ydata()) == spread.runs[1].first.eed_percent
+    change = changes.get_lines()[1].get_ydata()
+    assert np.allclose(change, np.subtract(spread.runs[1].last.eed_percent, spread.runs[1].first.eed_percent))
+    plt.close(fig)

@@ -165,17 +165,25 @@ def twonn_dimension(features: Tensor, discard_fraction: float = 0.1) -> float:
     return float((x * y).sum() / (x * x).sum())
 
 
-def _two_nearest_distances(h: Tensor, chunk: int = 2048) -> tuple[Tensor, Tensor]:
-    """Distances to the first and second nearest other point, computed in row chunks."""
+def _two_nearest_distances(h: Tensor, chunk: int = 2048, candidates: int = 4) -> tuple[Tensor, Tensor]:
+    """Distances to the first and second nearest other point, computed in row chunks.
+
+    The matrix-product distance (double precision, of the centred points: distances do not
+    change, and no offset is left to cancel) picks each point's ``candidates`` nearest others
+    fast; their distances are then computed directly, which is exact, so duplicates give
+    exactly 0 (the product form would not)."""
+    wide = h.to(torch.float64)
+    wide = wide - wide.mean(0)
     first, second = [], []
-    for start in range(0, h.shape[0], chunk):
-        # The direct (not matrix-product) distance is exact, so duplicates give exactly 0.
-        d = torch.cdist(h[start : start + chunk], h, compute_mode="donot_use_mm_for_euclid_dist")
+    for start in range(0, wide.shape[0], chunk):
+        rows_of = wide[start : start + chunk]
+        d = torch.cdist(rows_of, wide, compute_mode="use_mm_for_euclid_dist")
         rows = torch.arange(d.shape[0])
         d[rows, rows + start] = math.inf  # a point is not its own neighbour
-        two = torch.topk(d, 2, dim=1, largest=False).values
-        first.append(two[:, 0])
-        second.append(two[:, 1])
+        nearest = torch.topk(d, min(candidates, wide.shape[0] - 1), dim=1, largest=False).indices
+        exact = (rows_of[:, None, :] - wide[nearest]).norm(dim=2).sort(dim=1).values
+        first.append(exact[:, 0])
+        second.append(exact[:, 1])
     return torch.cat(first), torch.cat(second)
 
 

@@ -6,6 +6,7 @@ import torch
 
 from ib_tutorial.measure.covariance import CovarianceAccumulator
 from ib_tutorial.measure.metrics import (
+    _two_nearest_distances,
     covariance_spectrum,
     eed_percent,
     effective_dimension_from_spectrum,
@@ -358,6 +359,19 @@ def test_twonn_agrees_with_scikit_dimension(generator):
     x = gaussian(1500, 6, generator)
     reference = skdim.id.TwoNN(discard_fraction=0.1).fit(x.numpy()).dimension_
     assert twonn_dimension(x) == pytest.approx(reference, rel=1e-6)
+
+
+def test_the_two_nearest_distances_are_the_direct_ones_far_from_the_origin_and_across_chunks(generator):
+    # Far from the origin the matrix-product distance loses the small ones to cancellation;
+    # it only picks the candidates, whose distances are then computed directly.
+    x = 1e4 + 1e-3 * torch.randn(300, 20, generator=generator, dtype=torch.float64)
+    direct = torch.cdist(x, x, compute_mode="donot_use_mm_for_euclid_dist").fill_diagonal_(math.inf)
+    expected = torch.topk(direct, 2, dim=1, largest=False).values
+    first, second = _two_nearest_distances(x, chunk=64)
+    assert torch.allclose(first, expected[:, 0], rtol=1e-9, atol=0)
+    assert torch.allclose(second, expected[:, 1], rtol=1e-9, atol=0)
+    product = torch.cdist(x, x, compute_mode="use_mm_for_euclid_dist").fill_diagonal_(math.inf)
+    assert not torch.allclose(torch.topk(product, 2, dim=1, largest=False).values, expected, rtol=1e-3)
 
 
 def test_twonn_rejects_duplicates():

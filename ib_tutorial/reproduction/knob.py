@@ -69,6 +69,10 @@ OBJECT_SWEEP = KnobRecipe(
     "object_scale=1.6,clutter=0")
 #: The second seed of :data:`OBJECT_SWEEP`'s two ends.
 OBJECT_SEEDS = KnobRecipe((0, 1), OBJECT_SWEEP.settings, OBJECT_SWEEP.world)
+#: DINO at the two ends of :data:`OBJECT_SWEEP`'s world and geometry, for about an hour of one
+#: core each, with the tier's own views: DINO learns from its augmentations, which the
+#: supervised recipe turns off.
+DINO_ENDS = KnobRecipe((0, 1), "objective=dino,epochs=16,knn_every=2,checkpoint_every=2", OBJECT_SWEEP.world)
 
 #: The small sweep a chapter trains live on ``ci``: the ``laptop`` sweep's model (ViT-Tiny),
 #: the tier's few steps, profiles of the initialisation and the last epoch only.

@@ -120,21 +120,22 @@ def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last:
 
 
 def seeds_markdown(spread: SeedSpread) -> str:
-    """One row per seed: the k-NN top-1 at the initialisation and at the end, the last
-    profile's shape (with the share of bootstrap replicates that agree), its U-depth and hump
-    height in effective directions, and each region's last EED% and change from the
-    initialisation, every number with its interval."""
-    level = spread.runs[0].knn_last.level
-    lines = [f"| seed | k-NN top-1 (%), init -> end | shape (share of replicates) | U-depth (directions) | "
-             f"hump height (directions) | "
-             + " | ".join(f"{region} EED% (change)" for region in REGIONS) + " |",
-             "| ---: | --- | --- | --- | --- | " + " | ".join("---" for _ in REGIONS) + " |"]
+    """Two tables, a row per seed: the k-NN top-1 at the initialisation and at the end, the
+    last profile's shape (with the share of bootstrap replicates that agree), its U-depth and
+    hump height in effective directions; then each region's last EED% and its change from the
+    initialisation. Every number carries its interval."""
+    learning = ["| seed | k-NN top-1 at init (%) | at the end (%) | shape (share of replicates) | "
+                "U-depth (directions) | hump height (directions) |", "| ---: | --- | --- | --- | --- | --- |"]
+    levels = ["| seed | " + " | ".join(f"{region} EED%, change from init" for region in REGIONS) + " |",
+              "| ---: | " + " | ".join("---" for _ in REGIONS) + " |"]
     for run in spread.runs:
-        regions = " | ".join(f"{run.level(region).estimate:.1f} {interval_text(run.level(region))} "
-                             f"({run.change(region).estimate:+.1f} {interval_text(run.change(region), signed=True)})"
-                             for region in REGIONS)
-        lines.append(f"| {run.seed} | {run.knn_first.estimate:.1f} {interval_text(run.knn_first)} -> "
-                     f"{run.knn_last.estimate:.1f} {interval_text(run.knn_last)} | {run.last.shape.value} "
-                     f"({run.shape_share:.0%}) | {run.u_depth.estimate:.1f} {interval_text(run.u_depth)} | "
-                     f"{run.hump_height.estimate:.1f} {interval_text(run.hump_height)} | {regions} |")
-    return "\n".join(lines) + f"\n\nIntervals: {level:.0%}, Wilson for k-NN, bootstrap over the images for the rest.\n"
+        learning.append(f"| {run.seed} | {run.knn_first.estimate:.1f} {interval_text(run.knn_first)} | "
+                        f"{run.knn_last.estimate:.1f} {interval_text(run.knn_last)} | {run.last.shape.value} "
+                        f"({run.shape_share:.0%}) | {run.u_depth.estimate:.1f} {interval_text(run.u_depth)} | "
+                        f"{run.hump_height.estimate:.1f} {interval_text(run.hump_height)} |")
+        levels.append(f"| {run.seed} | " + " | ".join(
+            f"{run.level(region).estimate:.1f} {interval_text(run.level(region))}, "
+            f"{run.change(region).estimate:+.1f} {interval_text(run.change(region), signed=True)}" for region in REGIONS) + " |")
+    level = spread.runs[0].knn_last.level
+    return ("\n".join(learning) + "\n\n" + "\n".join(levels)
+            + f"\n\nIntervals: {level:.0%}, Wilson for k-NN, bootstrap over the images for the rest.\n")

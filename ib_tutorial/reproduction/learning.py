@@ -1,5 +1,6 @@
 r"""What training did to a run: its profile's change from the random initialisation it
-started from, and its k-NN accuracy's, each with an interval.
+started from, and its k-NN accuracy's, each with an interval (:class:`LearningSummary`
+gathers them for one run).
 
 A profile's level is set largely by its input: the images' own statistics already give the
 random initialisation its level (:mod:`~ib_tutorial.reproduction.measurement`'s controls), and
@@ -13,10 +14,12 @@ resampled images (:func:`~ib_tutorial.measure.bootstrap.joint_interval`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..measure.bootstrap import LEVEL, Interval, joint_interval, wilson_interval
-from ..measure.shape import region_means
-from .claims import ShapeSummary
+from ..measure.shape import hump_height, region_means, u_depth
+from .bundles import BundleRun
+from .claims import ShapeSummary, profile_shape
 
 #: The regions a profile's change is summarised over (:func:`~ib_tutorial.measure.shape.depth_regions`).
 REGIONS = ("early", "middle", "late")
@@ -59,3 +62,60 @@ def _check_paired(first: ShapeSummary, last: ShapeSummary) -> None:
                          "(`ib-tutorial profile RUN`) to store them")
     if first.bootstrap.seed != last.bootstrap.seed or len(first.n_eff) != len(last.n_eff):
         raise ValueError("the two profiles were not bootstrapped on the same images with the same seed")
+
+
+@dataclass(frozen=True)
+class LearningSummary:
+    """What training did to one run, every number with its interval.
+
+    Attributes:
+        seed: the run's seed (its configuration's).
+        knn_first, knn_last: the CLS k-NN top-1 at the random initialisation and at the end,
+            in %, with their Wilson intervals.
+        first, last: the profiles of the random initialisation and of the last saved epoch,
+            both with their bootstrap over the same images (else :meth:`of` refuses).
+    """
+
+    seed: int
+    knn_first: Interval
+    knn_last: Interval
+    first: ShapeSummary
+    last: ShapeSummary
+
+    @classmethod
+    def of(cls, run: BundleRun) -> LearningSummary:
+        """A run of a bundle, summarised: its first and last profile need their bootstrap and
+        its k-NN records the number of images evaluated."""
+        first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
+        if first.bootstrap is None or last.bootstrap is None:
+            raise ValueError(f"{run.spec}: its profiles were measured without a bootstrap; "
+                             "profile the run again (`ib-tutorial profile RUN`) to store one")
+        knn_first, knn_last = knn_interval(run.knn[0]), knn_interval(run.knn[-1])
+        if knn_first is None or knn_last is None:
+            raise ValueError(f"{run.spec}: its k-NN records do not say how many images were evaluated")
+        return cls(run.config.seed, knn_first, knn_last, first, last)
+
+    def level(self, region: str) -> Interval:
+        """The last profile's mean EED% over a region (:data:`REGIONS`)."""
+        return self.last.bootstrap.interval(lambda values: getattr(region_means(values), region), percent=True)
+
+    def change(self, region: str) -> Interval:
+        """EED points the region gained from the random initialisation (:func:`region_change`)."""
+        return region_change(self.first, self.last, region)
+
+    @property
+    def u_depth(self) -> Interval:
+        """The last profile's U-depth, in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`)."""
+        return self.last.bootstrap.interval(u_depth)
+
+    @property
+    def hump_height(self) -> Interval:
+        """How far its highest inside block rises above the early and late means, in effective
+        directions (:func:`~ib_tutorial.measure.shape.hump_height`)."""
+        return self.last.bootstrap.interval(hump_height)
+
+    @property
+    def shape_share(self) -> float:
+        """The share of bootstrap replicates whose shape is the measured one's: how firmly the
+        images fix it."""
+        return self.last.bootstrap.shape_shares().get(self.last.shape, 0.0)

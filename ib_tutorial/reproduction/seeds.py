@@ -7,78 +7,17 @@ held-out images had been measured, on the *same* network; it says nothing of how
 network itself would differ if trained again. Seeds say that. A statement about the
 settings, rather than about one trained network, holds only where the seeds agree: the
 same shape, and levels whose spread across seeds is small beside what training changed.
-
-:func:`seed_run` summarises one run (its k-NN accuracy at the initialisation and at the end,
-its first and last profile, each statistic with its bootstrap interval) and
-:class:`SeedSpread` sets the runs of several seeds side by side.
+:class:`SeedSpread` sets the runs of several seeds side by side, each summarised by
+:class:`~ib_tutorial.reproduction.learning.LearningSummary`.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..measure.bootstrap import Interval
-from ..measure.shape import ProfileShape, hump_height, region_means, u_depth
+from ..measure.shape import ProfileShape
 from .bundles import BundleRun
-from .claims import ShapeSummary, profile_shape
-from .learning import knn_interval, region_change
-
-
-@dataclass(frozen=True)
-class SeedRun:
-    """One seed's run, summarised.
-
-    Attributes:
-        seed: the run's seed (its configuration's).
-        knn_first, knn_last: the CLS k-NN top-1 at the random initialisation and at the end,
-            in %, with their Wilson intervals.
-        first, last: the profiles of the random initialisation and of the last saved epoch,
-            both with their bootstrap over the same images (else :func:`seed_run` refuses).
-    """
-
-    seed: int
-    knn_first: Interval
-    knn_last: Interval
-    first: ShapeSummary
-    last: ShapeSummary
-
-    def level(self, region: str) -> Interval:
-        """The last profile's mean EED% over a region (:data:`~ib_tutorial.reproduction.learning.REGIONS`)."""
-        return self.last.bootstrap.interval(lambda values: getattr(region_means(values), region), percent=True)
-
-    def change(self, region: str) -> Interval:
-        """EED points the region gained from the random initialisation (paired bootstrap)."""
-        return region_change(self.first, self.last, region)
-
-    @property
-    def u_depth(self) -> Interval:
-        """The last profile's U-depth, in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`)."""
-        return self.last.bootstrap.interval(u_depth)
-
-    @property
-    def hump_height(self) -> Interval:
-        """How far its highest inside block rises above the early and late means, in effective
-        directions (:func:`~ib_tutorial.measure.shape.hump_height`)."""
-        return self.last.bootstrap.interval(hump_height)
-
-    @property
-    def shape_share(self) -> float:
-        """The share of bootstrap replicates whose shape is the measured one's: how firmly the
-        images fix it."""
-        return self.last.bootstrap.shape_shares().get(self.last.shape, 0.0)
-
-
-def seed_run(run: BundleRun) -> SeedRun:
-    """A run of a bundle as a :class:`SeedRun`: its first and last profile need their
-    bootstrap and its k-NN records the number of images evaluated."""
-    first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
-    if first.bootstrap is None or last.bootstrap is None:
-        raise ValueError(f"{run.spec}: its profiles were measured without a bootstrap; "
-                         "profile the run again (`ib-tutorial profile RUN`) to compare seeds")
-    knn_first, knn_last = knn_interval(run.knn[0]), knn_interval(run.knn[-1])
-    if knn_first is None or knn_last is None:
-        raise ValueError(f"{run.spec}: its k-NN records do not say how many images were evaluated")
-    return SeedRun(run.config.seed, knn_first, knn_last, first, last)
+from .learning import LearningSummary
 
 
 @dataclass(frozen=True)
@@ -86,10 +25,10 @@ class SeedSpread:
     """Runs that differ only in their seed, side by side.
 
     Attributes:
-        runs: one :class:`SeedRun` per seed, in ascending seed.
+        runs: one summary per seed, in ascending seed.
     """
 
-    runs: tuple[SeedRun, ...]
+    runs: tuple[LearningSummary, ...]
 
     def __post_init__(self) -> None:
         if len(self.runs) < 2:
@@ -99,8 +38,8 @@ class SeedSpread:
 
     @classmethod
     def of(cls, runs: Sequence[BundleRun]) -> SeedSpread:
-        """The spread of a bundle's runs (:func:`seed_run` each), ordered by seed."""
-        return cls(tuple(sorted((seed_run(run) for run in runs), key=lambda run: run.seed)))
+        """The spread of a bundle's runs, ordered by seed."""
+        return cls(tuple(sorted((LearningSummary.of(run) for run in runs), key=lambda run: run.seed)))
 
     @property
     def seeds(self) -> list[int]:

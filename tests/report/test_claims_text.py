@@ -75,15 +75,15 @@ def test_the_change_table_reads_each_region_with_its_paired_interval():
                         "| late | 10.0 | 10.0 | +0.0 [+0.0, +0.0] |"]
 
 
-def test_the_seeds_table_has_a_row_per_seed_with_every_number_and_its_interval():
+def test_the_seeds_tables_have_a_row_per_seed_with_every_number_and_its_interval():
     spread = SeedSpread.of([seeded(1, top1=(21.0, 38.0)), seeded(0)])
-    table = seeds_markdown(spread)
-    rows = [line for line in table.splitlines() if line.startswith("| 0 ") or line.startswith("| 1 ")]
+    learning, levels = seeds_markdown(spread).split("\n\n")[:2]
+    rows = [line for line in learning.splitlines()[2:]]
     assert [row.split("|")[1].strip() for row in rows] == ["0", "1"]
     second = spread.runs[1]
-    middle = second.level("middle")
-    assert f"{second.knn_first.estimate:.1f} [{second.knn_first.low:.1f}, {second.knn_first.high:.1f}] -> 38.0" in rows[1]
+    assert f"| {second.knn_first.estimate:.1f} [{second.knn_first.low:.1f}, {second.knn_first.high:.1f}] | 38.0 [" in rows[1]
     assert "hump (100%)" in rows[1]
-    assert f"{middle.estimate:.1f} [{middle.low:.1f}, {middle.high:.1f}]" in rows[1]
-    assert f"({second.change('middle').estimate:+.1f} " in rows[1]
-    assert "90%" in table
+    middle, change = second.level("middle"), second.change("middle")
+    assert (f"{middle.estimate:.1f} [{middle.low:.1f}, {middle.high:.1f}], {change.estimate:+.1f} "
+            f"[{change.low:+.1f}, {change.high:+.1f}]") in levels.splitlines()[3]
+    assert "90%" in seeds_markdown(spread)

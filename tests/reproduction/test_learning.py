@@ -1,10 +1,12 @@
 """What training did: changes from the random initialisation, with paired intervals."""
 import pytest
 import torch
+from profile_records import seeded
 
 from ib_tutorial.measure.bootstrap import BootstrapProfile, wilson_interval
+from ib_tutorial.measure.shape import ProfileShape
 from ib_tutorial.reproduction.claims import ShapeSummary
-from ib_tutorial.reproduction.learning import block_changes, knn_interval, region_change
+from ib_tutorial.reproduction.learning import LearningSummary, block_changes, knn_interval, region_change
 
 DIM, DEPTH = 50, 12
 
@@ -62,3 +64,19 @@ def test_knn_interval_is_the_wilson_interval_in_points():
     assert (interval.estimate, interval.low, interval.high) == pytest.approx((50.0, 100 * share.low, 100 * share.high))
     assert 44 < interval.low < 45 and 55 < interval.high < 56
     assert knn_interval({"top1": 50.0}) is None  # runs made before n_eval was recorded
+
+
+def test_a_summary_reads_the_level_change_and_shape_with_their_intervals():
+    run = LearningSummary.of(seeded(3))
+    assert run.seed == 3
+    assert run.last.shape is ProfileShape.HUMP and run.shape_share == 1.0
+    middle = run.level("middle")
+    assert middle.estimate == pytest.approx(100 * (50 + 56 + 60) / 3 / 384)  # L2-L4
+    assert middle.low < middle.estimate < middle.high
+    # The same resampled images at both ends: the change is exact.
+    change = run.change("middle")
+    assert change.estimate == pytest.approx(100 * ((50 + 56 + 60) / 3 - 10) / 384)
+    assert (change.low, change.high) == pytest.approx((change.estimate, change.estimate))
+    assert run.u_depth.estimate == 0.0  # a hump has no U
+    assert run.hump_height.estimate == pytest.approx(64.0 - (48 + 44 + 42) / 3)  # L6 above the late mean (L9-L11)
+    assert run.knn_last.low < 40.0 < run.knn_last.high

@@ -27,7 +27,7 @@ from ..reproduction.bundles import Bundle, middle_eed
 from ..reproduction.comparison import compare_profile
 from ..reproduction.dataset_runs import DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
-from ..reproduction.plateau import knn_standard_error
+from ..reproduction.plateau import GAIN, knn_standard_error, plateau
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
@@ -98,12 +98,13 @@ def trained_on(config) -> str:
 # --- what the runs say ---------------------------------------------------------------
 
 
-def knn_learned(knn: list[dict], factor: float = 2.0) -> bool:
-    """Whether a run's CLS k-NN accuracy (its ``metrics.jsonl`` k-NN records, epoch 0 first)
-    ended more than ``factor`` standard errors (:func:`~ib_tutorial.reproduction.plateau.knn_standard_error`
-    of the last evaluation) above its random initialisation."""
-    first, last = knn[0], knn[-1]
-    return last["top1"] - first["top1"] > factor * knn_standard_error(last)
+def knn_learned(knn: list[dict]) -> bool:
+    """Whether a run learned (its ``metrics.jsonl`` k-NN records, epoch 0 first): the rule of
+    :attr:`~ib_tutorial.reproduction.plateau.Plateau.learned_beyond_noise`, the CLS k-NN
+    accuracy above its random initialisation by at least the plateau threshold (one point,
+    or two standard errors of the last evaluation when that is more), the one rule every
+    chapter and the knob apply."""
+    return plateau(knn).learned_beyond_noise
 
 
 def knn_markdown(entry: DatasetRun) -> str:
@@ -118,8 +119,9 @@ def knn_markdown(entry: DatasetRun) -> str:
     return (f"k-NN top-1 on the CLS token: {first['top1']:.1f} % at the random initialisation, {last['top1']:.1f} % "
             f"after epoch {last['epoch']} ({last['top1'] - first['top1']:+.1f} points; best {best['top1']:.1f} % at "
             f"epoch {best['epoch']}){chance}. One standard error of an accuracy on these {last['n_eval']:,} images "
-            f"is about {knn_standard_error(last):.1f} points, so the change is "
-            f"{'more' if knn_learned(entry.run.knn) else 'not more'} than two of them.{mean}")
+            f"is about {knn_standard_error(last):.1f} points, so the change "
+            f"{'reaches' if knn_learned(knn) else 'falls short of'} two of them (and {GAIN:g} point), the rule for "
+            f"having learned.{mean}")
 
 
 def baseline_markdown(entry: DatasetRun) -> str:

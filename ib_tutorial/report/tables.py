@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..files import atomic_write
@@ -20,6 +21,7 @@ from ..reproduction.paper import MIDDLE
 from ..reproduction.recipes import Recipe
 from ..training.cost import RunTimeEstimate, crop_pixels
 from ..training.run_config import resolve_settings
+from ..training.run_spec import RunSpec
 
 
 def comparison_markdown(rows: list[ComparisonRow]) -> str:
@@ -33,24 +35,64 @@ def bundle_markdown(bundle: Bundle) -> str:
     """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from
     the random initialisation to the end (best in brackets), the raw-patch baseline, the
     middle and last blocks' EED% from the random initialisation to the end, wall time and
-    median throughput."""
+    median throughput. Each row is labelled by what sets its run apart; what the runs share
+    is said once, above the table (:func:`run_labels`)."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
+    labels, shared = run_labels([run.spec for run in bundle.runs.values()])
     lines = [f"| `{bundle.name}` | k-NN top-1 %, CLS: init -> end (best) | k-NN top-1 %, mean patch: init -> end (best) "
              f"| raw patches N_eff | middle EED% ({blocks}): init -> end | last block EED%: init -> end | wall time | images/s |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for spec, run in bundle.runs.items():
+    for label, run in zip(labels, bundle.runs.values()):
         cls, mean = [r["top1"] for r in run.knn], [r.get("top1_mean") for r in run.knn]
         mean_text = "-" if None in mean else f"{mean[0]:.1f} -> {mean[-1]:.1f} ({max(mean):.1f})"
         first, last = run.profiles[0], run.profiles[-1]
         rates = sorted(r["images_per_s"] for r in run.train)
         wall = f"{run.knn[-1]['wall_s'] / 60:.0f} min" if "wall_s" in run.knn[-1] else "-"
         lines.append(
-            f"| {spec} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
+            f"| {label} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
             f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']} | "
             f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} | "
             f"{first.profile.eed_percent[-1]:.1f} -> {last.profile.eed_percent[-1]:.1f} | "
             f"{wall} | {rates[len(rates) // 2]:.0f} |")
-    return "\n".join(lines)
+    intro = f"Every run of `{bundle.name}`: {shared}.\n\n" if shared else ""
+    return intro + "\n".join(lines)
+
+
+def run_labels(specs: Sequence[RunSpec]) -> tuple[list[str], str]:
+    """Short labels for runs named by their specs (``DATASET[:OPTIONS][@SETTINGS]``): what sets
+    each apart, in the spec's own syntax (its dataset where they differ, then the options and
+    settings whose value differs), and, once, what they all share. A table's first column then stays narrow where
+    full specs, all alike but for one value, would wrap over several lines."""
+    def items(values: dict) -> dict[str, str]:
+        return {key: f"{key}={_setting(value)}" for key, value in values.items()}
+
+    options, overrides = [items(spec.options) for spec in specs], [items(spec.overrides) for spec in specs]
+
+    def common(per_run: list[dict[str, str]]) -> list[str]:
+        return [text for key, text in per_run[0].items() if all(run.get(key) == text for run in per_run)]
+
+    shared_options, shared_overrides = common(options), common(overrides)
+    one_dataset = len({spec.dataset for spec in specs}) == 1
+    labels = []
+    for spec, own_options, own_overrides in zip(specs, options, overrides):
+        apart = [text for text in own_options.values() if text not in shared_options]
+        settings = [text for text in own_overrides.values() if text not in shared_overrides]
+        label = ",".join(apart) if one_dataset and apart else spec.dataset + (f":{','.join(apart)}" if apart else "")
+        if settings:
+            label += "@" + ",".join(settings)
+        labels.append(f"`{label}`")
+    shared = ([f"`{specs[0].dataset}`"] if one_dataset else []) + [f"`{text}`" for text in shared_options]
+    if shared_overrides:
+        shared.append("settings `" + ", ".join(shared_overrides) + "`")
+    return labels, ", ".join(shared)
+
+
+def _setting(value) -> str:
+    """A spec's value as its text writes it: ``(0.9,1.0)`` for a pair."""
+    if isinstance(value, (tuple, list)):
+        return "(" + ",".join(_setting(item) for item in value) + ")"
+    return str(value)
+
 
 def recipe_markdown(recipes: list[Recipe]) -> str:
     """A Markdown table of the recipes: changes, k-NN at every evaluation, teacher state, time.

@@ -40,7 +40,7 @@ def test_a_sweep_renders_its_table_figures_and_verdicts_in_order():
     assert kinds == ["markdown"] * 2 + ["figure"] + ["markdown"] * 4 + ["figure", "figure"] + ["markdown"] * 3
     assert all(isinstance(item, (plt.Figure, Markdown)) for item in items)
     table, claims_table = items[0].data, items[-2].data
-    assert table.count("synthetic-mix:texture_weight=") == 3
+    assert table.count("| `texture_weight=") == 3 and "Every run of `knob`: `synthetic-mix`" in table
     assert claims_table.count("| deeper for object data along the knob |") == 1
     assert claims_table.count("| mid-depth minimum |") == 3
     for figure in (item for item in items if isinstance(item, plt.Figure)):

@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 
 from ib_tutorial.measure.block_profile import Profile
-from ib_tutorial.measure.bootstrap import StoredReplicates
+from ib_tutorial.measure.bootstrap import BootstrapProfile, StoredReplicates
 from ib_tutorial.reproduction.bundles import BundleRun
 from ib_tutorial.reproduction.records import ProfileRecord, provenance
 from ib_tutorial.training.run_config import RunConfig
@@ -29,6 +29,15 @@ def make_record(epoch=3, dim=384, n_eff=None):
     prov = provenance(preset="ci", config={"lr": 1e-3, "epochs": 2}, dataset="synthetic-objects",
                       n_images=profile.n_images, n_tokens=profile.n_tokens, device="cpu")
     return ProfileRecord(label="teacher", epoch=epoch, profile=profile, provenance=prov)
+
+
+def bootstrapped(n_eff, spread, moved=range(5)):
+    """A profile with replicates spread evenly by ``spread`` directions around it (the blocks
+    ``moved`` together, the rest fixed)."""
+    shifts = torch.linspace(-spread, spread, 101, dtype=torch.float64)[:, None]
+    mask = torch.tensor([float(block in moved) for block in range(len(n_eff))], dtype=torch.float64)
+    replicates = torch.tensor(n_eff, dtype=torch.float64) + shifts * mask
+    return BootstrapProfile(list(n_eff), replicates, dim=100, level=0.9, method="percentile", variant="tokens", seed=0)
 
 
 def bundle_run(spec, width=384):

@@ -74,6 +74,8 @@ def _shape(summary: ShapeSummary) -> str:
 def _interval(test: ClaimTest) -> str:
     if test.interval is None:
         return "none (no bootstrap)"
+    if test.borrowed_from:
+        return f"≈ {test.interval.low:+.1f} to {test.interval.high:+.1f}, borrowed from {test.borrowed_from} other runs"
     return f"{test.interval.low:+.1f} to {test.interval.high:+.1f} ({test.interval.level:.0%})"
 
 
@@ -97,8 +99,11 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
         word = {"holds": "held", "fails": "failed", "undetermined": "were undetermined"}[verdict.value]
         parts.append(f"{len(named)} {word}" + (f": {'; '.join(named)}" if named else ""))
     unbootstrapped = sum(test.interval is None for _, test in tested)
+    borrowed = sum(test.borrowed_from > 0 for _, test in tested)
     note = (f" {unbootstrapped} of them read a profile measured without a bootstrap, so their verdict "
             "rests on the point value alone." if unbootstrapped else "")
+    note += (f" {borrowed} of them read an approximate interval borrowed from other runs."
+             if borrowed else "")
     return f"Of {len(tested)} tests, {', '.join(parts[:-1])}, and {parts[-1]}.{note}"
 
 

@@ -22,7 +22,8 @@ counted under the same condition. A claim holds when its statistic exceeds ``mar
 (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`) the verdict is three-valued:
 ``holds`` when the whole interval lies above the margin, ``fails`` when none of it does,
 ``undetermined`` when it straddles the margin. A profile measured without one has no
-interval, and its verdict reads the point value alone: the tables say so.
+interval, and its verdict reads the point value alone, or an approximate interval borrowed
+from runs of the same settings that have one (:func:`borrowed_test`): the tables say which.
 """
 from __future__ import annotations
 
@@ -131,6 +132,8 @@ class ClaimTest:
         margin: the margin it was tested against, in effective directions.
         interval: its bootstrap interval, or None where the profiles had none (the verdict
             then reads ``difference`` alone).
+        borrowed_from: where ``interval`` is an approximation borrowed from other runs
+            (:func:`borrowed_test`), how many; else 0.
     """
 
     claim: str
@@ -138,6 +141,7 @@ class ClaimTest:
     difference: float
     margin: float
     interval: Interval | None = None
+    borrowed_from: int = 0
 
     @property
     def holds(self) -> bool:
@@ -152,6 +156,22 @@ def _test(claim: str, statistic: Callable[..., float], shapes: Sequence[ShapeSum
         interval = joint_interval(statistic, [shape.bootstrap for shape in shapes])
         return ClaimTest(claim, interval.verdict(margin), value, margin, interval)
     return ClaimTest(claim, verdict(value, value, margin), value, margin)
+
+
+def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
+    """``test``, read on a profile without a bootstrap, against an approximate interval
+    borrowed from ``others``: the same claim tested, with bootstraps, on runs of the same
+    settings (other seeds, say). The point value is widened on each side by the whole range
+    the others' intervals cover together, seed to seed and replicate to replicate. An
+    approximation, and named as one wherever it is shown: it assumes ``test``'s run varies as
+    much as those runs do, and no more."""
+    if test.interval is not None:
+        raise ValueError(f"{test.claim}: the test has its own interval; nothing to borrow")
+    if not others or any(other.interval is None or other.claim != test.claim for other in others):
+        raise ValueError(f"{test.claim}: borrow only from tests of the same claim that have intervals")
+    width = max(other.interval.high for other in others) - min(other.interval.low for other in others)
+    interval = Interval(test.difference, test.difference - width, test.difference + width, others[0].interval.level)
+    return ClaimTest(test.claim, interval.verdict(test.margin), test.difference, test.margin, interval, len(others))
 
 
 def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:

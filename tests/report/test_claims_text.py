@@ -1,6 +1,6 @@
 """The claims' sentences and table state the computed numbers."""
 import torch
-from profile_records import make_record, seeded
+from profile_records import bootstrapped, make_record, seeded
 
 from ib_tutorial.measure.bootstrap import BootstrapProfile
 from ib_tutorial.report.claims import (
@@ -13,6 +13,7 @@ from ib_tutorial.report.claims import (
 )
 from ib_tutorial.reproduction.claims import (
     ShapeSummary,
+    borrowed_test,
     late_reexpansion,
     mid_depth_minimum,
     profile_shape,
@@ -45,6 +46,14 @@ def test_the_table_and_summary_give_each_verdict():
     assert summary == ("Of 2 tests, 1 held: mid-depth minimum (run A), 1 failed: late re-expansion (run B), and 0 were "
                        "undetermined. 2 of them read a profile measured without a bootstrap, so their verdict rests on "
                        "the point value alone.")
+
+
+def test_a_borrowed_interval_is_named_as_one():
+    others = [mid_depth_minimum(ShapeSummary(30, tuple(DIP.n_eff), 100, bootstrapped(DIP.n_eff, 0.5, range(2, 5))))]
+    tested = [("run A", borrowed_test(mid_depth_minimum(DIP), others))]
+    assert "| mid-depth minimum | run A | +27.3 | ≈ +26.4 to +28.2, borrowed from 1 other runs | 1 | holds |" \
+        in claims_markdown(tested)
+    assert claims_summary(tested).endswith(" 1 of them read an approximate interval borrowed from other runs.")
 
 
 def test_the_plateau_sentence_states_the_gain_and_the_rule():

@@ -1,13 +1,12 @@
 """The paper's claims on profiles whose shape is known by construction."""
 import pytest
-import torch
-from profile_records import make_record
+from profile_records import bootstrapped, make_record
 
-from ib_tutorial.measure.bootstrap import BootstrapProfile
 from ib_tutorial.measure.shape import ProfileShape, Verdict
 from ib_tutorial.reproduction.claims import (
     MARGIN,
     ShapeSummary,
+    borrowed_test,
     deepens,
     deeper_for_objects,
     late_reexpansion,
@@ -87,16 +86,36 @@ def test_late_reexpansion_needs_a_minimum_in_the_middle_and_the_margin():
     assert MARGIN == late_reexpansion(summary(FLAT)).margin == 1.0
 
 
-def bootstrapped(n_eff, spread):
-    """A profile with replicates spread evenly by ``spread`` directions around it (every block together)."""
-    shifts = torch.linspace(-spread, spread, 101, dtype=torch.float64)[:, None]
-    replicates = torch.tensor(n_eff, dtype=torch.float64) + shifts * torch.tensor([1.0] * 5 + [0.0] * 7, dtype=torch.float64)
-    return BootstrapProfile(list(n_eff), replicates, dim=100, level=0.9, method="percentile", variant="tokens", seed=0)
-
-
 def test_a_bootstrap_makes_the_verdict_three_valued():
     u = [12, 12, 10, 10, 10] + [13] * 7  # U-depth 2 directions
     narrow = ShapeSummary(10, tuple(u), 100, bootstrapped(u, 0.5))
     wide = ShapeSummary(10, tuple(u), 100, bootstrapped(u, 4.0))
     assert mid_depth_minimum(narrow).verdict is Verdict.HOLDS and mid_depth_minimum(narrow).interval is not None
     assert mid_depth_minimum(wide).verdict is Verdict.UNDETERMINED
+
+
+MIDDLE = range(2, 5)
+
+
+def test_a_borrowed_interval_widens_the_point_by_the_range_the_other_runs_cover():
+    u = [12, 12, 10, 10, 10] + [13] * 7  # U-depth 2 directions
+    point = mid_depth_minimum(summary(u))
+    others = [mid_depth_minimum(ShapeSummary(10, tuple(u), 100, bootstrapped(u, spread, MIDDLE))) for spread in (0.2, 0.3)]
+    width = max(o.interval.high for o in others) - min(o.interval.low for o in others)
+    assert width == pytest.approx(2 * 0.9 * 0.3, abs=0.01)  # the wider run's 90 % interval
+    narrow = borrowed_test(point, others)
+    assert narrow.borrowed_from == 2 and narrow.verdict is Verdict.HOLDS
+    assert (narrow.interval.low, narrow.interval.high) == pytest.approx((2 - width, 2 + width))
+    # Other runs that vary more leave the same point undetermined.
+    wide = borrowed_test(point, [mid_depth_minimum(ShapeSummary(10, tuple(u), 100, bootstrapped(u, 1.5, MIDDLE)))])
+    assert wide.verdict is Verdict.UNDETERMINED and point.verdict is Verdict.HOLDS
+
+
+def test_borrowing_needs_the_same_claim_with_intervals_and_a_test_without_one():
+    u = [12, 12, 10, 10, 10] + [13] * 7
+    point, with_interval = mid_depth_minimum(summary(u)), mid_depth_minimum(ShapeSummary(10, tuple(u), 100, bootstrapped(u, 1)))
+    for test, others in [(point, []), (point, [point]), (point, [late_reexpansion(ShapeSummary(10, tuple(u), 100,
+                                                                                               bootstrapped(u, 1)))]),
+                         (with_interval, [with_interval])]:
+        with pytest.raises(ValueError):
+            borrowed_test(test, others)

@@ -77,7 +77,8 @@ def bootstrap_blocks(model: torch.nn.Module, dataset: Dataset, measured: Sequenc
     for tokens, sources in by_tokens.items():
         share = max_bytes // (len(sources) * len(model.blocks))
         statistics = {(layer_norm, tokens): [ImageStatistics(model.embed_dim, needed_sums(names), max_bytes=share,
-                                                             seed=seed) for _ in model.blocks]
+                                                             seed=seed, expected_images=len(dataset))
+                                             for _ in model.blocks]
                       for layer_norm, names in sources.items()}
         _forward(model, dataset, statistics, batch_size, device)
         for layer_norm, names in sources.items():

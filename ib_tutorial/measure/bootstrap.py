@@ -85,21 +85,24 @@ class ImageStatistics:
         groups: the most groups kept; default: as many as ``max_bytes`` holds.
         max_bytes: the memory the groups' sums may take when ``groups`` is not given.
         seed: seeds which group each image beyond the first ``groups`` joins.
+        expected_images: how many images will come, when known: the storage for their groups
+            is made at once rather than grown as they arrive (the sums are the same).
     """
 
     def __init__(self, dim: int, keep: Iterable[str] = (), groups: int | None = None,
-                 max_bytes: int = MAX_BYTES, seed: int = 0):
+                 max_bytes: int = MAX_BYTES, seed: int = 0, expected_images: int = 0):
         self.keep = frozenset(keep)
         if unknown := self.keep - {POSITIONS, IMAGE_OUTER}:
             raise ValueError(f"unknown sums to keep {sorted(unknown)}; choose from {POSITIONS!r}, {IMAGE_OUTER!r}")
         if dim < 1 or (groups is not None and groups < 1):
             raise ValueError(f"the width and the number of groups must be at least 1, got {dim} and {groups}")
-        self.dim, self.max_groups, self.max_bytes = dim, groups, max_bytes
+        self.dim, self.max_groups, self.max_bytes, self.expected_images = dim, groups, max_bytes, expected_images
         self.images = 0
         self.tokens: int | None = None
         self._generator = torch.Generator().manual_seed(seed)
         self._shift: Tensor | None = None
-        self._sums: dict[str, Tensor] = {}
+        self._sums: dict[str, Tensor] = {}  # storage for `capacity` groups, of which the first `groups` are used
+        self._groups = 0
 
     def _start(self, tokens: int, shift: Tensor) -> None:
         dim = self.dim
@@ -112,13 +115,14 @@ class ImageStatistics:
             group_bytes = 8 * sum(math.prod(shape) for shape in shapes.values())
             self.max_groups = max(1, self.max_bytes // group_bytes)
         self.tokens = tokens
-        self._sums = {name: torch.zeros(0, *shape, dtype=torch.float64) for name, shape in shapes.items()}
+        capacity = min(self.max_groups, self.expected_images)
+        self._sums = {name: torch.zeros(capacity, *shape, dtype=torch.float64) for name, shape in shapes.items()}
         self._shift = shift
 
     @property
     def groups(self) -> int:
         """The number of groups holding images so far."""
-        return len(self._sums["images"]) if self._sums else 0
+        return self._groups
 
     def update(self, tokens: Tensor) -> None:
         """Add a batch of images' tokens [B, T, D] (any float dtype and device; T the same
@@ -156,8 +160,13 @@ class ImageStatistics:
         first = torch.arange(self.images, self.images + batch)
         drawn = torch.randint(self.max_groups, (batch,), generator=self._generator)
         ids = torch.where(first < self.max_groups, first, drawn)
-        if (new := int(ids.max()) + 1 - self.groups) > 0:
-            self._sums = {name: torch.cat([s, s.new_zeros(new, *s.shape[1:])]) for name, s in self._sums.items()}
+        needed = max(self._groups, int(ids.max()) + 1)
+        if needed > len(self._sums["images"]):
+            # Grow the storage geometrically: one copy per doubling, not one per batch.
+            capacity = min(self.max_groups, max(needed, 2 * len(self._sums["images"])))
+            self._sums = {name: torch.cat([s, s.new_zeros(capacity - len(s), *s.shape[1:])])
+                          for name, s in self._sums.items()}
+        self._groups = needed
         return ids
 
     def _add(self, name: str, ids: Tensor, values: Tensor) -> None:
@@ -174,13 +183,14 @@ class ImageStatistics:
         if weights.shape[-1] != self.groups:
             raise ValueError(f"expected weights [..., {self.groups}], got shape {tuple(weights.shape)}")
         weights = weights.to(torch.float64)
-        weighted = {name: torch.tensordot(weights, s.to(weights.device), dims=1) for name, s in self._sums.items()}
+        weighted = {name: torch.tensordot(weights, s[: self.groups].to(weights.device), dims=1)
+                    for name, s in self._sums.items()}
         return TokenMoments(weighted["images"], self.tokens, weighted["total"], weighted["gram"],
                             weighted.get(POSITIONS), weighted.get(IMAGE_OUTER))
 
     def group_images(self) -> Tensor:
         """The number of images in each group [K]."""
-        return self._sums["images"].clone()
+        return self._sums["images"][: self.groups].clone()
 
 
 def resampling_weights(groups: int, replicates: int, seed: int) -> Tensor:

@@ -198,6 +198,20 @@ def test_groups_follow_the_memory_budget_and_later_images_join_them(generator):
     assert torch.equal(exact.group_images(), torch.ones(100, dtype=torch.float64))
 
 
+def test_storage_made_at_once_or_grown_holds_the_same_sums(generator):
+    tokens = images(100, 3, generator)
+    weights = resampling_weights(100, 7, seed=1)
+    for groups in (None, 40):  # one image a group, then later images joining 40 groups
+        grown, at_once = ImageStatistics(4, groups=groups), ImageStatistics(4, groups=groups, expected_images=100)
+        for batch in tokens.split(16):
+            grown.update(batch)
+            at_once.update(batch)
+        assert grown.groups == at_once.groups == (groups or 100)
+        w = weights[:, : grown.groups]
+        assert torch.equal(grown.moments(w).gram, at_once.moments(w).gram)
+        assert torch.equal(grown.group_images(), at_once.group_images())
+
+
 def test_blocks_fed_different_images_are_refused(generator):
     with pytest.raises(ValueError, match="different images"):
         bootstrap_eed([statistics_of(images(10, 3, generator)), statistics_of(images(11, 3, generator))])

@@ -45,7 +45,9 @@ def bundle_run(spec, width=384):
     profiles of ``width`` at epochs 0 and 2 and two k-NN records."""
     spec = RunSpec.parse(spec)
     config = RunConfig.from_dict(json.loads(CONFIG.read_text()))
-    config = dataclasses.replace(config, train=dataclasses.replace(config.train, **spec.overrides))
+    train = {key: value for key, value in spec.overrides.items() if key != "seed"}  # the seed is the run's own
+    config = dataclasses.replace(config, seed=spec.overrides.get("seed", config.seed),
+                                 train=dataclasses.replace(config.train, **train))
     knn = [{"epoch": 0, "top1": 20.0, "top1_mean": 21.0}, {"epoch": 2, "top1": 25.0, "top1_mean": 24.0}]
     return BundleRun(spec, config, {}, [make_record(0, width), make_record(2, width)], knn, [], [], {})
 

@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
-from ..reproduction.claims import MARGIN, ShapeSummary
+from ..reproduction.claims import MARGIN, ShapeSummary, profile_shape
 from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
 from ..reproduction.learning import block_changes
 from ..reproduction.records import ProfileRecord
@@ -255,25 +255,39 @@ def knob_colours(weights: Sequence[float]) -> list:
 
 
 def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: str) -> plt.Figure:
-    """A knob sweep block by block: each ``texture_weight``'s last saved profile (solid) and
-    its random initialisation (dashed), EED% of the width, in one colour per weight.
+    """A knob sweep block by block, one colour per weight: each ``texture_weight``'s last saved
+    profile (solid) and its random initialisation (dashed), EED% of the width (left), and what
+    training changed in each block (right: last minus initialisation, with its paired
+    bootstrap band where both profiles carry replicates), which sets learning apart from the
+    input's own statistics that the initialisation already shows.
 
     Args:
         runs: ``texture_weight`` -> the run's profile records by epoch, ascending in weight.
     """
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig, (levels, changes) = panel_grid(2, 5.2, 4.0)
     for colour, (weight, records) in zip(knob_colours(list(runs)), runs.items()):
         last, first = records[-1], records[0]
-        ax.plot(last.profile.eed_percent, marker="o", color=colour, label=f"w = {weight:g}, {epoch_label(last)}")
-        ax.plot(first.profile.eed_percent, linestyle="--", color=colour, alpha=0.6)
-    ax.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
-    ax.set_xticks(range(last.profile.depth))
-    ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)",
-           title="synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=2)
-    add_caption(fig, caption)
+        blocks = range(last.profile.depth)
+        levels.plot(blocks, last.profile.eed_percent, marker="o", color=colour, label=f"w = {weight:g}, {epoch_label(last)}")
+        levels.plot(blocks, first.profile.eed_percent, linestyle="--", color=colour, alpha=0.6)
+        bands = ""
+        if last.bootstrap is not None and first.bootstrap is not None:
+            gained = block_changes(profile_shape(first), profile_shape(last))
+            bands = f" Bands: {gained[0].level:.0%} paired bootstrap intervals over the images."
+            changes.fill_between(blocks, [c.low for c in gained], [c.high for c in gained], color=colour, alpha=0.2, lw=0)
+        changes.plot(blocks, np.subtract(last.profile.eed_percent, first.profile.eed_percent), marker="o", color=colour,
+                     label=f"w = {weight:g}")
+    levels.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
+    changes.axhline(0, color="0.4", lw=1)
+    for ax, title, ylabel in ((levels, "EED per block", "EED (% of width D)"),
+                              (changes, "what training changed", "EED change from random init (points)")):
+        ax.set_xticks(range(last.profile.depth))
+        ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
+        ax.grid(alpha=0.3)
+    levels.set_ylim(bottom=0)
+    levels.legend(fontsize="x-small", ncol=2)
+    fig.suptitle("synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
+    add_caption(fig, caption + bands)
     return fig
 
 

@@ -140,6 +140,22 @@ def widest_sweep(objective: str, bundles: Iterable[str | Path | Bundle] | None =
     return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
 
 
+def seeds_by_weight(sweep: KnobSweep) -> dict[float, list[BundleRun]]:
+    """The runs of ``sweep``'s bundle that differ from its own only in their seed, with its
+    own, by weight (ascending seed), for the weights trained with two seeds or more: the
+    spread a statement about the knob must stand beside."""
+    def unseeded(other: KnobSweep) -> tuple:
+        return other.objective, other.world, tuple((key, value) for key, value in other.overrides if key != "seed")
+
+    runs: dict[float, list[BundleRun]] = {}
+    for other in knob_sweeps([sweep.bundle]):
+        if unseeded(other) == unseeded(sweep):
+            for weight, (_, run) in other.runs.items():
+                runs.setdefault(weight, []).append(run)
+    return {weight: sorted(seeded, key=lambda run: run.config.seed)
+            for weight, seeded in sorted(runs.items()) if len(seeded) >= 2}
+
+
 @dataclass(frozen=True)
 class KnobTrend:
     """A shape statistic against the knob.

@@ -15,6 +15,7 @@ from ib_tutorial.reproduction.knob import (
     OBJECT_SEEDS,
     OBJECT_SWEEP,
     knob_sweeps,
+    seeds_by_weight,
     knob_trend,
     widest_sweep,
 )
@@ -110,3 +111,14 @@ def test_the_object_recipe_is_the_one_its_runs_were_trained_with():
 def test_runs_in_another_world_make_another_sweep():
     sweeps = knob_sweeps([bundle("worlds", mix_run(0), mix_run(1), mix_run(0, object_scale=1.6), mix_run(1, object_scale=1.6))])
     assert sorted(sweep.world for sweep in sweeps) == [(), (("object_scale", "1.6"),)]
+
+
+def test_the_seeds_of_a_sweep_are_the_runs_that_differ_only_in_their_seed():
+    runs = [mix_run(w) for w in (0, 0.5, 1)] + [mix_run(w, "objective=supervised,epochs=2,seed=1") for w in (0, 1)]
+    runs += [mix_run(0, "objective=supervised,epochs=4,seed=1"), mix_run(1, "objective=dino,epochs=2,seed=1")]
+    found = knob_sweeps([bundle("seeds", *runs)])
+    main = max(found, key=lambda sweep: len(sweep.runs))
+    seeds = seeds_by_weight(main)
+    assert list(seeds) == [0.0, 1.0]  # 0.5 has one seed; other budgets and objectives are other experiments
+    assert all([run.config.seed for run in pair] == [0, 1] for pair in seeds.values())
+    assert seeds_by_weight(main) == seeds_by_weight(next(s for s in found if dict(s.overrides).get("seed") == "1"))

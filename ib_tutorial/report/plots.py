@@ -265,18 +265,13 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: s
         runs: ``texture_weight`` -> the run's profile records by epoch, ascending in weight.
     """
     fig, (levels, changes) = panel_grid(2, 5.2, 4.0)
+    level = None
     for colour, (weight, records) in zip(knob_colours(list(runs)), runs.items()):
         last, first = records[-1], records[0]
         blocks = range(last.profile.depth)
         levels.plot(blocks, last.profile.eed_percent, marker="o", color=colour, label=f"w = {weight:g}, {epoch_label(last)}")
         levels.plot(blocks, first.profile.eed_percent, linestyle="--", color=colour, alpha=0.6)
-        bands = ""
-        if last.bootstrap is not None and first.bootstrap is not None:
-            gained = block_changes(profile_shape(first), profile_shape(last))
-            bands = f" Bands: {gained[0].level:.0%} paired bootstrap intervals over the images."
-            changes.fill_between(blocks, [c.low for c in gained], [c.high for c in gained], color=colour, alpha=0.2, lw=0)
-        changes.plot(blocks, np.subtract(last.profile.eed_percent, first.profile.eed_percent), marker="o", color=colour,
-                     label=f"w = {weight:g}")
+        level = draw_block_changes(changes, profile_shape(first), profile_shape(last), colour, f"w = {weight:g}") or level
     levels.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
     changes.axhline(0, color="0.4", lw=1)
     for ax, title, ylabel in ((levels, "EED per block", "EED (% of width D)"),
@@ -287,8 +282,21 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: s
     levels.set_ylim(bottom=0)
     levels.legend(fontsize="x-small", ncol=2)
     fig.suptitle("synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
-    add_caption(fig, caption + bands)
+    add_caption(fig, caption + (f" Bands: {level:.0%} paired bootstrap intervals over the images." if level else ""))
     return fig
+
+
+def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, color, label: str) -> float | None:
+    """Each block's EED change (points) from ``first`` to ``last`` on ``ax``, with its paired
+    bootstrap band when both profiles carry replicates; returns the band's level (None without)."""
+    blocks = range(len(last.n_eff))
+    level = None
+    if first.bootstrap is not None and last.bootstrap is not None:
+        gained = block_changes(first, last)
+        ax.fill_between(blocks, [c.low for c in gained], [c.high for c in gained], color=color, alpha=0.25, lw=0)
+        level = gained[0].level
+    ax.plot(blocks, np.subtract(last.eed_percent, first.eed_percent), "-o", color=color, label=label)
+    return level
 
 
 def plot_knob_shapes(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary],
@@ -371,9 +379,7 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
         levels.plot(blocks, run.last.eed_percent, "-o", color=color, label=f"seed {run.seed}, epoch {run.last.epoch}")
         levels.plot(blocks, run.first.eed_percent, "--s", color=color, markerfacecolor="none",
                     label=f"seed {run.seed}, random init")
-        gained = block_changes(run.first, run.last)
-        changes.fill_between(blocks, [c.low for c in gained], [c.high for c in gained], color=color, alpha=0.25, lw=0)
-        changes.plot(blocks, [c.estimate for c in gained], "-o", color=color, label=f"seed {run.seed}")
+        draw_block_changes(changes, run.first, run.last, color, f"seed {run.seed}")
     changes.axhline(0, color="0.4", lw=1)
     for ax, title, ylabel in ((levels, "EED per block, each seed", "EED (% of width D)"),
                               (changes, "what training changed", "EED change from random init (points)")):

@@ -233,15 +233,21 @@ def pilot(plan: Plan, base: str) -> float:
 
 def check_pilot(folder: Path, on_gpu: bool) -> dict:
     """Assert what the pilot must show (bf16 autocast on a GPU, a finite loss, a backbone
-    that loads) and return its median images/s, counted after its first logged step."""
+    that loads) and return its rates. The schedule is sized by the epoch's own rate (its
+    images over its wall time, the loader's start and waits included): the steps' median
+    rate, also returned, counts only the GPU's work on batches the loader had ready, and on
+    an H200 it was 2.4 times what whole epochs sustained."""
     run = RunDirectory(folder)
-    config, steps = run.read_config(), run.read_metrics("train")
+    config, steps, epochs = run.read_config(), run.read_metrics("train"), run.read_metrics("epoch")
     if on_gpu and config.precision != "bf16":
         raise StepFailed(f"pilot: expected bf16 autocast, got {config.precision}")
     if not steps or not all(math.isfinite(r["loss"]) for r in steps):
         raise StepFailed("pilot: no steps logged, or a non-finite loss")
+    if not epochs:
+        raise StepFailed("pilot: no epoch recorded")
     run.load_backbone(device="cuda" if on_gpu else "cpu")
-    return {"images_per_s": statistics.median(r["images_per_s"] for r in steps[1:] or steps), "steps": len(steps),
+    return {"images_per_s": config.train_images_used / epochs[-1]["epoch_s"],
+            "step_images_per_s": statistics.median(r["images_per_s"] for r in steps[1:] or steps), "steps": len(steps),
             "precision": config.precision, "loss": [steps[0]["loss"], steps[-1]["loss"]],
             "images_per_epoch": config.train_images_used}
 

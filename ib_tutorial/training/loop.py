@@ -184,7 +184,9 @@ class Position:
 
 def _restore(run: RunDirectory, state: Objective, processes: Processes, device: torch.device) -> Position:
     """Load the run's last checkpoint into ``state`` and this process's random generators."""
-    checkpoint = run.load_checkpoint(device)
+    # Loaded on the CPU: the random generators' states and the schedules are host arrays;
+    # the modules and the optimiser copy their tensors onto the device themselves.
+    checkpoint = run.load_checkpoint()
     if checkpoint is None:
         return Position()
     state.load_state_dict(checkpoint)

@@ -93,9 +93,11 @@ def learned_sentence(sweep: KnobSweep) -> str:
             "standard errors of the held-out accuracy where the records give its number of images")
     if not others:
         return f"Every network of the sweep learned ({rule})."
+    tested = ("the knob's claim is tested with and without them" if len(learned) >= 2
+              else "the knob's claim is tested on every weight, and cannot be without them")
     return ((f"Learned ({rule}): {names(learned)}. " if learned else f"No network of the sweep learned ({rule}). ")
             + f"Did not: {names(others)}, whose profiles are those of networks that have not learned their data; "
-              "the knob's claim is tested with and without them.")
+            + tested + ".")
 
 
 def render_sweep(sweep: KnobSweep) -> list:

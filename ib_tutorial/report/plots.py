@@ -250,8 +250,10 @@ def plot_texture_knob(
 
 
 def knob_colours(weights: Sequence[float]) -> list:
-    """One colour per ``texture_weight``, from the object end (dark) to the texture end (light)."""
-    return [plt.cm.viridis(0.85 * weight) for weight in weights]
+    """One colour per ``texture_weight``, from the object end (dark) to the texture end
+    (light), evenly spaced by rank: weights dense near 0 stay apart."""
+    ranks, steps = sorted(weights), max(len(weights) - 1, 1)
+    return [plt.cm.viridis(0.9 * ranks.index(weight) / steps) for weight in weights]
 
 
 def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: str) -> plt.Figure:
@@ -280,8 +282,9 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: s
         ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
         ax.grid(alpha=0.3)
     levels.set_ylim(bottom=0)
-    levels.legend(fontsize="x-small", ncol=2)
     fig.suptitle("synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
+    # Beside the panels, where it covers no curve (inside, it hid the upper ones).
+    fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
     add_caption(fig, caption + (f" Bands: {level:.0%} paired bootstrap intervals over the images." if level else ""))
     return fig
 

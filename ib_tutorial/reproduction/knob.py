@@ -54,10 +54,6 @@ class KnobRecipe:
         return [f"{KNOB_DATASET}:texture_weight={weight:g}{world}@{self.settings}{seeded}" for weight in self.weights]
 
 
-#: The first committed ``laptop`` sweep (``results/laptop-knob``), on the world's default
-#: objects: the object end did not learn in its 12 epochs (``results/README.md``).
-LAPTOP_SWEEP = KnobRecipe((0, 0.25, 0.5, 0.75, 1), "objective=supervised,epochs=12,knn_every=2,checkpoint_every=3")
-
 #: The sweep at a recipe whose object end learns on one core (pilots in ``results/README.md``):
 #: larger objects without clutter, no augmentation, a gentle learning rate, 24 epochs, weights
 #: dense where a probe on local patches finds the evidence moving from shape to texture; two

@@ -10,7 +10,6 @@ from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.claims import ShapeSummary, deeper_along_knob
 from ib_tutorial.reproduction.knob import (
     DINO_ENDS,
-    LAPTOP_SWEEP,
     LIVE_SWEEP,
     OBJECT_SEEDS,
     OBJECT_SWEEP,
@@ -89,7 +88,7 @@ def test_the_widest_sweep_of_an_objective_is_chosen():
     assert widest_sweep("dino", [narrow, wide]) is None
 
 
-@pytest.mark.parametrize("recipe", [LAPTOP_SWEEP, LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS, DINO_ENDS])
+@pytest.mark.parametrize("recipe", [LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS, DINO_ENDS])
 def test_the_sweep_specs_name_the_knob_and_the_same_world_and_settings(recipe):
     specs = recipe.specs()
     parsed = [RunSpec.parse(spec) for spec in specs]

@@ -115,6 +115,29 @@ def test_invalid_records_name_the_field(breakage, where):
         validate_profile_record(data)
 
 
+def _record_with_replicates(rows):
+    data = make_record().to_dict()
+    data["bootstrap"] = {"variant": "tokens", "seed": 0, "n_eff": rows}
+    return data
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([[1.0, 2.0], [1.0, 2.0, 3.0]], "bootstrap/n_eff: its replicates differ in length"),
+        ([[1.0, 2.0], [1.0, "2.0"]], "bootstrap/n_eff: a replicate holds a value that is not a number"),
+        ([[1.0, 2.0], [1.0, True]], "bootstrap/n_eff: a replicate holds a value that is not a number"),
+        ([[1.0, 2.0], [1.0, None]], "bootstrap/n_eff: a replicate holds a value that is not a number"),
+        ([[1.0, 2.0], 3.0], "bootstrap/n_eff/1"),
+        ([], "bootstrap/n_eff"),
+    ],
+)
+def test_every_replicate_of_a_bootstrap_is_checked_not_only_the_first(rows, message):
+    with pytest.raises(ValueError, match=message):
+        validate_profile_record(_record_with_replicates(rows))
+    validate_profile_record(_record_with_replicates([[1.0, 2], [3.5, 4.0]]))
+
+
 def test_a_broken_file_is_named_and_left_alone(tmp_path):
     path = tmp_path / "0.json"
     path.write_text('{"schema": ')

@@ -141,8 +141,27 @@ def profile_model(
     forward runs under autocast (:func:`~ib_tutorial.precision.autocast`); the accumulators
     are float64 everywhere.
     """
-    if tokens not in TOKEN_CHOICES:
-        raise ValueError(f"tokens must be one of {TOKEN_CHOICES}, got {tokens!r}")
+    (profile,) = profile_measurements(model, images_or_loader, [(tokens, center)], companions, device, twonn_samples,
+                                      seed, progress)
+    return profile
+
+
+@torch.no_grad()
+def profile_measurements(
+    model: torch.nn.Module,
+    images_or_loader,
+    measurements: Sequence[tuple[str, bool]],
+    companions: Sequence[str] = (),
+    device: torch.device | str | None = None,
+    twonn_samples: int = 2000,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[Profile]:
+    """:func:`profile_model` for each ``(tokens, center)`` of ``measurements``, in order, all
+    from one forward pass per batch: the same as one call each, for the price of one."""
+    unknown_tokens = [tokens for tokens, _ in measurements if tokens not in TOKEN_CHOICES]
+    if unknown_tokens:
+        raise ValueError(f"tokens must be one of {TOKEN_CHOICES}, got {unknown_tokens[0]!r}")
     unknown = set(companions) - set(COMPANIONS)
     if unknown:
         raise ValueError(f"unknown companions {sorted(unknown)}; choose from {COMPANIONS}")
@@ -152,33 +171,48 @@ def profile_model(
     device = torch.device(device) if device is not None else next(model.parameters()).device
     dim = model.embed_dim
     prefix = getattr(model, "num_prefix_tokens", 1)
-    accumulators = [CovarianceAccumulator(dim, center=center) for _ in blocks]
-    reservoirs = [_TokenReservoir(twonn_samples, seed + i) for i in range(len(blocks))] if "twonn" in companions else []
+    recorders = [_BlockRecorder(tokens, [CovarianceAccumulator(dim, center=center) for _ in blocks],
+                                [_TokenReservoir(twonn_samples, seed + i) for i in range(len(blocks))]
+                                if "twonn" in companions else [])
+                 for tokens, center in measurements]
 
     was_training = model.training
     model.eval()
     n_images = 0
     try:
-        with _recording(blocks, accumulators, reservoirs, tokens, prefix), autocast(device):
+        with _recording(blocks, recorders, prefix), autocast(device):
             for images in tqdm(_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
                 model.forward_features(images.to(device, non_blocking=True))
                 n_images += images.shape[0]
     finally:
         model.train(was_training)
-    return _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images)
+    return [_summarise(recorder.accumulators, recorder.reservoirs, companions, dim, recorder.tokens, center, n_images)
+            for recorder, (_, center) in zip(recorders, measurements)]
+
+
+@dataclass(frozen=True)
+class _BlockRecorder:
+    """What one measurement keeps of every block: its token choice, and per block an
+    accumulator (and, for TwoNN, a reservoir)."""
+
+    tokens: str
+    accumulators: list[CovarianceAccumulator]
+    reservoirs: list[_TokenReservoir]
 
 
 @contextlib.contextmanager
-def _recording(blocks, accumulators, reservoirs, tokens: str, prefix: int):
-    """Forward hooks, while open, that hand each block's selected tokens to its accumulator
-    (and, for TwoNN, to its reservoir)."""
+def _recording(blocks, recorders: Sequence[_BlockRecorder], prefix: int):
+    """Forward hooks, while open, that hand each block's selected tokens to every recorder's
+    accumulator (and, for TwoNN, reservoir) of that block."""
 
     def make_hook(index: int):
         def hook(_module, _inputs, output):
-            rows = select_tokens(output, tokens, prefix)
-            accumulators[index].update(rows)
-            if reservoirs:
-                reservoirs[index].update(rows)
+            selected: dict[str, torch.Tensor] = {}  # one selection per token choice, shared by its recorders
+            for recorder in recorders:
+                rows = selected.setdefault(recorder.tokens, select_tokens(output, recorder.tokens, prefix))
+                recorder.accumulators[index].update(rows)
+                if recorder.reservoirs:
+                    recorder.reservoirs[index].update(rows)
 
         return hook
 

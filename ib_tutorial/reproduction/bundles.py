@@ -9,6 +9,7 @@ whatever its working directory; :func:`ib_tutorial.report.tables.bundle_markdown
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -67,7 +68,9 @@ class Bundle:
 
 def load_bundle(where: str | os.PathLike) -> Bundle:
     """The bundle in folder ``where``, or the committed one of that name under ``results/``
-    (e.g. ``"laptop-real"``).
+    (e.g. ``"laptop-real"``). A committed bundle is read once per process while its
+    ``summary.json`` is unchanged: a chapter finds its runs, sweeps and published models among
+    all of them, many times over.
 
     Raises:
         FileNotFoundError: naming the folder and how a bundle is made.
@@ -79,6 +82,17 @@ def load_bundle(where: str | os.PathLike) -> Bundle:
         raise FileNotFoundError(
             f"No results bundle at {where} (nor {path}): make one with `ib-tutorial reproduce --export DEST`, "
             "or clone the repository, whose results/ folder holds the committed bundles.")
+    if path.resolve().parent == stored_results().resolve():
+        return _read_committed_bundle(path.resolve(), (path / "summary.json").stat().st_mtime_ns)
+    return _read_bundle(path)
+
+
+@functools.cache
+def _read_committed_bundle(path: Path, summary_written_ns: int) -> Bundle:
+    return _read_bundle(path)
+
+
+def _read_bundle(path: Path) -> Bundle:
     summary = json.loads((path / "summary.json").read_text())
     runs = {}
     for spec, entry in summary["datasets"].items():

@@ -30,7 +30,7 @@ from torchvision import transforms
 from ..data import get_dataset, held_out_split
 from ..data.spec import spec_folder
 from ..files import write_json_atomic
-from ..measure.block_profile import COMPANIONS, profile_model
+from ..measure.block_profile import COMPANIONS, profile_measurements
 from ..measure.pruning import prune_blocks, pruning_record
 from ..models import load_pretrained
 from ..paths import data_root
@@ -116,11 +116,12 @@ def profile_published(name: str, spec: str | RunSpec, out: str | os.PathLike, we
                         batch_size=chosen.profile.batch_size)
     source = weights_source(name, weights, model)
     model = model.to(device)
-    for path, (tokens, center) in zip(paths, MEASUREMENTS):
-        default = (tokens, center) == ("all", True)
-        profile = profile_model(model, loader, tokens=tokens, center=center, companions=COMPANIONS if default else (),
-                                device=device, twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
-                                progress=progress)
+    # The default measurement with its companions, then every variant from one more pass.
+    profiles = [profile for measured, companions in ((MEASUREMENTS[:1], COMPANIONS), (MEASUREMENTS[1:], ()))
+                for profile in profile_measurements(model, loader, measured, companions=companions, device=device,
+                                                    twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
+                                                    progress=progress)]
+    for path, profile in zip(paths, profiles):
         origin = published_provenance(name, spec, source, model_input, chosen, profile.n_images, profile.n_tokens, device)
         save_profile_record(path, ProfileRecord(label=f"{spec.dataset_spec}: pretrained {name}", epoch=None,
                                                 profile=profile, provenance=origin))

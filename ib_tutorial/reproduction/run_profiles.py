@@ -18,6 +18,7 @@ gets its interval from the same resampled images.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -26,7 +27,12 @@ from tqdm.auto import tqdm
 
 from ..data import get_dataset
 from ..measure.block_bootstrap import bootstrap_blocks
-from ..measure.block_profile import COMPANIONS, patch_eed, profile_model
+from ..measure.block_profile import (
+    COMPANIONS,
+    patch_eed,
+    profile_measurements,
+    profile_model,
+)
 from ..models import PRETRAINED_DINO, pretrained_dino_vit_small
 from ..presets import ProfileSettings, get_preset
 from ..training.augment import eval_transform
@@ -136,40 +142,59 @@ def profile_run(
     Everything else comes from the run's :func:`profile_settings`; a centred measurement is
     bootstrapped over its images with ``replicates`` of them (seeded with the run's seed).
     """
-    run = RunDirectory(run_dir)
-    config = run.read_config()
-    settings = profile_settings(config)
-    images = images or default_profile_count(config, root, download)
-    device = torch.device(device) if device is not None else profile_device(config)
-    replicates = settings.replicates if center else 0  # the bootstrap's covariance is centred
-    folder = profile_folder(run, tokens, center)
-    epochs = run.backbone_epochs()
-    todo = [e for e in epochs if not _is_done(folder / f"{e}.json", images, companions, replicates > 0)]
-    if todo:
-        dataset = profile_images(config, images, root, download)
-        loader = DataLoader(dataset, batch_size=settings.batch_size)
-    for epoch in tqdm(todo, desc=f"profiling {run.path.name}", disable=not progress or not todo):  # no 0/0 bar
-        model = run.load_backbone(epoch, device)
-        profile = profile_model(model, loader, tokens=tokens, center=center, companions=companions, device=device,
-                                twonn_samples=settings.twonn_samples, seed=config.seed, progress=False)
-        bootstrap = bootstrap_blocks(model, dataset, [("tokens", tokens)], replicates, seed=config.seed,
-                                     batch_size=settings.batch_size, device=device)[("tokens", tokens)] if replicates else None
-        origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                            n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
-        record = ProfileRecord(label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
-                               profile=profile, provenance=origin,
-                               bootstrap=bootstrap.stored() if bootstrap is not None else None)
-        save_profile_record(folder / f"{epoch}.json", record)
-    return [folder / f"{e}.json" for e in epochs]
+    return _profile_teachers(run_dir, [(tokens, center)], images, companions, root, download, device,
+                             progress)[(tokens, center)]
 
 
 def profile_variants(run_dir: str | os.PathLike, root=None, download: bool = False, progress: bool = True
                      ) -> dict[str, list[Path]]:
     """:func:`profile_run` for every measurement in :data:`VARIANTS` (EED alone, no
-    companions): the same teachers on the same images, measured each way the paper leaves open."""
-    return {variant_label(tokens, center): profile_run(run_dir, tokens=tokens, center=center, companions=(), root=root,
-                                                       download=download, progress=progress)
-            for tokens, center in VARIANTS}
+    companions): the same teachers on the same images, measured each way the paper leaves
+    open, every way from one forward pass per batch."""
+    paths = _profile_teachers(run_dir, VARIANTS, None, (), root, download, None, progress)
+    return {variant_label(tokens, center): paths[(tokens, center)] for tokens, center in VARIANTS}
+
+
+def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[str, bool]], images: int | None,
+                      companions, root, download: bool, device: str | torch.device | None, progress: bool
+                      ) -> dict[tuple[str, bool], list[Path]]:
+    """Each ``(tokens, center)`` of ``measurements`` of every saved teacher of ``run_dir`` that
+    is not measured yet (see :func:`profile_run`): each teacher loaded once, and measured every
+    way in one pass (:func:`~ib_tutorial.measure.block_profile.profile_measurements`)."""
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    settings = profile_settings(config)
+    images = images or default_profile_count(config, root, download)
+    device = torch.device(device) if device is not None else profile_device(config)
+    epochs = run.backbone_epochs()
+    folders = {measurement: profile_folder(run, *measurement) for measurement in measurements}
+
+    def replicates(center: bool) -> int:
+        return settings.replicates if center else 0  # the bootstrap's covariance is centred
+
+    todo = {epoch: [(tokens, center) for tokens, center in measurements
+                    if not _is_done(folders[(tokens, center)] / f"{epoch}.json", images, companions, replicates(center) > 0)]
+            for epoch in epochs}
+    todo = {epoch: measured for epoch, measured in todo.items() if measured}
+    if todo:
+        dataset = profile_images(config, images, root, download)
+        loader = DataLoader(dataset, batch_size=settings.batch_size)
+    for epoch, measured in tqdm(todo.items(), desc=f"profiling {run.path.name}", disable=not progress or not todo):  # no 0/0 bar
+        model = run.load_backbone(epoch, device)
+        profiles = profile_measurements(model, loader, measured, companions=companions, device=device,
+                                        twonn_samples=settings.twonn_samples, seed=config.seed, progress=False)
+        bootstrapped = [("tokens", tokens) for tokens, center in measured if replicates(center)]
+        bootstraps = bootstrap_blocks(model, dataset, bootstrapped, settings.replicates, seed=config.seed,
+                                      batch_size=settings.batch_size, device=device) if bootstrapped else {}
+        for (tokens, center), profile in zip(measured, profiles):
+            bootstrap = bootstraps.get(("tokens", tokens)) if center else None
+            origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
+                                n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
+            record = ProfileRecord(label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
+                                   profile=profile, provenance=origin,
+                                   bootstrap=bootstrap.stored() if bootstrap is not None else None)
+            save_profile_record(folders[(tokens, center)] / f"{epoch}.json", record)
+    return {measurement: [folder / f"{e}.json" for e in epochs] for measurement, folder in folders.items()}
 
 
 def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from ib_tutorial.measure.block_profile import profile_model, select_tokens
+from ib_tutorial.measure.block_profile import profile_measurements, profile_model, select_tokens
 from ib_tutorial.measure.covariance import CovarianceAccumulator
 from ib_tutorial.measure.metrics import effective_encoding_dimension
 from ib_tutorial.models import vit_small
@@ -64,6 +64,18 @@ def test_batches_from_a_loader_equal_one_batch(model, images):
     assert streamed.n_eff == pytest.approx(whole.n_eff, rel=1e-6)
     assert streamed.n_images == 12
     assert streamed.n_tokens == 12 * 17
+
+
+def test_measurements_from_one_pass_equal_one_call_each(model, images):
+    measurements = [("all", True), ("cls", True), ("mean", False), ("all", False)]
+    loader = [(chunk, torch.zeros(len(chunk))) for chunk in torch.split(images, 5)]
+    shared = profile_measurements(model, loader, measurements, companions=("rankme", "twonn"), twonn_samples=50,
+                                  progress=False)
+    each = [profile_model(model, loader, tokens=tokens, center=center, companions=("rankme", "twonn"),
+                          twonn_samples=50, progress=False) for tokens, center in measurements]
+    assert shared == each
+    with pytest.raises(ValueError, match="tokens must be one of"):
+        profile_measurements(model, loader, [("all", True), ("every", True)], progress=False)
 
 
 def test_token_counts(images):

@@ -1,7 +1,11 @@
 """Every committed bundle under results/ loads with today's types: its JSON is the contract."""
+import os
+import shutil
+
 import pytest
 
 from ib_tutorial.paths import stored_results
+from ib_tutorial.reproduction import bundles
 from ib_tutorial.reproduction.bundles import load_bundle, stored_bundles
 from ib_tutorial.reproduction.records import PROFILE_SCHEMA, SCHEMA_ID, load_profile_record
 
@@ -72,3 +76,18 @@ def test_every_committed_bundle_loads(name):
         assert run.spec.text == key and run.profiles and run.config.objective.name == run.config.train.objective
     for path in sorted(stored_results(name).rglob("profiles/**/*.json")):
         load_profile_record(path)  # raises, naming the file, on a record the schema refuses
+
+
+@pytest.mark.skipif("old-laptop-vit-small" not in BUNDLES, reason="no bundles committed next to this package")
+def test_a_committed_bundle_is_read_once_until_its_summary_is_written_again(tmp_path, monkeypatch):
+    shutil.copytree(stored_results("old-laptop-vit-small"), tmp_path / "results" / "old")
+    shutil.copytree(stored_results("old-laptop-vit-small"), tmp_path / "elsewhere")
+    monkeypatch.setattr(bundles, "stored_results", lambda name="": tmp_path / "results" / name)
+    first = load_bundle("old")
+    assert load_bundle("old") is first and load_bundle(tmp_path / "results" / "old") is first
+    summary = tmp_path / "results" / "old" / "summary.json"
+    written = summary.stat().st_mtime_ns
+    os.utime(summary, ns=(written + 10**9, written + 10**9))  # written again, e.g. by `reproduce --export`
+    again = load_bundle("old")
+    assert again is not first and again == first
+    assert load_bundle(tmp_path / "elsewhere") is not load_bundle(tmp_path / "elsewhere")  # a live folder: read each time

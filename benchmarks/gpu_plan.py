@@ -61,8 +61,7 @@ SUBSETS = ("tiny-imagenet-200", "dtd/images")
 # matplotlib, tqdm, pillow, attrs and packaging): wheels for its Python 3.12, named one by
 # one (pip would otherwise fetch another PyTorch as a dependency). The first of each line
 # is what the plan imports.
-WHEELS = (("jsonschema==4.26.0", "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1"),
-          ("kornia==0.9.0", "kornia-rs==0.2.0"))
+WHEELS = (("kornia==0.9.0", "kornia-rs==0.2.0"),)
 DEVICE_PYTHON = "3.12"
 CARRY_LIMIT = 64 * 2**20
 BUNDLE = "gpu-paper-subsets"

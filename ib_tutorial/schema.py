@@ -6,8 +6,8 @@ boolean, ``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null, ``L
 an enum, a nested dataclass an object); a field's ``metadata["schema"]`` adds constraints
 (``minimum``, ``minItems``, ``const``, ...). Every field is required (a record is written
 whole) but one that defaults to None, which files written before it was added lack; other
-keys are allowed, so a record may carry more than its type names. :func:`from_json` reads
-such data back as the dataclass.
+keys are allowed, so a record may carry more than its type names. :func:`schema_error`
+checks data against such a schema, and :func:`from_json` reads it back as the dataclass.
 """
 from __future__ import annotations
 
@@ -67,3 +67,72 @@ def _from_json_value(hint, value):
     if typing.get_origin(hint) is tuple and isinstance(value, list):
         return tuple(value)
     return value
+
+
+# The JSON types, as Python's json module reads them (a bool is not a number; 2.0 is an integer).
+_IS_TYPE = {
+    "string": lambda value: isinstance(value, str),
+    "integer": lambda value: (isinstance(value, int) and not isinstance(value, bool))
+    or (isinstance(value, float) and value.is_integer()),
+    "number": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+    "boolean": lambda value: isinstance(value, bool),
+    "array": lambda value: isinstance(value, list),
+    "object": lambda value: isinstance(value, dict),
+    "null": lambda value: value is None,
+}
+_KEYWORDS = {"type", "required", "properties", "additionalProperties", "items", "enum", "const", "minimum", "maximum",
+             "minItems"}
+
+
+def schema_error(schema: dict, value, path: tuple = ()) -> tuple[tuple, str] | None:
+    """The first place, in the data's order, where ``value`` breaks ``schema``, as (path,
+    message) with the path's keys and indices; None where it conforms.
+
+    It checks the keywords :func:`json_schema` and the fields' metadata write, as a JSON
+    Schema validator does (the tests hold it against ``jsonschema``), and refuses a schema
+    with any other, which it would otherwise ignore. Importing ``jsonschema`` cost each
+    chapter's kernel a second and a half (its format checkers build grammars), and walking
+    a bootstrap's thousands of numbers one by one most of the time a bundle took to load."""
+    unknown = set(schema) - _KEYWORDS
+    if unknown:
+        raise ValueError(f"no check for the schema keywords {sorted(unknown)}")
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if kinds is not None and not any(_IS_TYPE[kind](value) for kind in kinds):
+        return path, f"{value!r} is not of type {' or '.join(map(repr, kinds))}"
+    if "const" in schema and value != schema["const"]:
+        return path, f"{schema['const']!r} was expected"
+    if "enum" in schema and value not in schema["enum"]:
+        return path, f"{value!r} is not one of {schema['enum']!r}"
+    if _IS_TYPE["number"](value):
+        if value < schema.get("minimum", value):
+            return path, f"{value!r} is less than the minimum of {schema['minimum']!r}"
+        if value > schema.get("maximum", value):
+            return path, f"{value!r} is greater than the maximum of {schema['maximum']!r}"
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return path, f"{value!r} has fewer than {schema['minItems']} items"
+        return _items_error(schema.get("items"), value, path)
+    if isinstance(value, dict):
+        missing = [key for key in schema.get("required", ()) if key not in value]
+        if missing:
+            return path, f"{missing[0]!r} is a required property"
+        properties = schema.get("properties", {})
+        for key, item in value.items():
+            item_schema = properties.get(key, schema.get("additionalProperties"))
+            error = schema_error(item_schema, item, (*path, key)) if item_schema is not None else None
+            if error:
+                return error
+    return None
+
+
+def _items_error(schema: dict | None, items: list, path: tuple) -> tuple[tuple, str] | None:
+    if schema is None:
+        return None
+    if schema == {"type": "number"} and {type(item) for item in items} <= {int, float}:
+        return None  # one pass over a long array of numbers (a bootstrap's replicates), not a walk
+    for index, item in enumerate(items):
+        error = schema_error(schema, item, (*path, index))
+        if error:
+            return error
+    return None

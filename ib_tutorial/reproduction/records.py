@@ -22,7 +22,6 @@ files validate against, is derived from it (:func:`ib_tutorial.schema.json_schem
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import hashlib
 import json
 import os
@@ -35,7 +34,7 @@ from pathlib import Path
 from ..files import write_json_atomic
 from ..measure.block_profile import Profile
 from ..measure.bootstrap import LEVEL, METHODS, BootstrapProfile, StoredReplicates
-from ..schema import from_json, json_schema
+from ..schema import from_json, json_schema, schema_error
 
 SCHEMA_ID = "ib-tutorial/profile/1"
 
@@ -155,47 +154,13 @@ def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_toke
     )
 
 
-@functools.cache
-def _profile_validator():
-    """A validator of :data:`PROFILE_SCHEMA`, whose schema is checked once: ``jsonschema.validate``
-    checks it again on every call, which was four fifths of the time a chapter spent loading
-    the committed bundles' two thousand profiles."""
-    # Imported here: importing jsonschema builds the grammars of its optional format
-    # checkers (1.5 s), which every `ib-tutorial` process would pay, training included.
-    import jsonschema
-
-    validator_class = jsonschema.validators.validator_for(PROFILE_SCHEMA)
-    validator_class.check_schema(PROFILE_SCHEMA)
-    return validator_class(PROFILE_SCHEMA)
-
-
 def validate_profile_record(data: dict) -> None:
     """Raise ``ValueError`` naming the first field of a file's JSON ``data`` that breaks
-    :data:`PROFILE_SCHEMA` (the error ``jsonschema.validate`` would pick).
-
-    The bootstrap's replicate matrix is checked by the schema on its first row and by
-    :func:`_check_replicate_rows` on the rest: walked by the schema number by number, its
-    thousands of entries were nine tenths of the time a chapter spent loading the knob's bundle."""
-    import jsonschema
-
-    bootstrap = data.get("bootstrap")
-    rows = bootstrap.get("n_eff") if isinstance(bootstrap, dict) else None
-    if isinstance(rows, list) and rows and all(isinstance(row, list) for row in rows):
-        _check_replicate_rows(rows)
-        data = {**data, "bootstrap": {**bootstrap, "n_eff": rows[:1]}}
-    error = jsonschema.exceptions.best_match(_profile_validator().iter_errors(data))
+    :data:`PROFILE_SCHEMA` (:func:`~ib_tutorial.schema.schema_error`)."""
+    error = schema_error(PROFILE_SCHEMA, data)
     if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
-        raise ValueError(f"not a valid {SCHEMA_ID} record at {where}: {error.message}")
-
-
-def _check_replicate_rows(rows: list[list]) -> None:
-    """Raise ``ValueError`` unless every replicate is as long as the first and holds only
-    JSON numbers (``bool``, a subclass of ``int``, is not one)."""
-    if any(len(row) != len(rows[0]) for row in rows):
-        raise ValueError(f"not a valid {SCHEMA_ID} record at bootstrap/n_eff: its replicates differ in length")
-    if not {type(value) for row in rows for value in row} <= {int, float}:
-        raise ValueError(f"not a valid {SCHEMA_ID} record at bootstrap/n_eff: a replicate holds a value that is not a number")
+        where = "/".join(str(part) for part in error[0]) or "(top level)"
+        raise ValueError(f"not a valid {SCHEMA_ID} record at {where}: {error[1]}")
 
 
 def save_profile_record(path: str | os.PathLike, record: ProfileRecord) -> None:

@@ -122,18 +122,17 @@ def _record_with_replicates(rows):
 
 
 @pytest.mark.parametrize(
-    "rows, message",
+    "rows, where",
     [
-        ([[1.0, 2.0], [1.0, 2.0, 3.0]], "bootstrap/n_eff: its replicates differ in length"),
-        ([[1.0, 2.0], [1.0, "2.0"]], "bootstrap/n_eff: a replicate holds a value that is not a number"),
-        ([[1.0, 2.0], [1.0, True]], "bootstrap/n_eff: a replicate holds a value that is not a number"),
-        ([[1.0, 2.0], [1.0, None]], "bootstrap/n_eff: a replicate holds a value that is not a number"),
+        ([[1.0, 2.0], [1.0, "2.0"]], "bootstrap/n_eff/1/1"),
+        ([[1.0, 2.0], [1.0, True]], "bootstrap/n_eff/1/1"),
+        ([[1.0, 2.0], [None, 2.0]], "bootstrap/n_eff/1/0"),
         ([[1.0, 2.0], 3.0], "bootstrap/n_eff/1"),
         ([], "bootstrap/n_eff"),
     ],
 )
-def test_every_replicate_of_a_bootstrap_is_checked_not_only_the_first(rows, message):
-    with pytest.raises(ValueError, match=message):
+def test_every_replicate_of_a_bootstrap_is_checked_not_only_the_first(rows, where):
+    with pytest.raises(ValueError, match=f"at {where}: "):
         validate_profile_record(_record_with_replicates(rows))
     validate_profile_record(_record_with_replicates([[1.0, 2], [3.5, 4.0]]))
 

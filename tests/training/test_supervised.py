@@ -87,5 +87,5 @@ def test_reproduce_without_all_measurements_writes_the_default_profiles_only(tmp
     spec = "synthetic-objects@" + ",".join(f"{k}={v}" for k, v in TINY.items())
     out = reproduce("ci", datasets=[spec], out=tmp_path / "bundle", progress=False, all_measurements=False)
     run = out / json.loads((out / "summary.json").read_text())["datasets"][spec]["run"]
-    assert sorted(p.name for p in (run / "profiles").iterdir()) == ["0.json", "1.json", "2.json", "3.json"]
+    assert sorted(p.name for p in (run / "profiles").iterdir()) == ["0.json", "3.json"]  # ci saves the first and last teachers
     assert not (run / "pruning").exists()

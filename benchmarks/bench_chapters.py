@@ -2,6 +2,7 @@
 preset, as a reader who opens that one chapter would run it.
 
     python benchmarks/bench_chapters.py [--busy] [--chapters eed dino ...] [--data DIR]
+    python benchmarks/bench_chapters.py --book
 
 Each chapter runs in a fresh kernel (nbclient, the engine of `jupyter nbconvert --execute`
 and of the book's build) with a data folder of its own, so it trains whatever live runs it
@@ -12,12 +13,19 @@ chapters share their runs). Prints and writes (to
 benchmarks/results/bench_chapters[_busy].json) every chapter's wall time, its slowest cell,
 and whether any cell ran into the book's cell time limit (`execute.timeout` in
 `_config.yml`).
+
+`--book` times the book's cold build instead, README command (a) from nothing:
+`jupyter-book build . -W` into a new folder, with an empty data folder, so every live run
+is trained; it writes the build's wall time and each notebook's execution time as the
+build reports it (benchmarks/results/bench_book_build.json).
 """
 from __future__ import annotations
 
 import argparse
 import multiprocessing
 import os
+import re
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -69,6 +77,23 @@ def run_chapter(name: str, data: Path, timeout: int) -> dict:
             "outcome": outcome}
 
 
+def cold_build() -> dict:
+    """README command (a) from nothing: the build's wall time, its outcome, and each
+    notebook's execution time as the build reports it."""
+    with tempfile.TemporaryDirectory(prefix="bench-book-") as scratch:
+        env = {**os.environ, "IB_TUTORIAL_PRESET": "ci", "IB_TUTORIAL_DATA": str(Path(scratch) / "data")}
+        start = time.perf_counter()
+        build = subprocess.run(["jupyter-book", "build", ".", "-W", "--path-output", str(Path(scratch) / "book")],
+                               cwd=REPO, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    executed = {Path(name).stem: float(seconds) for name, seconds in
+                re.findall(r"(\S+\.ipynb): Executed notebook in ([0-9.]+) seconds", build.stdout + build.stderr)}
+    outcome = "built" if build.returncode == 0 else f"failed (exit {build.returncode}): {build.stderr.strip()[-300:]}"
+    print(f"cold build {wall:7.1f} s ({sum(executed.values()):.1f} s executing {len(executed)} notebooks)  {outcome}")
+    return {"wall_s": round(wall, 1), "executing_s": round(sum(executed.values()), 1),
+            "notebooks_s": {name: round(seconds, 1) for name, seconds in sorted(executed.items())}, "outcome": outcome}
+
+
 def spin() -> None:
     """Keep one core busy."""
     while True:
@@ -80,9 +105,15 @@ def main() -> None:
     parser.add_argument("--busy", action="store_true", help="keep one other process spinning on a core")
     parser.add_argument("--chapters", nargs="+", default=None, help="chapter names (default: every notebook)")
     parser.add_argument("--data", default=None, help="one data folder for all chapters (default: one each)")
+    parser.add_argument("--book", action="store_true", help="time the book's cold build instead")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     os.environ["IB_TUTORIAL_PRESET"] = "ci"
+    if args.book:
+        write_json(args.out or "benchmarks/results/bench_book_build.json",
+                   {"preset": "ci", "cores": os.cpu_count(), "load_average": load_average(), "machine": machine(),
+                    "build": cold_build()})
+        return
     timeout = cell_limit()
     busy = multiprocessing.Process(target=spin, daemon=True) if args.busy else None
     if busy:

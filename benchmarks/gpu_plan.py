@@ -74,7 +74,8 @@ ARCHIVE_S = 20  # kept for writing the archive
 PROFILE_S = 120  # kept for the k-NN evaluations, profiles and pruning after training
 # The dry run: the `ci` tier shrunk to a few seconds of CPU per step.
 DRY = dict(train_images=32, batch_size=8, img_size=16, patch_size=8, local_crop_size=8,
-           knn_train_images=16, knn_eval_images=8, out_dim=64, hidden_dim=64, bottleneck_dim=16, arch="vit_tiny")
+           knn_train_images=16, knn_eval_images=8, out_dim=64, hidden_dim=64, bottleneck_dim=16, arch="vit_tiny",
+           checkpoint_every=1)  # every epoch saved and profiled, as the plan does on the GPU
 DRY_MOST_EPOCHS = 2
 
 

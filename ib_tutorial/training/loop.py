@@ -42,6 +42,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..measure.knn import evaluate_knn
+from ..paths import display_path
 from ..presets import Preset, get_preset
 from ..seeding import rng_state, seed_all, set_rng_state
 from .data import TrainingData, build_data, build_loader
@@ -138,7 +139,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
         if run.exists():  # drop what the interrupted run logged after its last checkpoint, and its unfinished files
             run.truncate_metrics(start.step if start.step else -1)
             run.remove_unfinished_files()
-            tqdm.write(f"resuming {run.path} at epoch {start.epoch}, step {start.step}")
+            tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
     if processes.distributed:
         state.distribute()

@@ -186,9 +186,9 @@ def test_a_broken_checkpoint_names_itself_and_the_previous_good_one(two_checkpoi
     else:  # a pickle that would run code on loading: weights_only refuses it
         torch.save({"epoch": 2, "payload": NotATensor()}, latest)
     with pytest.raises(CheckpointError, match=r"checkpoint\.pt cannot be read.*checkpoint-previous\.pt \(epoch 1\)"):
-        loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, **TINY)
+        loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, checkpoint_every=1, **TINY)
     latest.rename(latest.with_name("checkpoint.pt.broken"))  # what the message says to do
-    loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, **TINY)
+    loop.train(DATASET, "ci", out=run.path, resume=True, progress=False, epochs=2, checkpoint_every=1, **TINY)
     assert torch.load(run.checkpoint_path, weights_only=True)["epoch"] == 2
 
 

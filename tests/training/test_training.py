@@ -109,7 +109,7 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, augmentation):
 
 
 # Two processes share a global batch of 8: 4 images each, 6 steps an epoch.
-DDP_SETTINGS = ["--epochs", "2", "--drop-path-rate", "0"]
+DDP_SETTINGS = ["--epochs", "2", "--drop-path-rate", "0", "--checkpoint-every", "1"]  # a checkpoint to restart from
 
 
 @pytest.fixture(scope="module")

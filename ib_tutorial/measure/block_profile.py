@@ -209,7 +209,9 @@ def _recording(blocks, recorders: Sequence[_BlockRecorder], prefix: int):
         def hook(_module, _inputs, output):
             selected: dict[str, torch.Tensor] = {}  # one selection per token choice, shared by its recorders
             for recorder in recorders:
-                rows = selected.setdefault(recorder.tokens, select_tokens(output, recorder.tokens, prefix))
+                if recorder.tokens not in selected:
+                    selected[recorder.tokens] = select_tokens(output, recorder.tokens, prefix)
+                rows = selected[recorder.tokens]
                 recorder.accumulators[index].update(rows)
                 if recorder.reservoirs:
                     recorder.reservoirs[index].update(rows)

@@ -117,10 +117,9 @@ def profile_published(name: str, spec: str | RunSpec, out: str | os.PathLike, we
     source = weights_source(name, weights, model)
     model = model.to(device)
     # The default measurement with its companions, then every variant from one more pass.
-    profiles = [profile for measured, companions in ((MEASUREMENTS[:1], COMPANIONS), (MEASUREMENTS[1:], ()))
-                for profile in profile_measurements(model, loader, measured, companions=companions, device=device,
-                                                    twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed,
-                                                    progress=progress)]
+    passes = dict(device=device, twonn_samples=chosen.profile.twonn_samples, seed=chosen.seed, progress=progress)
+    profiles = [*profile_measurements(model, loader, MEASUREMENTS[:1], companions=COMPANIONS, **passes),
+                *profile_measurements(model, loader, MEASUREMENTS[1:], **passes)]
     for path, profile in zip(paths, profiles):
         origin = published_provenance(name, spec, source, model_input, chosen, profile.n_images, profile.n_tokens, device)
         save_profile_record(path, ProfileRecord(label=f"{spec.dataset_spec}: pretrained {name}", epoch=None,

@@ -172,10 +172,12 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
     def replicates(center: bool) -> int:
         return settings.replicates if center else 0  # the bootstrap's covariance is centred
 
-    todo = {epoch: [(tokens, center) for tokens, center in measurements
+    todo: dict[int, list[tuple[str, bool]]] = {}  # epoch -> what it still lacks
+    for epoch in epochs:
+        measured = [(tokens, center) for tokens, center in measurements
                     if not _is_done(folders[(tokens, center)] / f"{epoch}.json", images, companions, replicates(center) > 0)]
-            for epoch in epochs}
-    todo = {epoch: measured for epoch, measured in todo.items() if measured}
+        if measured:
+            todo[epoch] = measured
     if todo:
         dataset = profile_images(config, images, root, download)
         loader = DataLoader(dataset, batch_size=settings.batch_size)

@@ -52,6 +52,15 @@ class BundleRun:
     pruning: list[dict]
     variants: dict[str, list[ProfileRecord]]
 
+    @property
+    def chance(self) -> float | None:
+        """Chance k-NN accuracy in percent, 100 / classes: the classes the run's ``config.json``
+        lists, or for a run that predates that list, those its pruning record counted; None
+        when neither is there."""
+        if self.config.train_data is not None:
+            return 100 / len(self.config.train_data.classes)
+        return self.pruning[-1]["chance"] if self.pruning else None
+
 
 @dataclass(frozen=True)
 class Bundle:

@@ -94,8 +94,8 @@ class DatasetRun:
 
     @property
     def chance(self) -> float | None:
-        """Chance k-NN accuracy in percent (100 / classes), as its pruning record states it."""
-        return self.run.pruning[-1]["chance"] if self.run.pruning else None
+        """Chance k-NN accuracy in percent (:attr:`BundleRun.chance <ib_tutorial.reproduction.bundles.BundleRun.chance>`)."""
+        return self.run.chance
 
 def dataset_runs(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None,
                  plain: bool = True) -> list[DatasetRun]:

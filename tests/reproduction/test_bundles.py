@@ -1,4 +1,5 @@
 """Every committed bundle under results/ loads with today's types: its JSON is the contract."""
+import dataclasses
 import os
 import shutil
 
@@ -91,3 +92,20 @@ def test_a_committed_bundle_is_read_once_until_its_summary_is_written_again(tmp_
     again = load_bundle("old")
     assert again is not first and again == first
     assert load_bundle(tmp_path / "elsewhere") is not load_bundle(tmp_path / "elsewhere")  # a live folder: read each time
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no bundles committed next to this package")
+def test_chance_is_one_over_the_classes_whichever_record_states_them():
+    both = 0
+    for name in BUNDLES:
+        for run in load_bundle(name).runs.values():
+            if run.config.train_data is None:  # an older run: its pruning record counted the classes
+                assert run.chance == (run.pruning[-1]["chance"] if run.pruning else None)
+                continue
+            assert run.chance == pytest.approx(100 / len(run.config.train_data.classes))
+            if run.pruning:  # the two records agree where a run has both
+                both += 1
+                assert run.pruning[-1]["chance"] == pytest.approx(run.chance)
+                unpruned = dataclasses.replace(run, pruning=[])  # a run measured without pruning, as the live knob
+                assert unpruned.chance == pytest.approx(run.chance)
+    assert both  # the check above ran

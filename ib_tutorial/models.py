@@ -1,11 +1,14 @@
 """The backbone: timm's ViT-Small (D = 384, 12 blocks, 6 heads), or ViT-Tiny (D = 192, 12
-blocks, 3 heads) for CPU budgets, at any input and patch size."""
+blocks, 3 heads) for CPU budgets, at any input and patch size.
+
+timm is imported where a network is built or its weights are read, not with this module:
+with torchvision, which it imports, it costs about two seconds, which a chapter that only
+reads results (and needs these names and sizes) would otherwise pay."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import timm
 import torch
 
 #: The ViT widths the package builds: the paper's ViT-Small, and ViT-Tiny (a quarter of its
@@ -32,6 +35,8 @@ def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16
     ``dynamic_img_size=True`` interpolates the position embedding, so the same model
     accepts the smaller local crops of multi-crop training.
     """
+    import timm
+
     if arch not in ARCHITECTURES:
         raise ValueError(f"Unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}.")
     if img_size % patch_size:
@@ -88,6 +93,8 @@ def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_siz
         PretrainedUnavailable: the file does not hold ``name``'s weights, or there is no
             file and the hub cannot be reached.
     """
+    import timm
+
     if not timm.is_model(name.split(".")[0]):
         raise ValueError(f"timm knows no model {name!r}; ViT-S networks with published weights: "
                          f"{', '.join(PUBLISHED_VIT_SMALL)}")
@@ -117,6 +124,8 @@ def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_siz
 def _check_state_dict(path: Path, name: str) -> None:
     """Raise :class:`PretrainedUnavailable` unless ``path`` holds tensors by name, read as timm
     reads a weights file (``torch.load`` with ``weights_only=True``, or safetensors)."""
+    import timm
+
     try:
         state = timm.models.load_state_dict(str(path))
         readable = all(isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items())

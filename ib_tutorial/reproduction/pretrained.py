@@ -22,10 +22,10 @@ import hashlib
 import os
 from pathlib import Path
 
-import timm
+from typing import TYPE_CHECKING
+
 import torch
 from torch.utils.data import DataLoader, Subset
-from torchvision import transforms
 
 from ..data import get_dataset, held_out_split
 from ..data.spec import spec_folder
@@ -39,6 +39,9 @@ from ..training.data import knn_subsets
 from ..training.run_spec import RunSpec
 from .records import ProfileRecord, Provenance, load_profile_record, provenance, save_profile_record
 from .run_profiles import VARIANTS, seeded_subset, variant_label
+
+if TYPE_CHECKING:  # imported where a model is fed (:mod:`ib_tutorial.models` says why)
+    from torchvision import transforms
 
 #: The default measurement first, then the variants.
 MEASUREMENTS = (("all", True), *VARIANTS)
@@ -65,6 +68,9 @@ def model_transform(model: torch.nn.Module) -> tuple[transforms.Compose, dict]:
     """The model's own input: resize the short side to its input size with its
     interpolation, centre-crop, normalise with its mean and std (timm's data config). The
     whole square image is kept (no ``crop_pct`` zoom), as for the runs' profiles."""
+    import timm
+    from torchvision import transforms
+
     config = timm.data.resolve_model_data_config(model)
     size = model.patch_embed.img_size[-1]  # the size it was built for (the data config keeps the published one)
     interpolation = transforms.InterpolationMode(config.get("interpolation", "bicubic"))
@@ -177,6 +183,8 @@ def weights_source(name: str, weights: str | os.PathLike | None, model: torch.nn
     from the hub, the loaded state dict's."""
     if weights is not None:
         return {"weights": Path(weights).name, "weights_sha256": file_sha256(weights)}
+    import timm
+
     return {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}", "weights_sha256": state_dict_sha256(model)}
 
 

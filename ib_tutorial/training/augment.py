@@ -22,13 +22,17 @@ workers or DDP processes, and after a resume.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from PIL import Image, ImageFilter
 from torch.utils.data import Dataset
-from torchvision import transforms
 
 from ..presets import ViewSettings
+
+if TYPE_CHECKING:  # imported where a transform is made (:mod:`ib_tutorial.models` says why)
+    from torchvision import transforms
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -36,6 +40,8 @@ REFERENCE_SIZE = 224  # the crop size DINO's blur radii were chosen for
 
 
 def _normalize() -> transforms.Compose:
+    from torchvision import transforms
+
     return transforms.Compose([transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
@@ -59,6 +65,8 @@ class RandomGaussianBlur:
 
 def _blur(p: float, view: ViewSettings):
     """DINO's blur with the radius scaled to ``view.img_size``; no-op when the radius is 0."""
+    from torchvision import transforms
+
     scale = view.img_size / REFERENCE_SIZE
     radius = (view.blur_radius[0] * scale, view.blur_radius[1] * scale)
     return RandomGaussianBlur(p, radius) if radius[1] > 0 else transforms.Lambda(_unchanged)
@@ -76,6 +84,8 @@ class MultiCropAugmentation:
     """
 
     def __init__(self, view: ViewSettings, local_crops_number: int):
+        from torchvision import transforms
+
         strength = view.color_strength
         flip_and_color_jitter = transforms.Compose(
             [
@@ -123,6 +133,8 @@ class MultiCropAugmentation:
 def eval_transform(img_size: int) -> transforms.Compose:
     """No augmentation: resize the short side to ``img_size``, centre-crop, normalise.
     For the square images of every dataset here, the whole image is kept."""
+    from torchvision import transforms
+
     return transforms.Compose(
         [
             transforms.Resize(img_size, interpolation=transforms.InterpolationMode.BICUBIC),

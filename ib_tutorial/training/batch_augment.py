@@ -33,11 +33,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import kornia
 import torch
 from PIL import Image
 from torch.utils.data import Dataset
-from torchvision.ops import roi_align
 from tqdm.auto import tqdm
 
 from ..presets import ViewSettings
@@ -131,6 +129,11 @@ class BatchMultiCrop:
         return crop_boxes(draws[:, :CROP_DRAWS], sizes[:, 0], sizes[:, 1], recipe.scale)
 
     def make_view(self, pixels: torch.Tensor, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
+        # kornia and torchvision are imported where views are made: together they cost a
+        # chapter that only reads results about two seconds.
+        import kornia
+        from torchvision.ops import roi_align
+
         batch, side = pixels.shape[0], pixels.shape[-1]
         boxes = self.boxes(sizes, draws, recipe)
         stored = boxes * (side / sizes.to(boxes).repeat(1, 2))  # image pixels -> the stored square's
@@ -153,6 +156,8 @@ class BatchMultiCrop:
         """torchvision's ``ColorJitter`` on the samples where ``apply``: factors uniform in
         [1 - b, 1 + b] (hue in [-h, h] of a turn), the four operations in the order that
         sorts ``keys`` (a uniform random permutation per sample)."""
+        import kornia
+
         brightness, contrast, saturation, hue = self.jitter
         spans = (brightness, contrast, saturation)
         drawn = [1 - span + 2 * span * u for span, u in zip(spans, factors[:3])] + [hue * (2 * factors[3] - 1)]
@@ -172,6 +177,8 @@ class BatchMultiCrop:
 
     def blur(self, x: torch.Tensor, apply: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
         """PIL's Gaussian blur (its radius is the standard deviation) where ``apply``."""
+        import kornia
+
         if self.radius[1] <= 0 or not apply.any():
             return x
         kernel = 2 * math.ceil(3 * self.radius[1]) + 1

@@ -12,9 +12,9 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
-import timm
 import torch
 
 from ..command_line import argument, argument_name
@@ -101,7 +101,7 @@ class RunConfig:
             precision=resolve_precision(train.precision, device),
             world_size=world_size, batch_per_process=train.batch_size // world_size,
             model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
-            versions={"torch": torch.__version__, "timm": timm.__version__}, profile=preset.profile,
+            versions={"torch": torch.__version__, "timm": metadata.version("timm")}, profile=preset.profile,
         )
 
     @property

@@ -138,11 +138,23 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
 
 
 
-def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int) -> int:
+def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int,
+                  per_saved_s: float = 0.0, checkpoint_every: int = 1) -> int:
     """The most epochs (at least 1, at most ``most``) of ``images_per_epoch`` that a
-    measured ``images_per_s`` trains in ``seconds``: how a run with a deadline, such as the
-    device plan's, sizes its schedule before it starts (a cosine schedule cannot be cut
-    short without changing the run)."""
+    measured ``images_per_s`` trains in ``seconds``, with ``per_saved_s`` more for each
+    teacher the run saves (:func:`saved_epochs`) to be measured once it ends: how a run
+    with a deadline, such as the device plan's, sizes its schedule before it starts (a
+    cosine schedule cannot be cut short without changing the run)."""
     if images_per_s <= 0 or images_per_epoch <= 0:
         raise ValueError(f"need a positive rate and epoch size, got {images_per_s} images/s and {images_per_epoch} images")
-    return max(1, min(most, int(seconds * images_per_s // images_per_epoch)))
+
+    def cost(epochs: int) -> float:
+        return epochs * images_per_epoch / images_per_s + per_saved_s * len(saved_epochs(epochs, checkpoint_every))
+
+    return next((epochs for epochs in range(most, 0, -1) if cost(epochs) <= seconds), 1)
+
+
+def saved_epochs(epochs: int, checkpoint_every: int) -> list[int]:
+    """The epochs whose teacher a run of ``epochs`` saves: its initialisation (0), every
+    ``checkpoint_every``-th and the last."""
+    return sorted({0, epochs, *range(checkpoint_every, epochs, checkpoint_every)})

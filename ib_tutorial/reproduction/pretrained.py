@@ -21,7 +21,6 @@ import dataclasses
 import hashlib
 import os
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import torch

@@ -9,12 +9,14 @@ ignored folders), runs a command for at most 10 minutes and returns at most 8 fi
     bash benchmarks/gpu_check.sh 1        # on the GPU machine (carry .device), at most 8 minutes
     bash benchmarks/gpu_check.sh 2        # right after, on the same machine, at most 8 minutes
 
-1. CUDA check; a pilot epoch of the Tiny ImageNet subset at the `paper` recipe (bf16,
-   a finite loss and a loadable checkpoint asserted; its images/s measured with the real
-   loader); then DINO on the subset for as many epochs (at most the recipe's 100) as the
-   measured rate fits before the deadline together with measuring every teacher the run
-   saves (:func:`ib_tutorial.training.cost.epochs_within`, :data:`MEASURE_S` each),
-   profiled at every saved epoch with every variant, pruned, and exported.
+1. CUDA check; a pilot epoch of the Tiny ImageNet subset at the `paper` recipe with
+   batches of :data:`PLAN_BATCH` (bf16, a finite loss and a loadable checkpoint asserted;
+   its images/s measured with the real loader); then DINO on the subset for as many epochs
+   (at most the recipe's 100) as the measured rate fits before the deadline together with
+   measuring every teacher the run saves (:func:`ib_tutorial.training.cost.epochs_within`,
+   :data:`MEASURE_S` each), and never fewer than :data:`MIN_STEPS` steps; the warm-up and the
+   freeze are the tier's, with their floors in steps (:mod:`ib_tutorial.training.phases`),
+   never cut; profiled at every saved epoch with every variant, pruned, and exported.
 2. The DTD subset the same way; the overhead of profiling, the step's share of the GPU's
    peak and the `paper` configuration's throughput per dataset (bench_train.py), as far as
    the time left allows; the bundle of both runs exported again.
@@ -32,6 +34,7 @@ tests run it on small archives in the real layout), so the plan cannot rot unexe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -70,6 +73,13 @@ RESULTS = Path("results") / BUNDLE
 BENCHMARKS = Path("benchmarks/results/gpu")
 PARTS = {1: "tiny-imagenet", 2: "dtd:folder=dtd"}
 MOST_EPOCHS = 100  # the paper recipe's schedule
+# The loader sets the pace on the subsets (about 1,000 images/s, against 2,764 for the step),
+# so halving DINO's batch doubles the steps a lease trains for the same images; the
+# learning rate follows the batch by DINO's linear rule.
+PLAN_BATCH = 128
+# Fewer steps than this do not learn even with the warm-up's floor (the DINO chapter's
+# recipe table): a shorter run is not worth the lease.
+MIN_STEPS = 4000
 COMMAND_S = 480  # each command's own limit (the device allows 600; a rerun must still fit)
 ARCHIVE_S = 20  # kept for writing the archive
 # Seconds to measure one saved teacher every way (bootstraps of 200 replicates included) and
@@ -223,7 +233,7 @@ def pilot(plan: Plan, base: str) -> float:
     run = plan.work / f"pilot-{name}"
     shutil.rmtree(run, ignore_errors=True)
     tier = "ci" if plan.dry_run else "paper"
-    settings = {**DRY, "epochs": 1} if plan.dry_run else {"epochs": 1, "warmup_epochs": 0, "log_every": 4}
+    settings = {**DRY, "epochs": 1} if plan.dry_run else {"epochs": 1, "batch_size": PLAN_BATCH, "log_every": 4}
     plan.step(f"pilot epoch of {base}", cli(
         "train", "--dataset", name, *[f"--dataset-option={key}={value}" for key, value in options.items()],
         "--preset", tier, "--out", str(run), "--no-progress",
@@ -265,9 +275,12 @@ def train_and_export(plan: Plan, bases: list[str], rate: float, newest: str) -> 
     # The dry run's teachers measure in about a second each: its cap, not its clock, sets its epochs.
     measure_s, checkpoint_every = (0, DRY["checkpoint_every"]) if plan.dry_run else \
         (MEASURE_S, get_preset("paper").train.checkpoint_every)
-    epochs = epochs_within(plan.left(), rate, images, most, per_saved_s=measure_s, checkpoint_every=checkpoint_every)
+    fit = epochs_within(plan.left(), rate, images, most, per_saved_s=measure_s, checkpoint_every=checkpoint_every)
+    epochs = fit if plan.dry_run else max(fit, least_epochs(images))
+    check_floors(epochs, images)
     plan.record.setdefault("epochs", {})[newest] = epochs
-    print(f"{newest}: {rate:.0f} images/s measured, {images:,} images an epoch: {epochs} epochs fit", flush=True)
+    print(f"{newest}: {rate:.0f} images/s measured, {images:,} images an epoch: {fit} epochs fit, "
+          f"{epochs} trained", flush=True)
     chosen = plan.record["epochs"]
     specs = [dataset_spec(base, plan.dry_run, **schedule(chosen[base], plan.dry_run)) for base in bases]
     plan.record["datasets"] = specs
@@ -280,16 +293,29 @@ def train_and_export(plan: Plan, bases: list[str], rate: float, newest: str) -> 
 
 
 def schedule(epochs: int, dry_run: bool) -> dict:
-    """The settings of a schedule of ``epochs``: none for the recipe's own (so the run keeps
-    the plain name the dataset chapters look for); a shorter one keeps the recipe's
-    proportions, its warm-ups (10 and 30 of 100 epochs) cut by the same factor."""
-    if dry_run:
-        return {"epochs": epochs}
-    if epochs == MOST_EPOCHS:
-        return {}
-    train = get_preset("paper").train
-    return {"epochs": epochs, "warmup_epochs": max(1, train.warmup_epochs * epochs // MOST_EPOCHS),
-            "warmup_teacher_temp_epochs": train.warmup_teacher_temp_epochs * epochs // MOST_EPOCHS}
+    """The settings of the plan's run of ``epochs``: the `paper` recipe with batches of
+    :data:`PLAN_BATCH`, its warm-up and freeze untouched (their floors in steps hold)."""
+    return {"epochs": epochs} if dry_run else {"epochs": epochs, "batch_size": PLAN_BATCH}
+
+
+def least_epochs(images_per_epoch: int) -> int:
+    """The fewest epochs that make :data:`MIN_STEPS` steps of :data:`PLAN_BATCH`."""
+    return math.ceil(MIN_STEPS / (images_per_epoch // PLAN_BATCH))
+
+
+def check_floors(epochs: int, images_per_epoch: int) -> None:
+    """Assert that the plan's run of ``epochs`` (at the `paper` tier, whatever tier the
+    command runs) trains at least :data:`MIN_STEPS` steps with the tier's warm-up and
+    freeze floors, so that the dry run checks the schedule the GPU would train."""
+    from ib_tutorial.training.phases import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS, Phases
+
+    epochs = max(epochs, least_epochs(images_per_epoch))
+    train = dataclasses.replace(get_preset("paper").train, **schedule(epochs, dry_run=False))
+    steps_per_epoch = images_per_epoch // PLAN_BATCH
+    phases = Phases.of(train, steps_per_epoch)
+    if epochs * steps_per_epoch < MIN_STEPS or phases.warmup_steps < WARMUP_ANCHOR_STEPS \
+            or phases.freeze_steps < FREEZE_ANCHOR_STEPS:
+        raise StepFailed(f"the plan's schedule breaks a floor: {epochs * steps_per_epoch} steps, {phases}")
 
 
 def first(plan: Plan, packed: Path) -> None:

@@ -31,6 +31,7 @@ import torch
 
 from .command_line import argument
 from .data import DATASETS
+from .training.phases import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
@@ -120,6 +121,9 @@ class TrainSettings:
         lr: peak learning rate for a batch of 256; the peak used is ``lr * batch_size / 256``.
         min_lr: learning rate at the end of the cosine decay.
         warmup_epochs: epochs of linear learning-rate warm-up from 0.
+        warmup_min_steps: DINO's warm-up lasts at least this many steps (a floor for small data
+            sets, where few epochs are few steps: :mod:`ib_tutorial.training.phases`); the
+            supervised control warms up for its epochs.
         weight_decay, weight_decay_end: AdamW weight decay, cosine from the first to the second.
         momentum_teacher: teacher EMA momentum at step 0; cosine to 1 at the end.
         warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs: the teacher temperature
@@ -132,6 +136,8 @@ class TrainSettings:
         local_crops_number: local crops per image (beside the two global crops).
         clip_grad: per-parameter gradient-norm clip (0 disables it).
         freeze_last_layer: epochs during which the head's last layer is not updated.
+        freeze_min_steps: the last layer stays frozen for at least this many steps (the same
+            floor for the freeze).
         drop_path_rate: stochastic-depth rate of the student.
         precision: ``auto`` (bf16 autocast on CUDA, fp16 with loss scaling where bf16 is not
             supported, fp32 on CPU), or ``bf16``, ``fp16``, ``fp32``.
@@ -169,6 +175,7 @@ class TrainSettings:
     lr: float = 5e-4
     min_lr: float = 1e-6
     warmup_epochs: int = 10
+    warmup_min_steps: int = 0
     weight_decay: float = 0.04
     weight_decay_end: float = 0.4
     momentum_teacher: float = 0.996
@@ -184,6 +191,7 @@ class TrainSettings:
     local_crops_number: int = 8
     clip_grad: float = 3.0
     freeze_last_layer: int = 1
+    freeze_min_steps: int = 0
     drop_path_rate: float = 0.1
     precision: str = "auto"
     num_workers: int | None = None
@@ -354,6 +362,7 @@ PRESETS: dict[str, Preset] = {
             weight_decay_end=0.1, out_dim=4096, local_crops_number=4, drop_path_rate=0.0, freeze_last_layer=0,
             num_workers=0, train_images=5000, knn_train_images=None, knn_eval_images=None,
             knn_every=2, checkpoint_every=2, log_every=10, arch="vit_tiny",
+            warmup_min_steps=WARMUP_ANCHOR_STEPS, freeze_min_steps=FREEZE_ANCHOR_STEPS,
         ),
         views=REDUCED_VIEWS,
         worlds=WorldSettings(img_size=32, num_classes=10, probe_train=4000, probe_test=2000),
@@ -365,7 +374,8 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         profile=ProfileSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
-        train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5),
+        train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5,
+                            warmup_min_steps=WARMUP_ANCHOR_STEPS, freeze_min_steps=FREEZE_ANCHOR_STEPS),
         worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
         ib=_IB_LAPTOP,
     ),
@@ -379,8 +389,11 @@ PRESETS: dict[str, Preset] = {
         # 100-epoch ViT-S recipe: batch 256 (peak learning rate 5e-4, 10 warm-up epochs),
         # K = 65,536, 8 local crops, teacher temperature 0.04, momentum 0.996 -> 1, weight
         # decay 0.04 -> 0.4, clipping 3.0, last layer frozen for 1 epoch, drop path 0.1;
-        # input and patch size per dataset from PAPER_VIEWS.
-        train=TrainSettings(epochs=100, batch_size=256),
+        # input and patch size per dataset from PAPER_VIEWS. On a small data set those epochs
+        # are few steps: the warm-up and the freeze keep the floors in steps that recipes
+        # which learn on small data keep (ib_tutorial.training.phases).
+        train=TrainSettings(epochs=100, batch_size=256, warmup_min_steps=WARMUP_ANCHOR_STEPS,
+                            freeze_min_steps=FREEZE_ANCHOR_STEPS),
         worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
         ib=_IB_LAPTOP,
     ),

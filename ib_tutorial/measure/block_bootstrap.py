@@ -68,7 +68,8 @@ def bootstrap_blocks(model: torch.nn.Module, dataset: Dataset, measured: Sequenc
             accumulators (each keeps as many groups of images as its share holds, see
             :class:`~ib_tutorial.measure.bootstrap.ImageStatistics`; at :math:`D = 384` and
             224 px, 4 GiB keep about 60 groups of the tokens' sums).
-        device: where the forward passes run.
+        device: where the forward passes run, and the bootstrap's weighted sums and
+            eigendecompositions (float64; on a GPU they take a fraction of the CPU's time).
     """
     by_tokens: dict[str, dict[bool, set[str]]] = {}
     for variant, tokens in measured:
@@ -84,7 +85,7 @@ def bootstrap_blocks(model: torch.nn.Module, dataset: Dataset, measured: Sequenc
         for layer_norm, names in sources.items():
             for variant in names:
                 profiles[(variant, tokens)] = bootstrap_eed(statistics[(layer_norm, tokens)], variant, replicates,
-                                                            level, seed=seed)
+                                                            level, seed=seed, device=device)
     return {measurement: profiles[measurement] for measurement in measured}
 
 

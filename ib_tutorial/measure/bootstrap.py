@@ -103,6 +103,7 @@ class ImageStatistics:
         self._shift: Tensor | None = None
         self._sums: dict[str, Tensor] = {}  # storage for `capacity` groups, of which the first `groups` are used
         self._groups = 0
+        self._copied: tuple = (None, {})  # (device, images) and the sums copied there
 
     def _start(self, tokens: int, shift: Tensor) -> None:
         dim = self.dim
@@ -183,10 +184,17 @@ class ImageStatistics:
         if weights.shape[-1] != self.groups:
             raise ValueError(f"expected weights [..., {self.groups}], got shape {tuple(weights.shape)}")
         weights = weights.to(torch.float64)
-        weighted = {name: torch.tensordot(weights, s[: self.groups].to(weights.device), dims=1)
-                    for name, s in self._sums.items()}
+        weighted = {name: torch.tensordot(weights, s, dims=1) for name, s in self._used_sums(weights.device).items()}
         return TokenMoments(weighted["images"], self.tokens, weighted["total"], weighted["gram"],
                             weighted.get(POSITIONS), weighted.get(IMAGE_OUTER))
+
+    def _used_sums(self, device: torch.device) -> dict[str, Tensor]:
+        """The groups' sums on ``device``; a copy there is kept while no image is added, so a
+        bootstrap's chunks of replicates copy them once."""
+        key = (device, self.images)
+        if self._copied[0] != key:
+            self._copied = (key, {name: s[: self.groups].to(device) for name, s in self._sums.items()})
+        return self._copied[1]
 
     def group_images(self) -> Tensor:
         """The number of images in each group [K]."""

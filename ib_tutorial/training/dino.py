@@ -235,7 +235,7 @@ def cosine_schedule(
     final: float,
     epochs: int,
     steps_per_epoch: int,
-    warmup_epochs: int = 0,
+    warmup_steps: int = 0,
     warmup_start: float = 0.0,
 ) -> np.ndarray:
     r"""One value per training step: a linear warm-up, then a half cosine from ``base`` to ``final``.
@@ -250,9 +250,8 @@ def cosine_schedule(
     ``epochs * steps_per_epoch``.
     """
     total = epochs * steps_per_epoch
-    warmup_steps = warmup_epochs * steps_per_epoch
     if warmup_steps > total:
-        raise ValueError(f"warm-up ({warmup_epochs} epochs) is longer than training ({epochs} epochs)")
+        raise ValueError(f"warm-up ({warmup_steps} steps) is longer than training ({total} steps)")
     warmup = np.linspace(warmup_start, base, warmup_steps)
     steps = np.arange(total - warmup_steps)
     cosine = final + 0.5 * (base - final) * (1 + np.cos(np.pi * steps / max(len(steps), 1)))
@@ -285,7 +284,7 @@ class Schedules:
         global_batch: int,
         lr: float,
         min_lr: float,
-        warmup_epochs: int,
+        warmup_steps: int,
         weight_decay: float,
         weight_decay_end: float,
         momentum_teacher: float,
@@ -294,15 +293,21 @@ class Schedules:
         warmup_teacher_temp_epochs: int,
     ) -> "Schedules":
         r"""DINO's schedules. The peak learning rate follows the linear scaling rule,
-        :math:`\eta = \eta_{256} \cdot B / 256` for global batch :math:`B`; the warm-up starts at 0.
+        :math:`\eta = \eta_{256} \cdot B / 256` for global batch :math:`B`; the warm-up starts at 0
+        and lasts ``warmup_steps`` (:class:`~ib_tutorial.training.phases.Phases`).
         Weight decay and momentum follow a cosine (no warm-up) to their final values
         (momentum to 1)."""
         return cls(
-            lr=cosine_schedule(lr * global_batch / 256, min_lr, epochs, steps_per_epoch, warmup_epochs),
+            lr=cosine_schedule(lr * global_batch / 256, min_lr, epochs, steps_per_epoch, warmup_steps),
             weight_decay=cosine_schedule(weight_decay, weight_decay_end, epochs, steps_per_epoch),
             momentum=cosine_schedule(momentum_teacher, 1.0, epochs, steps_per_epoch),
             teacher_temp=teacher_temperature_schedule(warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs, epochs),
         )
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Steps in one epoch (the step schedules hold one value a step, the temperature one an epoch)."""
+        return len(self.lr) // len(self.teacher_temp)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {name: torch.from_numpy(values) for name, values in vars(self).items()}
@@ -344,10 +349,11 @@ def clip_gradients(model: nn.Module, max_norm: float) -> None:
             param.grad.mul_(scale.clamp(max=1.0))
 
 
-def cancel_last_layer_gradients(model: nn.Module, epoch: int, freeze_epochs: int) -> None:
-    """Drop the head's last-layer gradients during the first ``freeze_epochs`` epochs, so the
-    prototypes stay put while the rest of the network settles (DINO: 1 epoch)."""
-    if epoch >= freeze_epochs:
+def cancel_last_layer_gradients(model: nn.Module, step: int, freeze_steps: int) -> None:
+    """Drop the head's last-layer gradients in the first ``freeze_steps`` steps (``step``
+    counts from 0), so the prototypes stay put while the rest of the network settles (DINO:
+    1 epoch; :class:`~ib_tutorial.training.phases.Phases`)."""
+    if step >= freeze_steps:
         return
     for name, param in model.named_parameters():
         if "last_layer" in name:

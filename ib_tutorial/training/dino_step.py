@@ -26,12 +26,19 @@ from .dino import (
 )
 from .flops import backbone_flops, head_flops, tokens_per_crop
 from .objective import Objective
+from .phases import Phases, phase_notes, phase_warnings
 
 # Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
 # or teacher information (what the output says about the image) below this fraction of
 # log K, is a collapse (DINOTraining.collapse_warning).
 COLLAPSE_FRACTION = 0.02
 INFORMATION_FRACTION = 0.05
+# A teacher whose information falls under this fraction of its peak in the same phase (the
+# warm-up, the rest of the freeze, after the release), from a peak of at least
+# WATCHED_PEAK nats, is going back towards uniform (InformationWatch).
+FALL_FRACTION = 0.6
+WATCHED_PEAK = 0.3
+WATCHED_LOGS = 3
 
 def build_networks(train: TrainSettings, view: ViewSettings) -> tuple[MultiCropWrapper, MultiCropWrapper]:
     """Student (with stochastic depth) and teacher (without), starting from the same weights."""
@@ -69,6 +76,9 @@ class DINOTraining(Objective):
         self.teacher = teacher.to(device)
         self.loss_fn = DINOLoss(self.settings.out_dim, self.settings.student_temp,
                                 self.settings.center_momentum).to(device)
+        phases = self.phases(train, schedules.steps_per_epoch)
+        self.freeze_steps = phases.freeze_steps
+        self.watch = InformationWatch(phases)
         self._optimise(student.to(device))
 
     @property
@@ -88,8 +98,7 @@ class DINOTraining(Objective):
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
         """Back-propagate, clip, freeze the last layer while due, take the AdamW step with
         this step's learning rate and weight decay, then move the teacher (EMA)."""
-        self.step_optimiser(loss, step,
-                            lambda: cancel_last_layer_gradients(self.student_module, epoch, self.settings.freeze_last_layer))
+        self.step_optimiser(loss, step, lambda: cancel_last_layer_gradients(self.student_module, step, self.freeze_steps))
         update_teacher(self.student_module, self.teacher, float(self.schedules.momentum[step]))
 
     @staticmethod
@@ -109,10 +118,22 @@ class DINOTraining(Objective):
         """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
 
+    def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
+        """:func:`collapse_message` of a logged training record, else the
+        :class:`InformationWatch`'s message when the teacher's information is falling."""
+        return (collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim)
+                or self.watch.update(record["step"], record["teacher_information"]))
+
+    @classmethod
+    def phases(cls, train: TrainSettings, steps_per_epoch: int) -> Phases:
+        """The warm-up and the last-layer freeze, each the longer of its epochs and its floor."""
+        return Phases.of(train, steps_per_epoch)
+
     @staticmethod
-    def collapse_warning(record: dict, settings: TrainSettings) -> str | None:
-        """:func:`collapse_message` of a logged training record."""
-        return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim)
+    def start_messages(train: TrainSettings, steps_per_epoch: int) -> tuple[list[str], list[str]]:
+        """The phases a floor lengthened (notes), and those shorter than the recipes that
+        learn keep (warnings): :mod:`ib_tutorial.training.phases`."""
+        return phase_notes(train, steps_per_epoch), phase_warnings(train, steps_per_epoch)
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
@@ -154,3 +175,49 @@ def collapse_message(teacher_entropy: float, teacher_information: float, out_dim
     else:
         return None
     return f"teacher {kind}"
+
+
+class InformationWatch:
+    """Follows the teacher's information about the image through a run's phases and says
+    when it falls: in the warm-up, while the last layer is frozen, or after its release.
+
+    A teacher that sharpens (its information rises) and then goes back towards uniform
+    once the prototypes move is how DINO fails on small data (the DINO chapter); the
+    collapse warning at :data:`INFORMATION_FRACTION` of log K comes much later. The watch
+    reads the mean of the last :data:`WATCHED_LOGS` logged values (one batch's estimate is
+    noisy), keeps its peak within each phase, and warns once a phase when it falls under
+    :data:`FALL_FRACTION` of that peak.
+    """
+
+    def __init__(self, phases: Phases):
+        self.phases = phases
+        self.phase: str | None = None
+        self.recent: list[float] = []
+        self.peak, self.peak_step = 0.0, 0
+        self.warned: set[str] = set()
+
+    def phase_at(self, step: int) -> str:
+        """The phase a logged ``step`` (steps done) belongs to."""
+        if step <= self.phases.warmup_steps:
+            return "during the warm-up"
+        if step <= self.phases.freeze_steps:
+            return "while the last layer is frozen"
+        return f"after the last layer's release at step {self.phases.freeze_steps}"
+
+    def update(self, step: int, information: float) -> str | None:
+        """Record the information (nats) at ``step``; a message the first time in a phase
+        that its recent mean falls under :data:`FALL_FRACTION` of the phase's peak."""
+        self.recent = (self.recent + [information])[-WATCHED_LOGS:]
+        level = sum(self.recent) / len(self.recent)
+        phase = self.phase_at(step)
+        if phase != self.phase:
+            self.phase, self.peak, self.peak_step = phase, level, step
+        if level > self.peak:
+            self.peak, self.peak_step = level, step
+        if phase in self.warned or self.peak < WATCHED_PEAK or level >= FALL_FRACTION * self.peak:
+            return None
+        self.warned.add(phase)
+        return (f"teacher information fell from {self.peak:.2f} nats (step {self.peak_step}) to {level:.2f} "
+                f"(step {step}, means of the last {len(self.recent)} logged steps) {phase}: the teacher is going "
+                "back towards uniform. Lower the learning rate (--lr), lengthen the warm-up (--warmup-min-steps) "
+                "or the freeze (--freeze-min-steps), or raise --momentum-teacher.")

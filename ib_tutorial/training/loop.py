@@ -43,13 +43,14 @@ from tqdm.auto import tqdm
 
 from ..measure.knn import evaluate_knn
 from ..paths import display_path
-from ..presets import Preset, get_preset
+from ..presets import PRESETS, Preset, get_preset
 from ..seeding import rng_state, seed_all, set_rng_state
 from .data import TrainingData, build_data, build_loader
 from .disk import check_disk_space, run_writes
 from .distributed import Processes, restarted
 from .memory import out_of_memory
 from .objective import Objective, build_schedules
+from .phases import ScheduleWarning
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory
 from .stopping import StopRequests, TrainingStopped, resume_command
@@ -141,6 +142,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             run.remove_unfinished_files()
             tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
+        _announce_phases(config, start)
     if processes.distributed:
         state.distribute()
     recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
@@ -278,6 +280,21 @@ class RunRecorder:
 
     def close(self) -> None:
         self.bar.close()
+
+
+def _announce_phases(config: RunConfig, start: "Position") -> None:
+    """When a run starts (not when it resumes): the phases a floor lengthened, and a
+    :class:`~ib_tutorial.training.phases.ScheduleWarning` for each phase shorter than the
+    recipes that learn keep; an illustrative tier's few steps are exempt from the warning."""
+    if start.step:
+        return
+    notes, problems = config.objective.start_messages(config.train, config.steps_per_epoch)
+    for note in notes:
+        tqdm.write(note)
+    tier = PRESETS.get(config.preset)
+    if tier is None or not tier.illustrative:
+        for problem in problems:
+            warnings.warn(problem, ScheduleWarning, stacklevel=4)
 
 
 def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> str:

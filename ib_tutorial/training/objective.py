@@ -19,8 +19,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..presets import TrainSettings, ViewSettings
 from .dino import Schedules, apply_schedules, clip_gradients, parameter_groups
+from .phases import Phases
 
-SCHEDULE_SETTINGS = ("lr", "min_lr", "warmup_epochs", "weight_decay", "weight_decay_end", "momentum_teacher",
+SCHEDULE_SETTINGS = ("lr", "min_lr", "weight_decay", "weight_decay_end", "momentum_teacher",
                      "warmup_teacher_temp", "teacher_temp", "warmup_teacher_temp_epochs")
 
 
@@ -81,10 +82,22 @@ class Objective(ABC):
         """The learning rate and weight decay of the last step (``step`` counts steps done)."""
         return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1])}
 
-    @staticmethod
-    def collapse_warning(record: dict, settings: TrainSettings) -> str | None:
+    def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
         """A warning text when a logged training ``record`` shows the run collapsing; None."""
         return None
+
+    @classmethod
+    def phases(cls, train: TrainSettings, steps_per_epoch: int) -> Phases:
+        """How long the run's warm-up lasts (and its last-layer freeze, where it has one): its
+        ``warmup_epochs``; DINO adds the floors in steps (:mod:`ib_tutorial.training.phases`),
+        which a supervised run, whose recipe learns without them, does not read."""
+        return Phases(warmup_steps=train.warmup_epochs * steps_per_epoch, freeze_steps=0)
+
+    @staticmethod
+    def start_messages(train: TrainSettings, steps_per_epoch: int) -> tuple[list[str], list[str]]:
+        """What a run of these settings says when it starts: notes, and warnings about a
+        recipe unlikely to learn; none by default."""
+        return [], []
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
@@ -129,8 +142,12 @@ class Objective(ABC):
 
 
 def build_schedules(train: TrainSettings, steps_per_epoch: int) -> Schedules:
-    """The run's learning-rate, weight-decay, momentum and teacher-temperature schedules."""
+    """The run's learning-rate, weight-decay, momentum and teacher-temperature schedules, the
+    warm-up as long as its objective's :meth:`Objective.phases` say."""
+    from .objectives import get_objective  # the table of objectives imports this module
+
     return Schedules.build(
         epochs=train.epochs, steps_per_epoch=steps_per_epoch, global_batch=train.batch_size,
+        warmup_steps=get_objective(train.objective).phases(train, steps_per_epoch).warmup_steps,
         **{name: getattr(train, name) for name in SCHEDULE_SETTINGS},
     )

@@ -30,7 +30,8 @@ from .objectives import get_objective
 
 AUGMENTATIONS = ("loader", "batched")  # where the views are made (TrainSettings.augmentation)
 # Whole-number settings for which 0 is a choice (none of them, or no warm-up); every other one is at least 1.
-MAY_BE_ZERO = ("warmup_epochs", "warmup_teacher_temp_epochs", "local_crops_number", "freeze_last_layer", "num_workers")
+MAY_BE_ZERO = ("warmup_epochs", "warmup_min_steps", "warmup_teacher_temp_epochs", "local_crops_number", "freeze_last_layer",
+               "freeze_min_steps", "num_workers")
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 

@@ -1,5 +1,6 @@
 """The device plan (benchmarks/gpu_plan.py), packed from a data root in the real layout
 and run end to end with --dry-run on this CPU: the same steps and files as on a GPU."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from archive_builders import real_subsets_root
 
+from ib_tutorial.presets import get_preset
 from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.reproduction.run_profiles import VARIANTS, variant_label
 
@@ -97,10 +99,20 @@ def test_a_part_without_the_packed_data_names_the_command_that_packs_it(tmp_path
     assert "gpu_plan.py pack" in refused.stderr and not (tmp_path / "out").exists()
 
 
-def test_a_schedule_cut_to_the_deadline_keeps_the_recipes_proportions():
+def test_the_plans_schedule_keeps_the_floors(monkeypatch):
     sys.path.insert(0, str(REPO / "benchmarks"))
     import gpu_plan
+    from ib_tutorial.training.phases import Phases
 
-    assert gpu_plan.schedule(100, dry_run=False) == {}  # the recipe's own: the plain run the chapters show
-    assert gpu_plan.schedule(30, dry_run=False) == {"epochs": 30, "warmup_epochs": 3, "warmup_teacher_temp_epochs": 9}
-    assert gpu_plan.schedule(5, dry_run=False)["warmup_epochs"] == 1  # never a schedule without warm-up
+    # The 10,000 images of the Tiny ImageNet subset make 78 steps of 128 an epoch.
+    assert gpu_plan.least_epochs(10_000) == 52  # 4,056 steps
+    settings = gpu_plan.schedule(52, dry_run=False)
+    assert settings == {"epochs": 52, "batch_size": 128}  # no warm-up cut to the deadline
+    train = dataclasses.replace(get_preset("paper").train, **settings)
+    assert Phases.of(train, 78) == Phases(warmup_steps=800, freeze_steps=400)
+    gpu_plan.check_floors(3, 10_000)  # too few epochs fit: the plan trains the floor's 52
+    # A schedule that cut the warm-up's floor (780 steps: 10 epochs of 78) is refused.
+    monkeypatch.setattr(gpu_plan, "schedule", lambda epochs, dry_run: {"epochs": epochs, "batch_size": 128,
+                                                                       "warmup_min_steps": 0})
+    with pytest.raises(gpu_plan.StepFailed, match="floor"):
+        gpu_plan.check_floors(52, 10_000)

@@ -114,6 +114,34 @@ def test_replicates_are_a_function_of_the_seed(generator):
     assert not torch.equal(first.replicates, bootstrap_eed(statistics, replicates=30, seed=8).replicates)
 
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_bootstrap_gives_the_same_replicates_on_any_device(generator, device):
+    # The weights are drawn on the CPU and the sums are float64 wherever they are formed: the
+    # devices differ by the order of float64 sums only (an eigenvalue's relative 1e-12).
+    statistics = [statistics_of(wide_images(150, 6, generator), groups=100) for _ in range(2)]
+    here = bootstrap_eed(statistics, replicates=40, seed=3)
+    there = bootstrap_eed(statistics, replicates=40, seed=3, device=device)
+    torch.testing.assert_close(there.replicates, here.replicates, rtol=1e-9, atol=0)
+    assert there.n_eff == pytest.approx(here.n_eff, rel=1e-12)
+
+
+def test_profiles_bootstrap_where_their_forward_passes_run(monkeypatch):
+    from ib_tutorial.measure import block_bootstrap
+
+    seen = []
+    original = block_bootstrap.bootstrap_eed
+    monkeypatch.setattr(block_bootstrap, "bootstrap_eed",
+                        lambda *args, **kwargs: seen.append(kwargs["device"]) or original(*args, **kwargs))
+    torch.manual_seed(0)
+    model = vit_small(16, 8).eval()
+    block_bootstrap.bootstrap_blocks(model, torch.randn(6, 3, 16, 16), [("tokens", "all")], replicates=5,
+                                     device=torch.device("cpu"))
+    assert seen == [torch.device("cpu")]
+
+
 def test_resampling_weights_draw_as_many_groups_as_there_are():
     weights = resampling_weights(groups=17, replicates=500, seed=0)
     assert weights.shape == (500, 17)

@@ -128,7 +128,7 @@ def test_teacher_ema_by_hand():
 
 def test_cosine_schedule_by_hand():
     # warm-up over epoch 0 (2 steps): linspace(0, 1, 2); then cos over 2 steps: 1, 0.5.
-    assert cosine_schedule(1.0, 0.0, epochs=2, steps_per_epoch=2, warmup_epochs=1).tolist() == pytest.approx(
+    assert cosine_schedule(1.0, 0.0, epochs=2, steps_per_epoch=2, warmup_steps=2).tolist() == pytest.approx(
         [0.0, 1.0, 1.0, 0.5]
     )
     # no warm-up, 4 steps from 2 to 0: 0 + 0.5 * 2 * (1 + cos(pi * i / 4))
@@ -147,7 +147,7 @@ def test_teacher_temperature_schedule_by_hand():
 
 def test_schedules_scale_the_learning_rate_with_the_batch():
     schedules = Schedules.build(
-        epochs=4, steps_per_epoch=3, global_batch=512, lr=5e-4, min_lr=1e-6, warmup_epochs=1,
+        epochs=4, steps_per_epoch=3, global_batch=512, lr=5e-4, min_lr=1e-6, warmup_steps=3,
         weight_decay=0.04, weight_decay_end=0.4, momentum_teacher=0.996,
         warmup_teacher_temp=0.04, teacher_temp=0.06, warmup_teacher_temp_epochs=2,
     )
@@ -157,6 +157,7 @@ def test_schedules_scale_the_learning_rate_with_the_batch():
     assert schedules.momentum[0] == pytest.approx(0.996)
     assert schedules.teacher_temp.tolist() == pytest.approx([0.04, 0.06, 0.06, 0.06])
     assert len(schedules.lr) == len(schedules.weight_decay) == len(schedules.momentum) == 12
+    assert schedules.steps_per_epoch == 3
     assert schedules.matches(schedules.state_dict())
     changed = schedules.state_dict()
     changed["lr"] = changed["lr"] * 2
@@ -200,9 +201,9 @@ def test_clipping_is_per_parameter():
 def test_last_layer_gradients_dropped_only_while_frozen():
     head = DINOHead(4, 5, 8, 3)
     head(torch.randn(2, 4)).sum().backward()
-    cancel_last_layer_gradients(head, epoch=1, freeze_epochs=1)
+    cancel_last_layer_gradients(head, step=3, freeze_steps=3)
     assert head.last_layer.parametrizations.weight.original1.grad is not None
-    cancel_last_layer_gradients(head, epoch=0, freeze_epochs=1)
+    cancel_last_layer_gradients(head, step=2, freeze_steps=3)
     assert head.last_layer.parametrizations.weight.original1.grad is None
     assert head.mlp[0].weight.grad is not None
 

@@ -1,0 +1,80 @@
+"""The warm-up's and the freeze's floors in steps, what a run says about them, and the watch
+on the teacher's information."""
+import dataclasses
+
+from ib_tutorial.command_line import spoken_as_options
+from ib_tutorial.presets import PRESETS, TrainSettings
+from ib_tutorial.training.dino_step import InformationWatch
+from ib_tutorial.training.phases import (
+    FREEZE_ANCHOR_STEPS,
+    WARMUP_ANCHOR_STEPS,
+    Phases,
+    phase_notes,
+    phase_warnings,
+)
+
+DINO_48 = TrainSettings(epochs=48, batch_size=64, warmup_epochs=1, freeze_last_layer=0)  # 78 steps an epoch
+
+
+def test_a_phase_is_the_longer_of_its_epochs_and_its_floor():
+    assert Phases.of(DINO_48, 78) == Phases(warmup_steps=78, freeze_steps=0)
+    floored = dataclasses.replace(DINO_48, warmup_min_steps=800, freeze_min_steps=400)
+    assert Phases.of(floored, 78) == Phases(warmup_steps=800, freeze_steps=400)
+    assert Phases.of(dataclasses.replace(floored, warmup_epochs=12), 78).warmup_steps == 936
+    # A floor never makes the warm-up longer than the run (it is all warm-up then).
+    assert Phases.of(dataclasses.replace(floored, epochs=5), 78).warmup_steps == 390
+
+
+def test_the_tiers_that_learn_keep_the_floors_on_the_subsets():
+    # The Tiny ImageNet subset: 10,000 images; 5,000 an epoch on laptop.
+    for name in ("quick", "paper"):
+        train = PRESETS[name].train
+        images = train.train_images or 10_000
+        phases = Phases.of(train, images // train.batch_size)
+        assert phases.warmup_steps >= WARMUP_ANCHOR_STEPS and phases.freeze_steps >= FREEZE_ANCHOR_STEPS, name
+
+
+def test_a_short_warm_up_is_named_with_its_fix():
+    with spoken_as_options():
+        warnings = phase_warnings(DINO_48, 78)
+    assert len(warnings) == 2
+    assert "warm-up lasts 78 steps, under the 800" in warnings[0]
+    assert "--warmup-min-steps to 800 (or --warmup-epochs to 11)" in warnings[0]
+    assert "freeze lasts 0 steps, under the 400" in warnings[1] and "--freeze-min-steps" in warnings[1]
+    assert not phase_warnings(dataclasses.replace(DINO_48, warmup_min_steps=800, freeze_min_steps=400), 78)
+    short = phase_warnings(dataclasses.replace(DINO_48, epochs=5, warmup_min_steps=800, freeze_min_steps=400), 78)
+    assert "train for at least 800 steps" in short[0]
+
+
+def test_a_floor_that_lengthens_a_phase_is_noted():
+    floored = dataclasses.replace(DINO_48, warmup_min_steps=800, freeze_min_steps=400)
+    with spoken_as_options():
+        notes = phase_notes(floored, 78)
+    assert notes[0] == ("--warmup-epochs 1 is 78 steps at 78 steps an epoch; --warmup-min-steps 800 makes it "
+                        "800 steps (10.3 epochs).")
+    assert "--freeze-last-layer 0 is 0 steps" in notes[1]
+    assert not phase_notes(DINO_48, 78)
+
+
+def information_warnings(values, phases=Phases(warmup_steps=300, freeze_steps=450), every=10):
+    watch = InformationWatch(phases)
+    return [(step, message) for step, value in zip(range(every, every * (len(values) + 1), every), values)
+            if (message := watch.update(step, value))]
+
+
+def test_the_watch_warns_once_when_a_sharpened_teacher_goes_back_to_uniform():
+    # The issue's laptop run: 0.60 -> 1.28 nats by step 330, then 0.52 by step 600, after the release at 450.
+    rising = [0.6 + 0.02 * i for i in range(35)]   # steps 10-350: up to 1.28
+    falling = [1.28 - 0.03 * i for i in range(26)]  # steps 360-610: down to 0.53
+    warned = information_warnings(rising + falling + [0.5] * 10)
+    assert len(warned) == 1  # after the release; the fall while frozen (350-450) stayed above 60 %
+    step, message = warned[0]
+    assert 450 < step <= 610 and "after the last layer's release at step 450" in message
+    assert "--lr" in message
+
+
+def test_the_watch_is_quiet_for_a_teacher_that_holds_or_rises():
+    noisy = [0.7, 0.6, 0.8, 0.75, 1.0, 1.2, 0.8, 1.3, 1.1, 1.25, 0.9, 1.3]  # one low batch is not a fall
+    assert not information_warnings(noisy)
+    assert not information_warnings([0.2, 0.1, 0.05, 0.1])  # never informative: the collapse warning's job
+    assert information_warnings([1.0, 1.0, 1.0, 0.4, 0.4, 0.4])  # a fall in one phase is seen

@@ -109,12 +109,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     overrides = parser.add_argument_group("overrides", "any training or view setting; unset ones come from the preset")
     for name, kind in training_overrides().items():
-        overrides.add_argument(option(name), dest=name, type=value_parser(kind), default=None,
+        # Unset options are absent (not None), so that `--train-images none` sets None.
+        overrides.add_argument(option(name), dest=name, type=value_parser(kind), default=argparse.SUPPRESS,
                                metavar=name.upper())
 
 
 def _train(args: argparse.Namespace) -> None:
-    overrides = {name: getattr(args, name) for name in training_overrides() if getattr(args, name) is not None}
+    overrides = {name: getattr(args, name) for name in training_overrides() if hasattr(args, name)}
     try:
         path = train(
             args.dataset, args.preset, out=args.out, resume=args.resume, root=args.root, download=args.download,

@@ -209,3 +209,11 @@ def test_the_installed_command_exits_with_the_message_alone(places, tmp_path):
         done = subprocess.run([command, *argv], capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == code and named in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not Path(out).exists()
+
+
+def test_an_optional_setting_can_be_set_to_none_and_an_unset_one_is_left_to_the_preset(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(cli, "train", lambda *args, **kwargs: seen.update(kwargs) or Path("run"))
+    cli.main(["train", "--dataset", "synthetic-objects", "--train-images", "none", "--epochs", "2"])
+    assert seen["train_images"] is None and seen["epochs"] == 2
+    assert "lr" not in seen and "threads" not in seen

@@ -1,12 +1,15 @@
 """Training recipes side by side: what each run changed, and what it learned.
 
 A recipe is a training run (a directory written by :func:`ib_tutorial.training.loop.train`) read as
-one table row: the settings in which it differs from a reference configuration, its
+one table row: the settings in which it differs from a reference configuration, how many
+steps its warm-up and its last-layer freeze lasted (the settings that make them, epochs and
+floors in steps, are read as those two numbers: :mod:`ib_tutorial.training.phases`), its
 k-NN accuracy at every evaluation (CLS token and mean-pooled patch tokens), the
 teacher's entropy as a fraction of :math:`\\log K` (1 = uniform collapse, 0 = one-hot)
 and its information about the image, and the wall time and throughput. The DINO
 chapter builds its table of CPU recipes from these rows, read from the committed
-metrics.
+metrics; a row can be read as it stood at a given step (``until_step``), so that runs of
+different lengths are compared at the same point.
 """
 from __future__ import annotations
 
@@ -18,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..presets import Preset, TrainSettings, ViewSettings
+from ..training.phases import Phases
 from ..training.runs import RunDirectory
 
 # Settings that describe the bookkeeping of a run, not its recipe.
 NOT_RECIPE = ("knn_every", "checkpoint_every", "log_every", "num_workers", "threads", "precision",
               "knn_train_images", "knn_eval_images", "knn_k", "knn_temperature", "eval_split")
+# Settings that a row reads as the steps of the phases they make (Recipe.phases), not one by one.
+PHASE_SETTINGS = ("warmup_epochs", "warmup_min_steps", "freeze_last_layer", "freeze_min_steps")
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class Recipe:
         name: the run directory's name.
         dataset: the dataset it trained on (with its options, ``NAME:KEY=VALUE``).
         changes: ``{setting: value}`` where the run differs from the reference.
+        phases: the steps of its warm-up and of its last-layer freeze.
         epochs: the epochs at which k-NN accuracy was measured (0 = random initialisation).
         knn_cls, knn_mean: top-1 accuracy (%) at those epochs on the CLS token and on
             mean-pooled patch tokens.
@@ -46,6 +53,7 @@ class Recipe:
     name: str
     dataset: str
     changes: dict
+    phases: Phases
     epochs: list[int]
     knn_cls: list[float]
     knn_mean: list[float]
@@ -62,9 +70,9 @@ class Recipe:
 
 def recipe_settings(train: TrainSettings, view: ViewSettings) -> dict:
     """The settings that make a run's recipe, flat: every training and view setting but
-    bookkeeping (``arch`` is one of the training settings)."""
+    bookkeeping and those of its phases (``arch`` is one of the training settings)."""
     settings = {**dataclasses.asdict(view), **dataclasses.asdict(train)}
-    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
+    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE + PHASE_SETTINGS}
 
 
 def preset_recipe(preset: Preset, dataset: str) -> dict:
@@ -72,14 +80,18 @@ def preset_recipe(preset: Preset, dataset: str) -> dict:
     return recipe_settings(preset.train, preset.view(dataset))
 
 
-def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
+def read_recipe(run_dir: str | os.PathLike, reference: dict, until_step: int | None = None) -> Recipe:
     """One run as a :class:`Recipe`, its changes taken against ``reference`` (the output of
-    :func:`recipe_settings` for the reference run or preset)."""
+    :func:`recipe_settings` for the reference run or preset); with ``until_step``, as it
+    stood after that many steps (its evaluations and logged steps up to it)."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     settings = recipe_settings(config.train, config.view)
     changes = {key: value for key, value in settings.items() if reference.get(key) != value}
     knn, steps = run.read_metrics("knn"), run.read_metrics("train")
+    if until_step is not None:
+        knn = [r for r in knn if r["step"] <= until_step]
+        steps = [r for r in steps if r["step"] <= until_step]
     if not knn or not steps:
         raise ValueError(f"{run.path} has no k-NN evaluation or no training step logged yet")
     tail = steps[-max(1, len(steps) // 10):]
@@ -90,6 +102,7 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
         name=run.path.name,
         dataset=config.dataset + "".join(f":{k}={v}" for k, v in config.dataset_options.items()),
         changes=changes,
+        phases=config.objective.phases(config.train, config.steps_per_epoch),
         epochs=[r["epoch"] for r in knn],
         knn_cls=[r["top1"] for r in knn],
         knn_mean=[r.get("top1_mean", math.nan) for r in knn],
@@ -100,11 +113,13 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict) -> Recipe:
     )
 
 
-def read_recipes(folder: str | os.PathLike, reference: dict) -> list[Recipe]:
+def read_recipes(folder: str | os.PathLike, reference: dict, until_step: int | None = None) -> list[Recipe]:
     """Every run of the paper's objective (DINO) directly under ``folder``, as recipes, by
-    name (a supervised control beside them is not a DINO recipe, and logs no teacher)."""
+    name (a supervised control beside them is not a DINO recipe, and logs no teacher);
+    ``until_step``: see :func:`read_recipe`."""
     runs = sorted(p for p in Path(folder).iterdir() if (p / "config.json").exists())
-    return [read_recipe(run, reference) for run in runs if RunDirectory(run).read_config().objective.compared_with_paper]
+    return [read_recipe(run, reference, until_step) for run in runs
+            if RunDirectory(run).read_config().objective.compared_with_paper]
 
 
 def _plain(value):

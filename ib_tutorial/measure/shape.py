@@ -75,11 +75,14 @@ class ProfileShape(enum.StrEnum):
 
 class Verdict(enum.StrEnum):
     """Whether a statistic exceeds its margin: ``holds`` (all of its interval lies above),
-    ``fails`` (none of it does) or ``undetermined`` (the interval straddles the margin)."""
+    ``fails`` (none of it does) or ``undetermined`` (the interval straddles the margin); and,
+    for a claim about what a network learned, ``not applicable`` where the network did not
+    learn (:func:`~ib_tutorial.reproduction.claims.on_learned`)."""
 
     HOLDS = "holds"
     FAILS = "fails"
     UNDETERMINED = "undetermined"
+    NOT_APPLICABLE = "not applicable (did not learn)"
 
 
 @dataclass(frozen=True)

@@ -92,19 +92,27 @@ def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     """Which claims held, which failed and which the intervals leave undetermined, in one
-    sentence."""
+    sentence; the tests on networks that did not learn are counted apart."""
     parts = []
-    for verdict in Verdict:
+    words = {Verdict.HOLDS: "held", Verdict.FAILS: "failed", Verdict.UNDETERMINED: "were undetermined"}
+    for verdict, word in words.items():
         named = [f"{test.claim} ({subject})" for subject, test in tested if test.verdict is verdict]
-        word = {"holds": "held", "fails": "failed", "undetermined": "were undetermined"}[verdict.value]
         parts.append(f"{len(named)} {word}" + (f": {'; '.join(named)}" if named else ""))
-    unbootstrapped = sum(test.interval is None for _, test in tested)
-    borrowed = sum(test.borrowed_from > 0 for _, test in tested)
+    applicable = [test for _, test in tested if test.verdict is not Verdict.NOT_APPLICABLE]
+    unbootstrapped = sum(test.interval is None for test in applicable)
+    borrowed = sum(test.borrowed_from > 0 for test in applicable)
     note = (f" {unbootstrapped} of them read a profile measured without a bootstrap, so their verdict "
             "rests on the point value alone." if unbootstrapped else "")
     note += (f" {borrowed} of them read an approximate interval borrowed from other runs."
              if borrowed else "")
-    return f"Of {len(tested)} tests, {', '.join(parts[:-1])}, and {parts[-1]}.{note}"
+    apart = [f"{test.claim} ({subject})" for subject, test in tested if test.verdict is Verdict.NOT_APPLICABLE]
+    counted = len(tested) - len(apart)
+    unlearned = (f" The other {len(apart)} read networks that did not learn, on which the paper's claims are not "
+                 f"applicable: {'; '.join(apart)}." if apart else "")
+    if not counted:
+        return f"None of the {len(tested)} tests reads a network that learned.{unlearned}"
+    which = " on networks that learned" if apart else ""
+    return f"Of {counted} tests{which}, {', '.join(parts[:-1])}, and {parts[-1]}.{note}{unlearned}"
 
 
 def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary]) -> str:

@@ -36,17 +36,20 @@ def sweep_caption(sweep: KnobSweep) -> str:
 
 
 def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
-    """The paper's claims on every weight's last saved profile, and claim 3 along the knob."""
+    """The paper's claims on every weight's last saved profile, and claim 3 along the knob
+    (``not applicable`` where a network it reads did not learn)."""
     tested = []
     last = {weight: claims.profile_shape(run.profiles[-1]) for weight, (_, run) in sweep.runs.items()}
+    learned = sweep.learned()
     for weight, (_, run) in sweep.runs.items():
         end = last[weight]
         subject = f"w = {weight:g}, epoch {end.epoch}"
-        tested += [(subject, claims.mid_depth_minimum(end)), (subject, claims.deepens(claims.profile_shape(run.profiles[0]), end)),
-                   (subject, claims.late_reexpansion(end))]
+        tested += [(subject, claims.on_learned(test, weight in learned))
+                   for test in (claims.mid_depth_minimum(end), claims.deepens(claims.profile_shape(run.profiles[0]), end),
+                                claims.late_reexpansion(end))]
     tested.append((f"every weight, w = {sweep.weights[0]:g} to {sweep.weights[-1]:g}, epoch {sweep.epochs}",
-                   claims.deeper_along_knob(sweep.weights, list(last.values()))))
-    learned = sweep.learned()
+                   claims.on_learned(claims.deeper_along_knob(sweep.weights, list(last.values())),
+                                     learned == sweep.weights)))
     if len(learned) >= 2 and learned != sweep.weights:  # the knob without the networks that did not learn
         tested.append((f"the weights that learned, w = {', '.join(f'{w:g}' for w in learned)}",
                        claims.deeper_along_knob(learned, [last[w] for w in learned])))

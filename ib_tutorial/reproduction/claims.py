@@ -21,12 +21,14 @@ counted under the same condition. A claim holds when its statistic exceeds ``mar
 (default :data:`MARGIN`, one effective direction). With a bootstrap over the images
 (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`) the verdict is three-valued:
 ``holds`` when the whole interval lies above the margin, ``fails`` when none of it does,
-``undetermined`` when it straddles the margin. A profile measured without one has no
+``undetermined`` when it straddles the margin. On a network that did not learn a claim is
+``not applicable`` (:func:`on_learned`). A profile measured without one has no
 interval, and its verdict reads the point value alone, or an approximate interval borrowed
 from runs of the same settings that have one (:func:`borrowed_test`): the tables say which.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -172,6 +174,15 @@ def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
     width = max(other.interval.high for other in others) - min(other.interval.low for other in others)
     interval = Interval(test.difference, test.difference - width, test.difference + width, others[0].interval.level)
     return ClaimTest(test.claim, interval.verdict(test.margin), test.difference, test.margin, interval, len(others))
+
+
+def on_learned(test: ClaimTest, learned: bool) -> ClaimTest:
+    """``test`` as a verdict on a network that learned: unchanged where the network(s) it
+    reads learned (by the plateau rule, :attr:`~ib_tutorial.reproduction.plateau.Plateau.learned_beyond_noise`),
+    else ``not applicable``: the paper's claims are about networks that learned their data,
+    and a profile of one that did not says nothing for or against them. The statistic and
+    its interval are kept, to be read as such."""
+    return test if learned else dataclasses.replace(test, verdict=Verdict.NOT_APPLICABLE)
 
 
 def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:

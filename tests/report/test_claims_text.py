@@ -16,6 +16,7 @@ from ib_tutorial.reproduction.claims import (
     borrowed_test,
     late_reexpansion,
     mid_depth_minimum,
+    on_learned,
     profile_shape,
 )
 from ib_tutorial.reproduction.seeds import SeedSpread
@@ -46,6 +47,19 @@ def test_the_table_and_summary_give_each_verdict():
     assert summary == ("Of 2 tests, 1 held: mid-depth minimum (run A), 1 failed: late re-expansion (run B), and 0 were "
                        "undetermined. 2 of them read a profile measured without a bootstrap, so their verdict rests on "
                        "the point value alone.")
+
+
+def test_a_network_that_did_not_learn_gets_no_verdict_and_is_counted_apart():
+    tested = [("run A", on_learned(mid_depth_minimum(DIP), learned=True)),
+              ("run B", on_learned(late_reexpansion(FLAT), learned=False))]
+    assert tested[0][1].verdict.value == "holds"
+    assert "| late re-expansion | run B | +0.0 | none (no bootstrap) | 1 | not applicable (did not learn) |" \
+        in claims_markdown(tested)
+    summary = claims_summary(tested)
+    assert summary.startswith("Of 1 tests on networks that learned, 1 held: mid-depth minimum (run A), 0 failed")
+    assert summary.endswith("The other 1 read networks that did not learn, on which the paper's claims are not "
+                            "applicable: late re-expansion (run B).")
+    assert claims_summary(tested[1:]).startswith("None of the 1 tests reads a network that learned.")
 
 
 def test_a_borrowed_interval_is_named_as_one():

@@ -168,6 +168,11 @@ class TrainSettings:
             same recipe on a whole batch on the training device, from images decoded once:
             :mod:`ib_tutorial.training.batch_augment`; for a GPU that few CPU cores cannot
             keep fed). The two draw the same distributions but not the same pixels.
+        label_shuffle_seed: for an objective that reads labels (``supervised``): train on the
+            training images' labels permuted among them by this seed, so that the class counts
+            stay and nothing the network learns from them generalises (the control for
+            training without learning); the k-NN evaluation keeps the true labels. ``None``:
+            the true labels.
     """
 
     epochs: int
@@ -208,6 +213,7 @@ class TrainSettings:
     threads: int | None = None
     objective: str = "dino"
     augmentation: str = "loader"
+    label_shuffle_seed: int | None = None
 
 
 def training_overrides() -> dict[str, type]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch.utils.data import DataLoader, DistributedSampler, Subset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, Subset
 
 from ..data import get_dataset
 from ..data.subsets import SubsetRecord, subset_record
@@ -38,6 +38,8 @@ def build_data(config: RunConfig, root, download: bool, device: torch.device, pr
     name, options, seed, train = config.dataset, config.dataset_options, config.seed, config.train
     images = get_dataset(name, "train", root=root, download=download, **options)
     subset = Subset(images, epoch_indices(len(images), train.train_images, seed))
+    if train.label_shuffle_seed is not None:
+        subset = ShuffledLabels(subset, [images.targets[i] for i in subset.indices], train.label_shuffle_seed)
     local_crops = train.local_crops_number if config.objective.local_crops else 0
     if train.augmentation == "batched":
         views = DecodedImages(subset, BatchMultiCrop(config.view, local_crops, seed), device, progress)
@@ -63,6 +65,25 @@ def knn_subsets(name: str, options: dict, held_out: str, transform, train_images
     knn_eval = get_dataset(name, held_out, root=root, download=download, transform=transform, **options)
     return (Subset(knn_train, subset_indices(len(knn_train), train_images, seed + 1)),
             Subset(knn_eval, subset_indices(len(knn_eval), eval_images, seed + 2)))
+
+
+class ShuffledLabels(Dataset):
+    """``dataset``'s images with its labels (``targets``, one per item) permuted among them by
+    ``seed``: the class counts stay, and which image carries which label is noise
+    (:attr:`~ib_tutorial.presets.TrainSettings.label_shuffle_seed`)."""
+
+    def __init__(self, dataset: Dataset, targets: list[int], seed: int):
+        if len(targets) != len(dataset):
+            raise ValueError(f"{len(targets)} labels for {len(dataset)} images")
+        order = torch.randperm(len(targets), generator=torch.Generator().manual_seed(seed)).tolist()
+        self.dataset, self.labels = dataset, [targets[i] for i in order]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int):
+        image, _ = self.dataset[index]
+        return image, self.labels[index]
 
 
 class ResumableSampler(DistributedSampler):

@@ -68,6 +68,7 @@ class DINOTraining(Objective):
     local_crops = True
     network = "teacher"
     compared_with_paper = True
+    uses_labels = False
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):

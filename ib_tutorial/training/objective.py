@@ -33,8 +33,10 @@ class Objective(ABC):
         local_crops: whether its views include DINO's local crops (else the two global ones only).
         network: what a profile calls the saved network (``teacher`` or ``network``).
         compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
+        uses_labels: whether its loss reads the training labels.
     """
 
+    uses_labels: ClassVar[bool]
     name: ClassVar[str]
     local_crops: ClassVar[bool]
     network: ClassVar[str]

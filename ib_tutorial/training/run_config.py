@@ -148,7 +148,11 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     train_names = {f.name for f in dataclasses.fields(TrainSettings)}
     train = dataclasses.replace(preset.train, **{k: v for k, v in overrides.items() if k in train_names})
     view = dataclasses.replace(preset.view(dataset), **{k: v for k, v in overrides.items() if k in view_names})
-    get_objective(train.objective)  # an unknown name fails here, before anything is built
+    objective = get_objective(train.objective)  # an unknown name fails here, before anything is built
+    if train.label_shuffle_seed is not None and not objective.uses_labels:
+        raise ValueError(f"{argument('label_shuffle_seed', train.label_shuffle_seed)} shuffles the training labels, "
+                         f"which objective {train.objective!r} does not read: use it with "
+                         f"{argument('objective', 'supervised')}, or leave it out.")
     if train.augmentation not in AUGMENTATIONS:
         raise ValueError(f"Unknown augmentation {train.augmentation!r}; known: {', '.join(AUGMENTATIONS)}. "
                          f"Choose one with {argument('augmentation', '<name>')}.")

@@ -53,6 +53,7 @@ class SupervisedTraining(Objective):
     local_crops = False  # it learns from the two global views only
     network = "network"  # no teacher
     compared_with_paper = False  # the paper's values are DINO's
+    uses_labels = True
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):

@@ -21,9 +21,12 @@ Images of different sizes are stored resized to one square side; a crop box is d
 the image's own pixels and mapped onto the stored square, so the crops cover the same
 part of each image at the same aspect ratio as the loader path's.
 
-The random parameters of sample ``index`` in epoch ``epoch`` come from one generator
-seeded with :func:`~ib_tutorial.training.augment.sample_seed` ``(seed, epoch, index)``,
-so the views do not depend on batch size, process count, visiting order or resumption.
+The random parameters of sample ``index`` in epoch ``epoch`` are counter-based draws
+(:func:`counter_uniforms`, SplitMix64 over ``(seed, epoch, index, draw)``), made for a whole
+batch at once on the training device, so the views do not depend on batch size, process
+count, visiting order or resumption. (Before 2026-12-05 each sample had a CPU generator of
+its own, seeded by ``(seed, epoch, index)``: a batched run started before then and resumed
+since draws other views from the resumption on; its trajectory up to there is unchanged.)
 The two paths draw differently, so their views are not the same pixels; the tests
 compare their distributions (crop areas and aspect ratios, brightness, contrast,
 saturation, grayscale and solarisation rates).
@@ -109,18 +112,16 @@ class BatchMultiCrop:
         self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
 
     def draws(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
-        """``[B, views, DRAWS]`` uniforms, each sample's from its own seeded generator."""
-        generator = torch.Generator()
-        rows = []
-        for index in indices.tolist():
-            generator.manual_seed(sample_seed(self.seed, epoch, index))
-            rows.append(torch.rand(len(self.recipes), DRAWS, generator=generator))
-        return torch.stack(rows)
+        """``[B, views, DRAWS]`` uniforms, a function of ``(seed, epoch, index)`` and the
+        draw's place, made for the whole batch at once where ``indices`` are
+        (:func:`counter_uniforms`)."""
+        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, len(self.recipes) * DRAWS)
+        return per_sample.view(len(indices), len(self.recipes), DRAWS)
 
     def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
         """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,
         height) in pixels; ``indices``: the samples' dataset indices."""
-        draws = self.draws(indices, epoch).to(images.device)
+        draws = self.draws(indices.to(images.device), epoch)
         pixels = images.float() / 255
         return [self.make_view(pixels, sizes.to(images.device), draws[:, number], recipe)
                 for number, recipe in enumerate(self.recipes)]
@@ -186,6 +187,39 @@ class BatchMultiCrop:
         blurred = x.clone()
         blurred[apply] = kornia.filters.gaussian_blur2d(x[apply], (kernel, kernel), sigma, border_type="reflect")
         return blurred
+
+
+# SplitMix64 (Steele, Lea & Flood 2014): a stream's state advances by GOLDEN, and each state
+# is finalised by two xor-shift-multiplies. Its constants as signed 64-bit integers, since
+# PyTorch has no unsigned 64-bit arithmetic (multiplication wraps modulo 2^64 either way).
+GOLDEN = 0x9E3779B97F4A7C15 - 2**64
+MIX = (0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
+SAMPLE_STRIDE = 2**20  # draws a sample may use; each sample's counters start this far apart
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 bit patterns (``>>`` is arithmetic on signed integers)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tensor:
+    r"""``[B, count]`` uniforms in [0, 1), one row per sample ``indices[b]``: draw ``j`` is
+    SplitMix64's output for the state :math:`k + (\mathrm{index}\cdot 2^{20} + j + 1)\,\gamma`
+    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled.
+
+    Counter-based: every draw is computed from its own place, in one batch of integer
+    operations on ``indices``' device, so a sample's views depend on ``(seed, epoch, index)``
+    alone (not on the batch it is in, the process or a resumption), with no generator to seed
+    per sample."""
+    if count > SAMPLE_STRIDE:
+        raise ValueError(f"{count} draws a sample, more than the {SAMPLE_STRIDE} its counters leave room for")
+    key = key % 2**64 - (2**64 if key % 2**64 >= 2**63 else 0)
+    counters = indices.to(torch.int64)[:, None] * SAMPLE_STRIDE + torch.arange(1, count + 1, device=indices.device)
+    z = counters * GOLDEN + key
+    z = (z ^ _shift_right(z, 30)) * MIX[0]
+    z = (z ^ _shift_right(z, 27)) * MIX[1]
+    z = z ^ _shift_right(z, 31)
+    return _shift_right(z, 40).to(torch.float32) * 2.0**-24
 
 
 class DecodedImages(Dataset):

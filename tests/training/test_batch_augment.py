@@ -164,3 +164,39 @@ def test_images_of_different_sizes_keep_their_own_crop_geometry():
     assert decoded.pixels.shape[-1] == 128 and decoded.sizes.tolist() == [[128.0, 64.0], [64.0, 64.0]]
     boxes = decoded.augmentation.boxes(decoded.sizes, decoded.augmentation.draws(torch.arange(2), 0)[:, 0], decoded.augmentation.recipes[0])
     assert (boxes[0, 2] <= 128) and (boxes[1, 2] <= 64) and (boxes[:, 3] <= 64).all()
+
+
+def splitmix64(state: int) -> int:
+    """SplitMix64's output for one state, in Python's exact integers (the reference)."""
+    z = state % 2**64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+    return z ^ (z >> 31)
+
+
+def test_counter_draws_equal_splitmix64_written_out():
+    from ib_tutorial.training.batch_augment import SAMPLE_STRIDE, counter_uniforms
+
+    key = 0x0123456789ABCDEF ^ (2**63)  # a key with the top bit set: negative as a signed integer
+    indices = torch.tensor([0, 7, 123456])
+    drawn = counter_uniforms(key, indices, 5)
+    for row, index in enumerate(indices.tolist()):
+        for j in range(5):
+            state = key + (index * SAMPLE_STRIDE + j + 1) * 0x9E3779B97F4A7C15
+            assert drawn[row, j].item() == (splitmix64(state) >> 40) / 2**24
+
+
+def test_counter_draws_are_uniform_and_independent_of_the_batch():
+    from ib_tutorial.training.batch_augment import counter_uniforms
+
+    drawn = counter_uniforms(42, torch.arange(2000), 50)
+    assert 0 <= drawn.min() and drawn.max() < 1
+    assert abs(drawn.mean().item() - 0.5) < 0.005 and abs(drawn.var().item() - 1 / 12) < 0.002
+    counts = torch.histc(drawn, bins=20, min=0, max=1)
+    expected = drawn.numel() / 20
+    assert ((counts - expected) ** 2 / expected).sum().item() < 45  # chi-square, 19 degrees of freedom: p ~ 0.001
+    # Neighbouring draws of a sample, and the same draw of neighbouring samples: uncorrelated
+    # (one standard error of a correlation of 2,000 pairs is about 0.022).
+    pairs = torch.corrcoef(torch.stack([drawn[1:, 0], drawn[1:, 1], drawn[:-1, 0]]))
+    assert pairs[0, 1].abs() < 0.08 and pairs[0, 2].abs() < 0.08
+    assert torch.equal(counter_uniforms(42, torch.tensor([1500, 3]), 50), drawn[[1500, 3]])

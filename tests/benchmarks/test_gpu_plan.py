@@ -68,6 +68,7 @@ def test_each_part_logs_every_step_and_sizes_its_schedule_from_the_measured_rate
         assert all(pilot["images_per_s"] > 0 for pilot in record["pilots"].values())
         assert set(record["epochs"].values()) == {2}  # the dry run's cap: seconds of training fit either way
         assert len(record["datasets"]) == datasets
+        assert 0 < record["train_share"] < 1  # the share of the command's seconds its new run trained
 
 
 @pytest.mark.slow  # both parts run end to end: minutes

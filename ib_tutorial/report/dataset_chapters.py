@@ -9,6 +9,7 @@ that the chapters are built the same way and compute nothing themselves.
 from __future__ import annotations
 
 import dataclasses
+import json
 import textwrap
 import warnings
 from collections.abc import Iterable
@@ -21,26 +22,51 @@ import numpy as np
 from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, dataset_on_disk, held_out_split
 from ..models import ARCHITECTURES, MODEL_NAMES
-from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository
+from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
-from ..reproduction.bundles import Bundle, middle_eed
+from ..reproduction.bundles import Bundle, load_bundles, middle_eed
 from ..reproduction.comparison import compare_profile
-from ..reproduction.dataset_runs import DatasetRun, Family, dataset_runs
+from ..reproduction.dataset_runs import GPU_TIERS, DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
 from ..reproduction.plateau import GAIN, knn_standard_error, plateau
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
+from ..training.runs import RunDirectory
 from .plots import add_caption
 from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
 
 REPOSITORY = "https://github.com/ib-tutorial/ib-tutorial"
 
 
+#: Settings that change a run's schedule, not its recipe: the length of training, of its
+#: warm-ups and of the head's freeze, and how often it is evaluated and saved.
+SCHEDULE_SETTINGS = frozenset({"epochs", "warmup_epochs", "warmup_min_steps", "warmup_teacher_temp_epochs",
+                               "freeze_last_layer", "freeze_min_steps", "knn_every", "checkpoint_every", "log_every"})
+
+
+def shown_in_chapter(entry: DatasetRun) -> bool:
+    """Whether a dataset chapter shows the run: a plain DINO run of any tier
+    (:attr:`~ib_tutorial.reproduction.dataset_runs.DatasetRun.plain`), or a GPU tier's DINO run
+    whose settings change only its schedule (:data:`SCHEDULE_SETTINGS`), such as a
+    ``paper`` run cut to the epochs a machine's time allowed. The other runs are named
+    (:func:`other_runs_markdown`) and shown in the chapters that ask their question."""
+    return entry.plain or (entry.on_gpu and entry.run.config.objective.compared_with_paper
+                           and set(entry.overrides) <= SCHEDULE_SETTINGS)
+
+
+def chapter_runs(family: Family, bundles: Iterable[str | Path | Bundle] | None = None) -> list[DatasetRun]:
+    """The committed runs a chapter of ``family`` shows (:func:`shown_in_chapter`), dataset
+    by dataset, CPU tiers first."""
+    datasets = dict.fromkeys(spec.dataset for spec in family.specs)
+    return [entry for dataset in datasets for entry in dataset_runs(dataset, bundles, plain=False)
+            if shown_in_chapter(entry)]
+
+
 def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None) -> str:
-    """One sentence naming the committed runs of ``dataset`` that are not plain DINO runs
-    (other objectives or settings), which other chapters show."""
-    others = [entry for entry in dataset_runs(dataset, bundles, plain=False) if not entry.plain]
+    """One sentence naming the committed runs of ``dataset`` that a dataset chapter does not
+    show (other objectives or settings, :func:`shown_in_chapter`), which other chapters show."""
+    others = [entry for entry in dataset_runs(dataset, bundles, plain=False) if not shown_in_chapter(entry)]
     if not others:
         return f"No other runs of {dataset} (other objectives or settings) are committed."
     names = ", ".join(f"`{entry.spec}` ({entry.bundle.name})" for entry in others)
@@ -50,8 +76,9 @@ def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | N
 
 
 def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
-    """For each tier of ``family`` with no committed run: that it is absent, and the command
-    that makes it (nothing is shown in its place)."""
+    """For each tier of ``family`` with no committed run at the tier's own settings: that it
+    is absent, the shown runs of that tier that change only their schedule
+    (:func:`shown_in_chapter`), and the command that makes the run (nothing stands in for it)."""
     if not in_repository():
         return (f"**This installation of `ib_tutorial` is not a checkout of the repository**, so it holds none of the "
                 f"bundles committed under `results/`, and this chapter shows no run. To read them: `git clone "
@@ -60,10 +87,22 @@ def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
     lines = []
     for tiers, command, on_gpu in (("laptop", laptop, False), ("GPU (quick or paper)", quick, True)):
         spec = command.argv[command.argv.index("--datasets") + 1]
-        if any(entry.on_gpu == on_gpu and entry.spec.text == spec for entry in runs):
+        tier_runs = [entry for entry in runs if entry.on_gpu == on_gpu and entry.spec.dataset_spec == spec]
+        if any(entry.plain for entry in tier_runs):
             continue
-        lines.append(f"- **No {tiers} run of `{spec}` is committed under `results/`**, so this chapter shows none and "
-                     f"nothing stands in for it. This command makes it: `{command.line}` (see *Run it yourself*).")
+        if not tier_runs:
+            lines.append(f"- **No {tiers} run of `{spec}` is committed under `results/`**, so this chapter shows none "
+                         f"and nothing stands in for it. This command makes it: `{command.line}` (see *Run it "
+                         "yourself*).")
+            continue
+        shorter = "; ".join(f"`{entry.spec}` ({entry.bundle.name}, preset {entry.tier}) trained "
+                            f"{entry.run.config.train.epochs} of the `{entry.tier}` tier's "
+                            f"{get_preset(entry.tier).train.epochs} epochs" for entry in tier_runs)
+        shown = ("The run shown below changes only its schedule" if len(tier_runs) == 1 else
+                 f"The {len(tier_runs)} runs shown below change only their schedule")
+        lines.append(f"- **No {tiers} run of `{spec}` at its tier's own settings is committed under `results/`.** "
+                     f"{shown}: {shorter}. This command makes a run at the `{command.tier}` tier's settings: "
+                     f"`{command.line}` (see *Run it yourself*).")
     return "\n".join(lines) or "Every tier of this chapter has a committed run."
 
 
@@ -108,15 +147,15 @@ def knn_learned(knn: list[dict]) -> bool:
 
 
 def knn_markdown(entry: DatasetRun) -> str:
-    """The k-NN accuracy from the random initialisation to the end, against chance, with the
-    binomial standard error of one accuracy on the evaluation images."""
+    """The run's k-NN accuracy from the random initialisation to the end, against chance, with
+    the binomial standard error of one accuracy on the evaluation images."""
     knn = entry.run.knn
     first, last = knn[0], knn[-1]
     best = max(knn, key=lambda r: r["top1"])
     chance = f"; guessing gives {entry.chance:.1f} %" if entry.chance else ""
     mean = (f" On the mean patch token: {first['top1_mean']:.1f} % -> {last['top1_mean']:.1f} %."
             if "top1_mean" in first and "top1_mean" in last else "")
-    return (f"k-NN top-1 on the CLS token: {first['top1']:.1f} % at the random initialisation, {last['top1']:.1f} % "
+    return (f"**{entry.label}**: k-NN top-1 on the CLS token: {first['top1']:.1f} % at the random initialisation, {last['top1']:.1f} % "
             f"after epoch {last['epoch']} ({last['top1'] - first['top1']:+.1f} points; best {best['top1']:.1f} % at "
             f"epoch {best['epoch']}){chance}. One standard error of an accuracy on these {last['n_eval']:,} images "
             f"is about {knn_standard_error(last):.1f} points, so the change "
@@ -125,7 +164,7 @@ def knn_markdown(entry: DatasetRun) -> str:
 
 
 def baseline_markdown(entry: DatasetRun) -> str:
-    """The raw pixel patches' N_eff beside block 0's output before and after training.
+    """The run's raw pixel patches' N_eff beside block 0's output before and after training.
 
     The raw patches are a reference for where block 0 starts, not a bound on it: the linear patch
     embedding bounds only the rank of block 0's input (3p^2 content directions plus positions),
@@ -138,7 +177,7 @@ def baseline_markdown(entry: DatasetRun) -> str:
     bound = (f"a rank of at most {dim} content directions plus {positions} positions, at least the width "
              f"D = {width}, so here the rank bound is no bound at all" if dim >= width else
              f"a rank of at most {dim} content directions plus {positions} positions, below the width D = {width}")
-    return (f"Raw pixel patches ({config.view.patch_size} x {config.view.patch_size} x 3 = {dim} values at "
+    return (f"**{entry.label}**: raw pixel patches ({config.view.patch_size} x {config.view.patch_size} x 3 = {dim} values at "
             f"{config.view.img_size} px): N_eff = {n_eff:.1f} of {dim}. The linear patch embedding gives block 0's "
             f"input {bound}. Block 0's output (after its attention and MLP) has N_eff = {first.n_eff[0]:.1f} "
             f"at the random initialisation and {last.n_eff[0]:.1f} after epoch {entry.run.profiles[-1].epoch} "
@@ -161,7 +200,7 @@ def shape_markdown(entry: DatasetRun) -> str:
 
 
 def comparison_table(entry: DatasetRun) -> str:
-    """The run's comparison with the paper as a table, and a line on what they mean when the
+    """The run's comparison with the paper as a table under the run's name, and a line on what they mean when the
     paper did not study the dataset. The rows are recomputed from the run's last profile
     (:func:`~ib_tutorial.reproduction.comparison.compare_profile`), so they read the paper's
     values as :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now; ``summary.json``
@@ -170,7 +209,7 @@ def comparison_table(entry: DatasetRun) -> str:
             if entry.run.summary["comparison"] else [])
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
-    table = comparison_markdown(rows)
+    table = f"**{entry.label}**\n\n" + comparison_markdown(rows)
     if entry.spec.dataset not in REPORTED:
         table += (f"\nThe paper did not study {entry.spec.dataset}, so every row says \"not studied\"; "
                   "the profile's shape above is what can be set beside the paper's claims.\n")
@@ -355,9 +394,94 @@ def run_commands(family: Family) -> list[RunCommand]:
     ]
 
 
+#: The GPU benchmark record under ``benchmarks/results/``: ``benchmarks/bench_train.py --preset
+#: paper``, run on a lent GPU by the device plan (``benchmarks/gpu_plan.py``).
+GPU_BENCHMARK = "gpu/bench_train_paper.json"
+#: The folder under ``benchmarks/results/`` of the device plans' records (``plan-<part>.json``).
+GPU_PLANS = "gpu"
+
+
+@dataclass(frozen=True)
+class GpuEpochs:
+    """The whole epochs of one committed GPU run, as its ``metrics.jsonl`` timed them.
+
+    Attributes:
+        run: the run.
+        epochs: how many epochs were timed.
+        images: training images per epoch.
+        seconds: their training time, summed (k-NN evaluations and profiles apart).
+        device: the GPU, where a device plan's record names the run and the commit it ran.
+    """
+
+    run: DatasetRun
+    epochs: int
+    images: int
+    seconds: float
+    device: str | None
+
+    @property
+    def images_per_s(self) -> float:
+        """Training images per second over the timed epochs."""
+        return self.epochs * self.images / self.seconds
+
+
+def gpu_epochs(bundles: Iterable[str | Path | Bundle] | None = None) -> list[GpuEpochs]:
+    """The timed epochs of every committed run of a GPU tier (:class:`GpuEpochs`)."""
+    plans = [json.loads(path.read_text()) for path in sorted(stored_benchmark(GPU_PLANS).glob("plan-*.json"))]
+    timed = []
+    for bundle in load_bundles(bundles):
+        if bundle.preset not in GPU_TIERS:
+            continue
+        for run in bundle.runs.values():
+            epochs = RunDirectory(bundle.path / run.summary["run"]).read_metrics("epoch")
+            if not epochs or not run.config.train_images_used:
+                continue
+            commit = run.profiles[-1].provenance.code_version
+            device = next((plan["device"]["name"] for plan in plans if "device" in plan
+                           and plan.get("packed_commit") == commit and run.spec.text in plan.get("datasets", [])), None)
+            timed.append(GpuEpochs(DatasetRun(bundle, run), len(epochs), run.config.train_images_used,
+                                   sum(record["epoch_s"] for record in epochs), device))
+    return timed
+
+
+def gpu_timing_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None) -> str:
+    """What a GPU measured: the ``paper`` configuration's training step on ``dataset`` and one
+    loader worker's augmentation (:data:`GPU_BENCHMARK`), then the whole epochs of the
+    committed GPU runs (:func:`gpu_epochs`), those of ``dataset`` where there are some."""
+    path = stored_benchmark(GPU_BENCHMARK)
+    if not path.exists():
+        return "No GPU benchmark record is next to this package, so no GPU measurement is given here."
+    record = json.loads(path.read_text())
+    source = f"`benchmarks/results/{GPU_BENCHMARK}`"
+    step = record["results"].get(dataset)
+    text = f"**Measured on one {record['machine'].get('cuda') or 'GPU'}, not on Colab.** "
+    if step is None:
+        text += (f"The `{record['preset']}` configuration's training step was timed on "
+                 f"{', '.join(record['results'])} ({source}), not on {dataset}.")
+    else:
+        text += (f"There the `{record['preset']}` configuration's training step on {dataset} (batch {step['batch']}, "
+                 f"{step['precision']}, random tensors in place of augmented views) ran at "
+                 f"{step['images_per_s']:,.0f} images/s, and one loader worker made "
+                 f"{step['augmentation_images_per_s_per_worker']:,.0f} images/s of its multi-crop views ({source}).")
+    timed = gpu_epochs(bundles)
+    if not timed:
+        return text + " No whole epoch was timed on a GPU: no GPU run is committed."
+    own = [t for t in timed if t.run.spec.dataset == dataset]
+    if own:
+        slower = step is not None and all(t.images_per_s < step["images_per_s"] for t in own)
+        lead = f"Whole epochs, augmentation included, {'went slower' if slower else 'were timed too'}: "
+    else:
+        lead = f"No whole epoch of {dataset} was timed on a GPU. Those of the committed GPU runs, augmentation included: "
+    return text + " " + lead + "; ".join(
+        f"the {t.epochs} epochs of `{t.run.spec}` ({t.run.bundle.name}, {t.images:,} images each"
+        f"{', on one ' + t.device if t.device else ''}) took {t.seconds:.0f} s of training, "
+        f"{t.images_per_s:,.0f} images/s" for t in own or timed) + "."
+
+
 def run_commands_markdown(family: Family) -> str:
     """*Run it yourself*: each command of :func:`run_commands` with its note, Colab's set-up
-    cell, and the estimated time of ``quick`` and ``paper`` there (:mod:`ib_tutorial.training.cost`)."""
+    cell, the estimated time of ``quick`` and ``paper`` there (:mod:`ib_tutorial.training.cost`),
+    and what a GPU measured (:func:`gpu_timing_markdown`)."""
     commands = run_commands(family)
     name = family.gpu_spec.dataset
     parts = []
@@ -377,4 +501,5 @@ def run_commands_markdown(family: Family) -> str:
         parts.append(estimate_markdown(quick) + f"\n\nOn the same estimate `paper` takes {duration_text(low)} to "
                      f"{duration_text(high)}. A free Colab session can end without notice after some hours; the same "
                      "command, run again, resumes from the checkpoint on Drive.")
+    parts.append(gpu_timing_markdown(name))
     return "\n\n".join(parts)

@@ -140,7 +140,8 @@ def estimate_markdown(estimate: RunTimeEstimate) -> str:
         pace = "the GPU or the data loader sets the pace, depending on which scaling holds"
     return "\n".join([
         f"**{estimate.machine.name}: about {duration_text(low)} to {duration_text(high)} of training for "
-        f"`{estimate.preset}` on {estimate.dataset}.** An estimate, not a measurement: no GPU has been timed yet.",
+        f"`{estimate.preset}` on {estimate.dataset}.** An estimate, not a measurement: this "
+        "machine was not timed.",
         "",
         f"- Work: {estimate.epochs} epochs, {estimate.images:,} images, each {estimate.gflop_per_image:.1f} GFLOP per "
         f"step (counted from the settings: {MODEL_NAMES.get(ARCHITECTURES[train.arch]['embed_dim'], train.arch)}, {crops} crops of {view.img_size} and {view.local_crop_size} px).",

@@ -15,13 +15,16 @@ from archive_builders import TINY_WNIDS, TINY_WORDS, tiny_imagenet_zip
 from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import run_caption
-from ib_tutorial.report.dataset_chapters import data_status_markdown, gallery, knn_learned, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, chapter_runs, data_status_markdown, gallery, gpu_epochs, gpu_timing_markdown, knn_learned, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.bundles import load_bundle
-from ib_tutorial.paths import stored_results
+from ib_tutorial.paths import stored_benchmark, stored_results
 
 laptop_real = pytest.mark.skipif(not (stored_results("laptop-real") / "summary.json").exists(),
                                  reason="the committed bundle results/laptop-real is not next to this package")
+gpu_bundle = pytest.mark.skipif(not (stored_results("gpu-paper-subsets") / "summary.json").exists()
+                                or not stored_benchmark(GPU_BENCHMARK).exists(),
+                                reason="the committed GPU bundle and benchmark are not next to this package")
 
 
 @pytest.mark.slow
@@ -79,7 +82,9 @@ def test_every_command_is_one_the_command_line_accepts(family):
         assert shlex.split(command.line)[1:] == list(command.argv)
     text = run_commands_markdown(FAMILIES[family])
     assert all(command.line in text for command in commands)
-    assert "estimate, not a measurement" in text
+    assert "estimate, not a measurement: this machine was not timed" in text and "no GPU has been timed" not in text
+    if stored_benchmark(GPU_BENCHMARK).exists():
+        assert "not on Colab" in text
 
 
 def test_gpu_commands_export_where_the_chapter_looks():
@@ -162,3 +167,52 @@ def test_learned_is_the_plateau_rule_one_point_or_two_standard_errors():
     assert not knn_learned(run(3.0, 1000)) and knn_learned(run(3.2, 1000))
     # A million images: two standard errors are 0.1 point, and the one-point floor decides.
     assert not knn_learned(run(0.9, 1_000_000)) and knn_learned(run(1.0, 1_000_000))
+
+
+@pytest.mark.slow
+@gpu_bundle
+def test_a_gpu_run_that_changes_only_its_schedule_is_shown_not_named_as_missing():
+    family = FAMILIES["tiny-imagenet"]
+    runs = chapter_runs(family)
+    gpu = [entry for entry in runs if entry.on_gpu]
+    assert [entry.bundle.name for entry in gpu] == ["gpu-paper-subsets"] and not gpu[0].plain
+    assert [entry.bundle.name for entry in runs if not entry.on_gpu] == ["laptop-real"]  # the plain laptop run alone
+    assert "gpu-paper-subsets" not in other_runs_markdown("tiny-imagenet")
+    assert "laptop-dino-48" in other_runs_markdown("tiny-imagenet")  # a CPU run with settings of its own: named
+    text = missing_runs_markdown(family, runs)
+    assert "No GPU (quick or paper) run of `tiny-imagenet` is committed" not in text
+    assert "No GPU (quick or paper) run of `tiny-imagenet` at its tier's own settings is committed" in text
+    config = gpu[0].run.config
+    assert f"gpu-paper-subsets, preset paper) trained {config.train.epochs} of the `paper` tier's 100 epochs" in text
+    assert "ib-tutorial reproduce --preset quick --datasets tiny-imagenet" in text
+
+
+@gpu_bundle
+def test_a_gpu_run_copied_into_a_cpu_tiers_bundle_is_named_not_shown(tmp_path):
+    shutil.copytree(stored_results("gpu-paper-subsets"), tmp_path / "bundle")
+    summary = json.loads((tmp_path / "bundle" / "summary.json").read_text())
+    (tmp_path / "bundle" / "summary.json").write_text(json.dumps({**summary, "preset": "laptop"}))
+    bundles = [load_bundle(tmp_path / "bundle")]
+    assert chapter_runs(FAMILIES["tiny-imagenet"], bundles) == []
+    assert "(bundle)" in other_runs_markdown("tiny-imagenet", bundles)
+    assert gpu_epochs(bundles) == []  # not a GPU tier's run
+
+
+@pytest.mark.slow
+@gpu_bundle
+def test_the_gpu_measurement_is_read_from_the_committed_records():
+    record = json.loads(stored_benchmark(GPU_BENCHMARK).read_text())
+    assert record["machine"]["cuda"] == "NVIDIA H200"
+    [timed] = gpu_epochs()
+    epochs = [json.loads(line) for line in (timed.run.bundle.path / timed.run.run.summary["run"] / "metrics.jsonl")
+              .read_text().splitlines() if '"kind": "epoch"' in line]
+    assert timed.epochs == len(epochs) == timed.run.run.config.train.epochs and timed.device == "NVIDIA H200"
+    assert timed.images_per_s == pytest.approx(len(epochs) * 10_000 / sum(r["epoch_s"] for r in epochs))
+    for dataset in ("tiny-imagenet", "cifar100", "uc-merced"):
+        text = gpu_timing_markdown(dataset)
+        assert text.startswith("**Measured on one NVIDIA H200, not on Colab.**")
+        assert f"on {dataset} (batch 256, bf16" in text and f"{record['results'][dataset]['images_per_s']:,.0f} images/s" in text
+        assert f"{timed.images_per_s:,.0f} images/s" in text
+    assert "Whole epochs, augmentation included, went slower" in gpu_timing_markdown("tiny-imagenet")
+    assert "No whole epoch of cifar100 was timed on a GPU" in gpu_timing_markdown("cifar100")
+    assert "not on dtd" in gpu_timing_markdown("dtd")

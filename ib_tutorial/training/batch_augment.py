@@ -33,6 +33,7 @@ saturation, grayscale and solarisation rates).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -271,7 +272,12 @@ def fits_on(device: torch.device, elements: int) -> bool:
 
 class DeviceViewsLoader:
     """A loader of sample indices that yields ``(views, labels)`` made on ``device``:
-    what the training loop iterates, whichever path makes the views."""
+    what the training loop iterates, whichever path makes the views.
+
+    The views of the next batch are made while the training step of the current one runs:
+    on a GPU on a stream of their own (the step's stream waits for them only where it uses
+    them), so that augmentation and the step overlap; on a CPU one after the other, in the
+    same order, with the same views."""
 
     def __init__(self, loader, images: DecodedImages, device: torch.device):
         self.loader, self.images, self.device = loader, images, device
@@ -281,7 +287,27 @@ class DeviceViewsLoader:
         return len(self.loader)
 
     def __iter__(self):
+        side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        pending = None
         for indices, labels in self.loader:
-            with torch.no_grad():  # not around the yield: the training step needs its gradients
-                views = self.images.views(indices, self.device)
-            yield views, labels
+            made = self._make(indices, side)
+            if pending is not None:
+                yield self._ready(pending, side)
+            pending = (made, labels)
+        if pending is not None:
+            yield self._ready(pending, side)
+
+    def _make(self, indices: torch.Tensor, side) -> list[torch.Tensor]:
+        """The views of ``indices``, queued on ``side`` when there is one."""
+        with torch.no_grad(), (torch.cuda.stream(side) if side is not None else contextlib.nullcontext()):
+            return self.images.views(indices, self.device)
+
+    @staticmethod
+    def _ready(pending, side) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """``pending`` views and labels, once the current stream may use them."""
+        views, labels = pending
+        if side is not None:
+            torch.cuda.current_stream(side.device).wait_stream(side)
+            for view in views:  # made on the side stream, freed only after the step's use
+                view.record_stream(torch.cuda.current_stream(side.device))
+        return views, labels

@@ -200,3 +200,21 @@ def test_counter_draws_are_uniform_and_independent_of_the_batch():
     pairs = torch.corrcoef(torch.stack([drawn[1:, 0], drawn[1:, 1], drawn[:-1, 0]]))
     assert pairs[0, 1].abs() < 0.08 and pairs[0, 2].abs() < 0.08
     assert torch.equal(counter_uniforms(42, torch.tensor([1500, 3]), 50), drawn[[1500, 3]])
+
+
+def test_views_made_a_batch_ahead_are_the_batches_views_in_order(images):
+    # The loader makes the next batch's views before it hands out the current one (on a GPU,
+    # on a stream of its own): what it yields is what each batch's indices give, in order.
+    decoded = DecodedImages(Subset(images, range(16)), BatchMultiCrop(VIEW, LOCAL_CROPS, seed=0), CPU, progress=False)
+    made = []
+    original = decoded.views
+    decoded.views = lambda indices, device: made.append(indices.tolist()) or original(indices, device)
+    batches = DataLoader(decoded, batch_size=4, shuffle=False)
+    loader = iter(DeviceViewsLoader(batches, decoded, CPU))
+    views, labels = next(loader)
+    assert made == [[0, 1, 2, 3], [4, 5, 6, 7]]  # the second batch's views are made before the first is used
+    assert all(torch.equal(v, w) for v, w in zip(views, original(torch.arange(4), CPU)))
+    rest = list(loader)
+    assert len(rest) == 3 and made[-1] == [12, 13, 14, 15]
+    assert all(torch.equal(v, w) for v, w in zip(rest[-1][0], original(torch.arange(12, 16), CPU)))
+    assert torch.equal(rest[-1][1], torch.tensor([int(decoded.labels[i]) for i in range(12, 16)]))

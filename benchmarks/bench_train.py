@@ -50,17 +50,20 @@ from ib_tutorial.training.objective import build_schedules
 from ib_tutorial.training.run_config import RunConfig
 
 
-def make_step(config: RunConfig, device: torch.device):
-    """One full training step of a fresh DINO state on random views of the configured shapes."""
+def make_step(config: RunConfig, device: torch.device, change=None):
+    """One full training step of a fresh DINO state on random views of the configured shapes;
+    ``change(state)``, if given, alters the state first (a variant of ``bench_step.py``)."""
     state = DINOTraining(config.train, config.view, config.precision, build_schedules(config.train, steps_per_epoch=100),
                          device, num_classes=0)
+    if change is not None:
+        change(state)
     batch, global_side, local_side = config.train.batch_size, config.view.img_size, config.view.local_crop_size
     views = [torch.randn(batch, 3, global_side, global_side, device=device) for _ in range(2)]
     views += [torch.randn(batch, 3, local_side, local_side, device=device) for _ in range(config.train.local_crops_number)]
-    step = {"index": 0}
+    step = {"index": state.freeze_steps}  # the steps after the last layer's release: every parameter trains
 
     def one_step():
-        result = state.forward(views, None, epoch=1)  # no labels for DINO; epoch 1: the last layer is no longer frozen
+        result = state.forward(views, None, epoch=1)  # no labels for DINO
         state.update(result.loss, epoch=1, step=step["index"])
         step["index"] += 1
         if device.type == "cuda":

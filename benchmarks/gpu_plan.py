@@ -18,8 +18,9 @@ ignored folders), runs a command for at most 10 minutes and returns at most 8 fi
    freeze are the tier's, with their floors in steps (:mod:`ib_tutorial.training.phases`),
    never cut; profiled at every saved epoch with every variant, pruned, and exported.
 2. The DTD subset the same way; the overhead of profiling, the step's share of the GPU's
-   peak and the `paper` configuration's throughput per dataset (bench_train.py), as far as
-   the time left allows; the bundle of both runs exported again.
+   peak, the step one change at a time (bench_step.py) and the `paper` configuration's
+   throughput per dataset (bench_train.py), as far as the time left allows; the bundle of
+   both runs exported again.
 
 Each command leaves under ``$OUT`` one archive, ``gpu-check-<n>.tar.gz``, whose members
 are paths of the repository (``results/gpu-paper-subsets/...``,
@@ -364,6 +365,10 @@ def second(plan: Plan, packed: Path) -> None:
         plan.step("share of the GPU's peak", [sys.executable, "benchmarks/bench_utilisation.py", "--presets", "quick",
                                               "--out", str(plan.staging / BENCHMARKS / "bench_utilisation.json")],
                   45, required=False)
+    plan.step("the step, one change at a time", [
+        sys.executable, "benchmarks/bench_step.py",
+        *(["--tiny", "--preset", "ci", "--dataset", "synthetic-objects"] if plan.dry_run else []),
+        "--out", str(plan.staging / BENCHMARKS / "bench_step.json")], 90, required=False)
     # Last, since two H200s measured the same rates within 5 % (benchmarks/README.md): the
     # time is better spent on the runs.
     plan.step("throughput of the paper configuration", [

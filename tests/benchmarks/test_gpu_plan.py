@@ -82,6 +82,7 @@ def test_the_second_archive_is_the_bundle_of_both_runs_with_every_saved_epoch_pr
         assert all([r.epoch for r in records] == [0, 1, 2] for records in run.variants.values()) and run.pruning
     assert (checkout / "benchmarks/results/gpu/plan-2.json").exists()
     assert (checkout / "benchmarks/results/gpu/bench_probe.json").exists()
+    assert (checkout / "benchmarks/results/gpu/bench_step.json").exists()
     measured = json.loads((checkout / "benchmarks/results/gpu/bench_train_paper.json").read_text())
     assert measured["results"]  # the throughput comes last, in the time the runs leave
 

@@ -95,18 +95,17 @@ def _setting(value) -> str:
 
 
 def recipe_markdown(recipes: list[Recipe]) -> str:
-    """A Markdown table of the recipes: changes, phases, k-NN at every evaluation, teacher state, time.
+    """A Markdown table of the recipes: changes, k-NN at every evaluation, teacher state, time.
     One dataset per table (say which in the text around it)."""
-    lines = ["| run | settings changed | warm-up / freeze (steps) | epochs | k-NN top-1 %, CLS | "
-             "k-NN top-1 %, mean patch | teacher H / log K | teacher information (nats) | wall time |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| run | settings changed | epochs | k-NN top-1 %, CLS | k-NN top-1 %, mean patch | "
+             "teacher H / log K | teacher information (nats) | wall time |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in recipes:
         changes = ", ".join(f"{key}={_short(value)}" for key, value in sorted(r.changes.items())) or "(the reference)"
         info = "-" if r.teacher_information is None else f"{r.teacher_information:.2f}"
         wall = "-" if r.wall_minutes is None else f"{r.wall_minutes:.0f} min"
-        lines.append(f"| {r.name} | {changes} | {r.phases.warmup_steps} / {r.phases.freeze_steps} | "
-                     f"{' '.join(map(str, r.epochs))} | {_curve(r.knn_cls)} | {_curve(r.knn_mean)} | "
-                     f"{r.teacher_entropy:.2f} | {info} | {wall} |")
+        lines.append(f"| {r.name} | {changes} | {' '.join(map(str, r.epochs))} | {_curve(r.knn_cls)} | "
+                     f"{_curve(r.knn_mean)} | {r.teacher_entropy:.2f} | {info} | {wall} |")
     return "\n".join(lines)
 
 def _curve(values: list[float]) -> str:

@@ -40,7 +40,7 @@ def test_a_recipe_lists_only_what_differs_from_the_reference(tmp_path):
     assert len(table) == 4 and "(the reference)" in table[2]
     assert "lr=0.004" in table[3] and "| 0 1 2 | 20.0 18.0 30.0 | 21.0 19.0 31.0 |" in table[3]
     # ci's warm-up and freeze: 1 epoch each, of 4 steps (64 images of 16), no floors.
-    assert faster.phases.warmup_steps == faster.phases.freeze_steps == 4 and "| 4 / 4 |" in table[3]
+    assert faster.phases.warmup_steps == faster.phases.freeze_steps == 4
 
 
 def test_a_recipe_read_at_a_step_stops_there(tmp_path):

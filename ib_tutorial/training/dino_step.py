@@ -122,8 +122,8 @@ class DINOTraining(Objective):
     def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
         """:func:`collapse_message` of a logged training record, else the
         :class:`InformationWatch`'s message when the teacher's information is falling."""
-        return (collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim)
-                or self.watch.update(record["step"], record["teacher_information"]))
+        falling = self.watch.update(record["step"], record["teacher_information"])  # every logged step feeds the watch
+        return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim) or falling
 
     @classmethod
     def phases(cls, train: TrainSettings, steps_per_epoch: int) -> Phases:

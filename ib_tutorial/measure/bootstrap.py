@@ -51,7 +51,7 @@ from statistics import NormalDist
 import torch
 
 from .metrics import eed_percent, effective_dimension_from_spectrum
-from .shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, verdict
+from .shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, middle_is_lowest, verdict
 from .variants import IMAGE_OUTER, POSITIONS, TokenMoments, get_variant
 
 Tensor = torch.Tensor
@@ -298,11 +298,23 @@ class BootstrapProfile:
         (shapes no replicate has are left out): how firmly the images fix the profile's shape.
         For the basic method the replicates are first reflected about the measured profile,
         :math:`2\hat v - v^*`, as its intervals are."""
+        shapes = [classify_shape(row, tolerance) for row in self._read_replicates()]
+        return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
+
+    def middle_minimum_share(self) -> float:
+        """The share of replicates whose lowest block is a middle one
+        (:func:`~ib_tutorial.measure.shape.middle_is_lowest`), read as :meth:`shape_shares`
+        reads them: how firmly the images put the profile's minimum where the paper puts it."""
+        rows = self._read_replicates()
+        return sum(middle_is_lowest(row) for row in rows) / len(rows)
+
+    def _read_replicates(self) -> list[list[float]]:
+        r"""The replicates as this profile's intervals read them: reflected about the measured
+        profile, :math:`2\hat v - v^*`, for the basic method, as they are for the percentile one."""
         rows = self.replicates
         if self.method == "basic":
             rows = 2 * torch.tensor(self.n_eff, dtype=torch.float64) - rows
-        shapes = [classify_shape(row, tolerance) for row in rows.tolist()]
-        return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
+        return rows.tolist()
 
     def stored(self, decimals: int = 4) -> StoredReplicates:
         r"""The replicates as a profile file keeps them (:math:`N_\mathrm{eff}` to ``decimals``
@@ -328,7 +340,7 @@ class BootstrapProfile:
 
     def interval(self, statistic: Callable[[Sequence[float]], float], percent: bool = False) -> Interval:
         r"""The interval of ``statistic`` (a function of one value per block, e.g.
-        :func:`~ib_tutorial.measure.shape.u_depth`) over this profile's replicates, of
+        :func:`~ib_tutorial.measure.shape.middle_dip`) over this profile's replicates, of
         :math:`N_\mathrm{eff}` values or (``percent``) of EED% values."""
         return joint_interval(statistic, [self], percent)
 

@@ -10,7 +10,20 @@ effective directions, or EED%). Blocks fall into three regions by depth fraction
 
 which for the paper's :math:`L = 12` are L0-L1, L2-L4 and L9-L11, the blocks it calls early,
 middle (where it finds the minimum) and late. :math:`\bar v_E, \bar v_M, \bar v_L` are the
-means over these regions. Two statistics, both :math:`\ge 0`:
+means over these regions. The verdicts read one signed statistic, the **middle dip**,
+
+.. math::
+
+    \mathrm{dip} = \min(\bar v_E, \bar v_L) - \bar v_M ,
+
+positive where the middle blocks lie below both ends, negative where they lie above either.
+It is a smooth function of the block values, so its bootstrap replicates spread continuously
+and a basic or percentile interval of it stays a range the statistic can take. Where the
+lowest block lies is reported beside it, as the share of bootstrap replicates whose lowest
+block is a middle one (:meth:`~ib_tutorial.measure.bootstrap.BootstrapProfile.middle_minimum_share`):
+a dip of a few directions with its minimum at L5 is a valley, not the paper's U.
+
+Naming a profile's shape uses two statistics, both :math:`\ge 0`:
 
 .. math::
 
@@ -26,8 +39,10 @@ means over these regions. Two statistics, both :math:`\ge 0`:
 
 where *inside* is every block neither early nor late. U-depth is 0, not undefined, where the
 lowest block is not a middle one: a profile that merely falls with depth, or a network that
-collapses in its last block, has no U however low its middle lies, and a bootstrap replicate
-whose minimum moves out of the middle counts as no U.
+collapses in its last block, has no U however low its middle lies. Gated and clipped at 0,
+U-depth names a shape; it is not a statistic to put an interval on: its replicates pile up
+at 0, a basic interval of it reaches below 0, and its value jumps when two blocks
+trade places as the lowest (which the middle dip does not).
 
 :func:`classify_shape` names a profile by the first of these that applies, with a
 ``tolerance`` :math:`\tau` in the units of the values:
@@ -127,16 +142,24 @@ def region_means(values: Sequence[float]) -> RegionMeans:
     return RegionMeans(*(_mean(values, blocks) for blocks in (regions.early, regions.middle, regions.late)))
 
 
+def middle_dip(values: Sequence[float]) -> float:
+    r"""How far the middle blocks' mean lies below the lower of the early and late means,
+    :math:`\min(\bar v_E, \bar v_L) - \bar v_M`, signed (negative where the middle lies above
+    either end); in the units of ``values``. The statistic of every verdict on a U."""
+    means = region_means(values)
+    return min(means.early, means.late) - means.middle
+
+
+def middle_is_lowest(values: Sequence[float]) -> bool:
+    """Whether the lowest block is a middle one (:func:`depth_regions`)."""
+    return min(range(len(values)), key=values.__getitem__) in depth_regions(len(values)).middle
+
+
 def u_depth(values: Sequence[float]) -> float:
     r"""How far the middle blocks' mean lies below the lower of the early and late means,
     :math:`\max(0, \min(\bar v_E, \bar v_L) - \bar v_M)`, counted only when the lowest block is
     a middle one (else 0); in the units of ``values``."""
-    regions = depth_regions(len(values))
-    lowest = min(range(len(values)), key=values.__getitem__)
-    if lowest not in regions.middle:
-        return 0.0
-    means = region_means(values)
-    return max(0.0, min(means.early, means.late) - means.middle)
+    return max(0.0, middle_dip(values)) if middle_is_lowest(values) else 0.0
 
 
 def hump_height(values: Sequence[float]) -> float:

@@ -68,7 +68,7 @@ def interval_text(interval: Interval, signed: bool = False) -> str:
 
 def _shape(summary: ShapeSummary) -> str:
     article = "an" if summary.shape.value[0] in "aeio" else "a"
-    return f"{article} {summary.shape.value} (U-depth {summary.u_depth:.1f} directions)"
+    return f"{article} {summary.shape.value} (middle dip {summary.middle_dip:+.1f} directions)"
 
 
 def _interval(test: ClaimTest) -> str:
@@ -81,13 +81,24 @@ def _interval(test: ClaimTest) -> str:
 
 def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     """One row per (what was tested, claim): the statistic in effective directions, its
-    bootstrap interval where the profiles had one, the margin and the three-valued verdict."""
+    bootstrap interval where the profiles had one, the margin and the three-valued verdict
+    (with, for the mid-depth minimum, the share of replicates whose lowest block is a middle
+    one, and, for a verdict over seeds, why it is undetermined)."""
     lines = ["| claim | tested on | statistic (directions) | interval | margin | verdict |",
              "| --- | --- | --- | --- | --- | --- |"]
     for subject, test in tested:
         lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {_interval(test)} | "
-                     f"{test.margin:g} | {test.verdict.value} |")
+                     f"{test.margin:g} | {_verdict(test)} |")
     return "\n".join(lines)
+
+
+def _verdict(test: ClaimTest) -> str:
+    notes = []
+    if test.middle_minimum_share is not None:
+        notes.append(f"lowest block in the middle in {test.middle_minimum_share:.0%} of replicates")
+    if test.reason:
+        notes.append(test.reason)
+    return test.verdict.value + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
@@ -116,7 +127,7 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 
 def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary]) -> str:
-    """How the middle blocks' EED and the two shape statistics move along a knob sweep at its
+    """How the middle blocks' EED and the claims' two statistics move along a knob sweep at its
     last saved epoch, against the same fits at the random initialisation (one summary per
     weight, ascending in weight): the change from the initialisation is what learning did,
     the rest the input's own statistics."""
@@ -128,23 +139,23 @@ def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last:
                 f"{trend.change:+.1f}{unit} over the knob; rank correlation {rho})")
     return (f"At epoch {last[0].epoch}, the middle blocks' EED ({_blocks(MIDDLE)}) goes {moved('middle', last, ' %')}; "
             f"at the random initialisation it already goes {moved('middle', first, ' %')}. "
-            f"The U-depth goes {moved('u_depth', last, ' directions')}, and the re-expansion "
-            f"{moved('reexpansion', last, ' directions')}.")
+            f"The middle dip goes {moved('middle_dip', last, ' directions')}, and the late rise "
+            f"{moved('late_rise', last, ' directions')}.")
 
 
 def seeds_markdown(spread: SeedSpread) -> str:
     """Two tables, a row per seed: the k-NN top-1 at the initialisation and at the end, the
-    last profile's shape (with the share of bootstrap replicates that agree), its U-depth and
+    last profile's shape (with the share of bootstrap replicates that agree), its middle dip and
     hump height in effective directions; then each region's last EED% and its change from the
     initialisation. Every number carries its interval."""
     learning = ["| seed | k-NN top-1 at init (%) | at the end (%) | shape (share of replicates) | "
-                "U-depth (directions) | hump height (directions) |", "| ---: | --- | --- | --- | --- | --- |"]
+                "middle dip (directions) | hump height (directions) |", "| ---: | --- | --- | --- | --- | --- |"]
     levels = ["| seed | " + " | ".join(f"{region} EED%, change from init" for region in REGIONS) + " |",
               "| ---: | " + " | ".join("---" for _ in REGIONS) + " |"]
     for run in spread.runs:
         learning.append(f"| {run.seed} | {run.knn_first.estimate:.1f} {interval_text(run.knn_first)} | "
                         f"{run.knn_last.estimate:.1f} {interval_text(run.knn_last)} | {run.last.shape.value} "
-                        f"({run.shape_share:.0%}) | {run.u_depth.estimate:.1f} {interval_text(run.u_depth)} | "
+                        f"({run.shape_share:.0%}) | {run.middle_dip.estimate:+.1f} {interval_text(run.middle_dip, signed=True)} | "
                         f"{run.hump_height.estimate:.1f} {interval_text(run.hump_height)} |")
         levels.append(f"| {run.seed} | " + " | ".join(
             f"{run.level(region).estimate:.1f} {interval_text(run.level(region))}, "

@@ -87,17 +87,17 @@ def ranges_markdown(profiles: Mapping[str, Mapping[str, dict]], measurement: str
 
 
 def comparisons_markdown(comparisons: list[Comparison]) -> str:
-    """DINO against the other objectives at the same width: the U-depths side by side."""
+    """DINO against the other objectives at the same width: the middle dips side by side."""
     if not comparisons:
         return (f"No dataset has both `{PRETRAINED_DINO}` and a supervised or DINOv2 ViT-S profiled, so the "
                 "objectives cannot be compared here.")
-    lines = ["| dataset | DINO ViT-S/16 U-depth | compared with | its U-depth | DINO minus it |",
+    lines = ["| dataset | DINO ViT-S/16 middle dip | compared with | its middle dip | DINO minus it |",
              "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {c.dataset} | {c.first_u_depth:.1f} | `{c.second}` | {c.second_u_depth:.1f} | {c.difference:+.1f} |"
+    lines += [f"| {c.dataset} | {c.first_dip:.1f} | `{c.second}` | {c.second_dip:.1f} | {c.difference:+.1f} |"
               for c in comparisons]
-    return "\n".join(lines) + ("\n\nA U-depth is the lower of the early (L0-L1) and late (L9-L11) blocks' mean N_eff "
-                               "minus the middle blocks' (L2-L4), in effective directions, counted only where the "
-                               "lowest block is a middle one (else 0).")
+    return "\n".join(lines) + ("\n\nA middle dip is the lower of the early (L0-L1) and late (L9-L11) blocks' mean N_eff "
+                               "minus the middle blocks' (L2-L4), in effective directions, signed (negative where "
+                               "the middle lies above either end).")
 
 
 def measurement_markdown(profiles: Mapping[str, Mapping[str, dict]], model: str = PRETRAINED_DINO) -> str:

@@ -10,7 +10,7 @@ from IPython.display import Markdown
 from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
-from ..measure.shape import u_depth
+from ..measure.shape import middle_dip
 from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
 from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
@@ -59,11 +59,11 @@ def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
 def sweep_table(sweep: KnobSweep) -> str:
     """One row per weight: whether the network learned (by the plateau rule's threshold), k-NN
     top-1 from the random initialisation to the end with the end's Wilson interval, the last
-    profile's shape with the share of bootstrap replicates that give it, its U-depth in
+    profile's shape with the share of bootstrap replicates that give it, its middle dip in
     effective directions, the middle blocks' mean EED% from the initialisation to the end, and
     that change with its paired interval: what learning did, apart from the input's own
     statistics. Intervals (90 %) need the profiles' bootstraps; a dash where a run has none."""
-    lines = ["| w | learned | k-NN top-1 %: init -> end [interval] | shape at the end (share) | U-depth (directions) "
+    lines = ["| w | learned | k-NN top-1 %: init -> end [interval] | shape at the end (share) | middle dip (directions) "
              "| middle EED%: init -> end | middle change (points) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     learned = sweep.learned()
@@ -74,11 +74,11 @@ def sweep_table(sweep: KnobSweep) -> str:
         if last.bootstrap is not None and first.bootstrap is not None:
             share = last.bootstrap.shape_shares(claims.MARGIN).get(last.shape, 0.0)
             shape = f"{last.shape} ({share:.0%})"
-            depth = f"{last.u_depth:.1f} {interval_text(last.bootstrap.interval(u_depth))}"
+            depth = f"{last.middle_dip:.1f} {interval_text(last.bootstrap.interval(middle_dip), signed=True)}"
             change = region_change(first, last, "middle")
             middle_change = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
         else:
-            shape, depth = str(last.shape), f"{last.u_depth:.1f}"
+            shape, depth = str(last.shape), f"{last.middle_dip:.1f}"
             middle_change = f"{last.middle - first.middle:+.1f} (no bootstrap)"
         lines.append(f"| {weight:g} | {'yes' if weight in learned else 'no'} | {knn} | {shape} | {depth} | "
                      f"{first.middle:.1f} -> {last.middle:.1f} | {middle_change} |")

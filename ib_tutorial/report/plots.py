@@ -304,13 +304,13 @@ def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, co
 
 def plot_knob_shapes(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary],
                      caption: str, margin: float = MARGIN) -> plt.Figure:
-    """The claims' two statistics against the knob: the U-depth (left: the compression the
-    paper finds deeper for objects) and the re-expansion (right), in effective directions,
+    """The claims' two statistics against the knob: the middle dip (left: the compression the
+    paper finds deeper for objects) and the late rise (right), in effective directions,
     at the sweep's last saved epoch (solid) and at the random initialisation (dashed), with
     the margin a claim must exceed shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
     epoch = last[0].epoch
-    for ax, key in ((dip, "u_depth"), (rise, "reexpansion")):
+    for ax, key in ((dip, "middle_dip"), (rise, "late_rise")):
         ax.plot(weights, [getattr(shape, key) for shape in last], marker="o", color="C0", label=f"epoch {epoch}")
         ax.plot(weights, [getattr(shape, key) for shape in first], marker="s", markerfacecolor="none",
                 **{k: v for k, v in line_style("random init").items() if k not in ("marker", "markerfacecolor")},
@@ -341,25 +341,25 @@ def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | Non
 
 def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: str, margin: float = MARGIN) -> plt.Figure:
     """The claims' two statistics at every saved epoch, one line per labelled run: the
-    U-depth (left; the paper's Tiny ImageNet profile: about 107 directions of 384) and the
-    re-expansion (right), in effective directions, with the margin a claim must exceed
+    middle dip (left; the paper's Tiny ImageNet profile: about 107 directions of 384) and the
+    late rise (right), in effective directions, with the margin a claim must exceed
     shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
     for index, (label, run) in enumerate(shapes.items()):
         epochs = [shape.epoch for shape in run]
-        dip.plot(epochs, [shape.u_depth for shape in run], marker="o", color=f"C{index}", label=label)
-        rise.plot(epochs, [shape.reexpansion for shape in run], marker="o", color=f"C{index}", label=label)
+        dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=f"C{index}", label=label)
+        rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=f"C{index}", label=label)
     style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
     add_caption(fig, caption)
     return fig
 
 
 def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) -> None:
-    """Titles, labels, zero line and the shaded margin of the two panels (U-depth and
-    re-expansion, both 0 unless the lowest block is a middle one); the legend on the first."""
+    """Titles, labels, zero line and the shaded margin of the two panels (middle dip and
+    late rise, both signed); the legend on the first."""
     for ax, title, ylabel in (
-            (dip, "U-depth", "min(early, late) - middle (directions)"),
-            (rise, "late re-expansion", "late - middle (directions)")):
+            (dip, "middle dip", "min(early, late) - middle (directions)"),
+            (rise, "late rise", "late - middle (directions)")):
         ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} direction)")
         ax.axhline(0, color="0.4", lw=1)
         ax.set_xlabel(xlabel)

@@ -13,18 +13,27 @@ The paper makes four claims about a ViT that has learned its data:
 Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`).
 
 Every claim is read off one statistic of :mod:`ib_tutorial.measure.shape`, in effective
-directions (:math:`N_\\mathrm{eff}`, a unit that means the same at any width): the U-depth,
-:math:`\\min(\\bar v_E, \\bar v_L) - \\bar v_M`, counted only when the lowest block is a middle
-one (else 0), so that a profile that merely falls with depth, a hump, or a network that
-collapses in its last block has no U; and the re-expansion, :math:`\\bar v_L - \\bar v_M`,
-counted under the same condition. A claim holds when its statistic exceeds ``margin``
-(default :data:`MARGIN`, one effective direction). With a bootstrap over the images
-(:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`) the verdict is three-valued:
-``holds`` when the whole interval lies above the margin, ``fails`` when none of it does,
-``undetermined`` when it straddles the margin. On a network that did not learn a claim is
-``not applicable`` (:func:`on_learned`). A profile measured without one has no
-interval, and its verdict reads the point value alone, or an approximate interval borrowed
-from runs of the same settings that have one (:func:`borrowed_test`): the tables say which.
+directions (:math:`N_\\mathrm{eff}`, a unit that means the same at any width): the **middle
+dip**, :math:`\\min(\\bar v_E, \\bar v_L) - \\bar v_M`, signed, and the **late rise**,
+:math:`\\bar v_L - \\bar v_M`. Both are smooth in the block values, so their bootstrap intervals
+carry the images' uncertainty without the jumps and the pile-up at 0 of the gated, clipped
+U-depth (which still names shapes). Beside the mid-depth minimum's dip stands the share of
+bootstrap replicates whose lowest block is a middle one. A claim holds when its statistic
+exceeds ``margin`` (default :data:`MARGIN`, one effective direction); the late re-expansion,
+a rise *again*, holds only where the mid-depth minimum holds too (:func:`late_reexpansion`).
+With a bootstrap over the images (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`)
+the verdict is three-valued: ``holds`` when the whole interval lies above the margin,
+``fails`` when none of it does, ``undetermined`` when it straddles the margin. On a network
+that did not learn a claim is ``not applicable`` (:func:`on_learned`); over several seeds it
+holds or fails only where every seed learned and all agree (:func:`across_seeds`). A profile
+measured without a bootstrap has no interval, and its verdict reads the point value alone,
+or an approximate interval borrowed from runs of the same settings that have one
+(:func:`borrowed_test`): the tables say which.
+
+Each claim can be read on two profiles: the trained network's (its **level**) and the
+change from its random initialisation, block by block (:func:`change_from_initialisation`,
+with paired intervals). The level mixes what the images are with what learning did; the
+change is what learning did, and reads against a control that trained without learning.
 """
 from __future__ import annotations
 
@@ -33,7 +42,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..measure.bootstrap import BootstrapProfile, Interval, joint_interval
-from ..measure.shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, depth_regions, region_means, u_depth, verdict
+from ..measure.shape import (DIRECTIONS, ProfileShape, Verdict, classify_shape, middle_dip, middle_is_lowest, region_means,
+                             u_depth, verdict)
 from .knob import knob_trend
 from .records import ProfileRecord, bootstrap_of
 
@@ -43,13 +53,9 @@ from .records import ProfileRecord, bootstrap_of
 MARGIN = DIRECTIONS
 
 
-def reexpansion(values: Sequence[float]) -> float:
-    r"""How far the late blocks' mean rises above the middle blocks', :math:`\bar v_L - \bar v_M`,
-    counted only when the lowest block is a middle one (a rise *again* needs a fall
-    before it; else 0); in the units of ``values``."""
-    regions = depth_regions(len(values))
-    if min(range(len(values)), key=values.__getitem__) not in regions.middle:
-        return 0.0
+def late_rise(values: Sequence[float]) -> float:
+    r"""How far the late blocks' mean lies above the middle blocks', :math:`\bar v_L - \bar v_M`,
+    signed; in the units of ``values``."""
     means = region_means(values)
     return means.late - means.middle
 
@@ -86,13 +92,19 @@ class ShapeSummary:
 
     @property
     def u_depth(self) -> float:
-        """The U-depth in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`)."""
+        """The U-depth in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`),
+        which names the shape."""
         return u_depth(self.n_eff)
 
     @property
-    def reexpansion(self) -> float:
-        """The re-expansion in effective directions (:func:`reexpansion`)."""
-        return reexpansion(self.n_eff)
+    def middle_dip(self) -> float:
+        """The middle dip in effective directions (:func:`~ib_tutorial.measure.shape.middle_dip`)."""
+        return middle_dip(self.n_eff)
+
+    @property
+    def late_rise(self) -> float:
+        """The late rise in effective directions (:func:`late_rise`)."""
+        return late_rise(self.n_eff)
 
     @property
     def lowest(self) -> float:
@@ -136,6 +148,9 @@ class ClaimTest:
             then reads ``difference`` alone).
         borrowed_from: where ``interval`` is an approximation borrowed from other runs
             (:func:`borrowed_test`), how many; else 0.
+        middle_minimum_share: for the mid-depth minimum with a bootstrap, the share of
+            replicates whose lowest block is a middle one; else None.
+        reason: why a verdict over several seeds is undetermined (:func:`across_seeds`); else "".
     """
 
     claim: str
@@ -144,6 +159,8 @@ class ClaimTest:
     margin: float
     interval: Interval | None = None
     borrowed_from: int = 0
+    middle_minimum_share: float | None = None
+    reason: str = ""
 
     @property
     def holds(self) -> bool:
@@ -185,31 +202,101 @@ def on_learned(test: ClaimTest, learned: bool) -> ClaimTest:
     return test if learned else dataclasses.replace(test, verdict=Verdict.NOT_APPLICABLE)
 
 
+def across_seeds(tests: Sequence[ClaimTest], learned: Sequence[bool], seeds: Sequence[int]) -> ClaimTest:
+    """One claim over runs that differ only in their seed (one test per seed, each with
+    whether that seed's network learned): ``holds`` or ``fails`` only where every seed
+    learned and every seed's verdict is that one; ``not applicable`` where none learned;
+    else ``undetermined``, with the ``reason`` (a seed that did not learn, seeds that
+    disagree, or a seed whose own interval straddles the margin). The statistic is the
+    seeds' mean and the interval spans every seed's interval (or point, where a seed has none)."""
+    if not tests or not len(tests) == len(learned) == len(seeds):
+        raise ValueError("give one test, one learned flag and one seed per run")
+    if len({test.claim for test in tests}) != 1:
+        raise ValueError(f"the tests are of different claims: {sorted({test.claim for test in tests})}")
+    lows = [test.interval.low if test.interval else test.difference for test in tests]
+    highs = [test.interval.high if test.interval else test.difference for test in tests]
+    level = next((test.interval.level for test in tests if test.interval), None)
+    mean = sum(test.difference for test in tests) / len(tests)
+    interval = Interval(mean, min(lows), max(highs), level) if level is not None else None
+    verdicts = {seed: test.verdict for seed, test in zip(seeds, tests)}
+    unlearned = [seed for seed, ok in zip(seeds, learned) if not ok]
+    if len(unlearned) == len(tests):
+        verdict_, reason = Verdict.NOT_APPLICABLE, "no seed learned"
+    elif unlearned:
+        verdict_, reason = Verdict.UNDETERMINED, f"seed {', '.join(map(str, unlearned))} did not learn"
+    elif len(set(verdicts.values())) == 1 and tests[0].verdict is not Verdict.UNDETERMINED:
+        verdict_, reason = tests[0].verdict, ""
+    else:
+        verdict_ = Verdict.UNDETERMINED
+        reason = "; ".join(f"{value.value} on seed {seed}" for seed, value in verdicts.items())
+    return ClaimTest(tests[0].claim, verdict_, mean, tests[0].margin, interval, reason=reason)
+
+
+def change_from_initialisation(first: ShapeSummary, last: ShapeSummary) -> ShapeSummary:
+    """What training did to a profile: ``last`` minus ``first`` (the random initialisation),
+    block by block, in effective directions, with paired replicates where both profiles were
+    bootstrapped with the same seed on the same images (every epoch of a run is). Its
+    ``epoch`` is ``last``'s. The claims read on it ask whether learning, not the images,
+    made the shape: a mid-depth minimum of the change is a middle that gained less than
+    both ends."""
+    if len(first.n_eff) != len(last.n_eff) or first.dim != last.dim:
+        raise ValueError("the two profiles differ in depth or width")
+    n_eff = tuple(b - a for a, b in zip(first.n_eff, last.n_eff))
+    bootstrap = None
+    if first.bootstrap is not None and last.bootstrap is not None:
+        before, after = first.bootstrap, last.bootstrap
+        if (before.seed, before.variant, before.replicates.shape) != (after.seed, after.variant, after.replicates.shape):
+            raise ValueError("the two bootstraps are not paired: measure both epochs with the same seed, "
+                             "variant and number of replicates")
+        bootstrap = dataclasses.replace(after, n_eff=list(n_eff), replicates=after.replicates - before.replicates)
+    return ShapeSummary(last.epoch, n_eff, last.dim, bootstrap)
+
+
 def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The profile is a U: its U-depth exceeds ``margin``."""
-    return _test("mid-depth minimum", u_depth, [shape], margin)
+    """The profile is a U with its minimum in the middle: its middle dip exceeds ``margin``,
+    and its lowest block is a middle one. The second is read off the share of bootstrap
+    replicates whose lowest block is a middle one (:attr:`ClaimTest.middle_minimum_share`):
+    it holds when the share reaches the interval's level, fails when it is at most one minus
+    the level, and is undetermined between (without a bootstrap, the measured profile's
+    lowest block decides). The verdict is the weaker of the two; the statistic and its
+    interval are the dip's."""
+    test = _test("mid-depth minimum", middle_dip, [shape], margin)
+    if shape.bootstrap is None:
+        where = Verdict.HOLDS if middle_is_lowest(shape.n_eff) else Verdict.FAILS
+        return dataclasses.replace(test, verdict=_weakest(test.verdict, where))
+    share, level = shape.bootstrap.middle_minimum_share(), shape.bootstrap.level
+    where = Verdict.HOLDS if share >= level else Verdict.FAILS if share <= 1 - level else Verdict.UNDETERMINED
+    return dataclasses.replace(test, verdict=_weakest(test.verdict, where), middle_minimum_share=share)
 
 
 def deepens(first: ShapeSummary, last: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The U-depth grew by more than ``margin`` from ``first`` to ``last``."""
-    return _test("deepens over training", lambda a, b: u_depth(b) - u_depth(a), [first, last], margin)
+    """The middle dip grew by more than ``margin`` from ``first`` to ``last``."""
+    return _test("deepens over training", lambda a, b: middle_dip(b) - middle_dip(a), [first, last], margin)
 
 
 def deeper_for_objects(objects: ShapeSummary, textures: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The object data's U-depth exceeds the texture data's by more than ``margin``."""
-    return _test("deeper for object data", lambda a, b: u_depth(a) - u_depth(b), [objects, textures], margin)
+    """The object data's middle dip exceeds the texture data's by more than ``margin``."""
+    return _test("deeper for object data", lambda a, b: middle_dip(a) - middle_dip(b), [objects, textures], margin)
 
 
 def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
     """After a minimum in the middle blocks, the late mean lies more than ``margin`` above
-    the middle mean (:func:`reexpansion`)."""
-    return _test("late re-expansion", reexpansion, [shape], margin)
+    the middle mean: the late rise (:func:`late_rise`) exceeds ``margin`` *and* the mid-depth
+    minimum holds. Its verdict is the weaker of the two (a rise above a middle that is not
+    a minimum is no re-expansion); its statistic and interval are the late rise's."""
+    rise = _test("late re-expansion", late_rise, [shape], margin)
+    return dataclasses.replace(rise, verdict=_weakest(rise.verdict, mid_depth_minimum(shape, margin).verdict))
+
+
+def _weakest(*verdicts: Verdict) -> Verdict:
+    """The verdict on "all of these": fails if any fails, else undetermined if any is."""
+    return min(verdicts, key=[Verdict.FAILS, Verdict.UNDETERMINED, Verdict.HOLDS].index)
 
 
 def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ShapeSummary], margin: float = MARGIN) -> ClaimTest:
     """Claim 3 along ``synthetic-mix``'s knob (:mod:`~ib_tutorial.reproduction.knob`): the
-    U-depth's least-squares line over ``weights`` falls by more than ``margin`` from the
+    middle dip's least-squares line over ``weights`` falls by more than ``margin`` from the
     objects' end to the textures' end; ``difference`` is that fall."""
     def fall(*profiles: Sequence[float]) -> float:
-        return -knob_trend(weights, [u_depth(values) for values in profiles]).change
+        return -knob_trend(weights, [middle_dip(values) for values in profiles]).change
     return _test("deeper for object data along the knob", fall, shapes, margin)

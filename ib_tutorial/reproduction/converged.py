@@ -124,22 +124,22 @@ def objects_against_textures(profiles: dict, objects: str = "tiny-imagenet", tex
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two published models' U-depths (effective directions) on one dataset."""
+    """Two published models' middle dips (effective directions) on one dataset."""
 
     dataset: str
     first: str
     second: str
-    first_u_depth: float
-    second_u_depth: float
+    first_dip: float
+    second_dip: float
 
     @property
     def difference(self) -> float:
-        return self.first_u_depth - self.second_u_depth
+        return self.first_dip - self.second_dip
 
 
 def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT) -> list[Comparison]:
     """DINO ViT-S/16 against each supervised ViT-S and against DINOv2, on every dataset
-    where both were profiled: does the objective change the U-depth at the same width?"""
+    where both were profiled: does the objective change the middle dip at the same width?"""
     out = []
     for dataset in profiles:
         measured = shapes(profiles, dataset, measurement)
@@ -147,7 +147,7 @@ def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT)
             continue
         for model, training in TRAINING.items():
             if training in ("supervised", "DINOv2") and model in measured:
-                out.append(Comparison(dataset, PRETRAINED_DINO, model, measured[PRETRAINED_DINO].u_depth, measured[model].u_depth))
+                out.append(Comparison(dataset, PRETRAINED_DINO, model, measured[PRETRAINED_DINO].middle_dip, measured[model].middle_dip))
     return out
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..measure.bootstrap import LEVEL, Interval, joint_interval, wilson_interval
-from ..measure.shape import hump_height, region_means, u_depth
+from ..measure.shape import hump_height, middle_dip, region_means
 from .bundles import BundleRun
 from .claims import ShapeSummary, profile_shape
 
@@ -104,9 +104,9 @@ class LearningSummary:
         return region_change(self.first, self.last, region)
 
     @property
-    def u_depth(self) -> Interval:
-        """The last profile's U-depth, in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`)."""
-        return self.last.bootstrap.interval(u_depth)
+    def middle_dip(self) -> Interval:
+        """The last profile's middle dip, in effective directions (:func:`~ib_tutorial.measure.shape.middle_dip`)."""
+        return self.last.bootstrap.interval(middle_dip)
 
     @property
     def hump_height(self) -> Interval:

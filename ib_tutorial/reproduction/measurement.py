@@ -51,7 +51,7 @@ from ..files import write_json_atomic
 from ..measure.block_bootstrap import Measurement, bootstrap_blocks
 from ..measure.block_profile import TOKEN_CHOICES
 from ..measure.bootstrap import LEVEL, MAX_BYTES, METHODS, BootstrapProfile, Interval, StoredReplicates
-from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, u_depth
+from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, middle_dip
 from ..measure.variants import VARIANTS, get_variant
 from ..schema import from_json
 from .paper import REPORTED
@@ -121,9 +121,9 @@ class MeasuredProfile:
         """The paper's three levels (EED%) with their intervals, by name (:data:`LEVELS`)."""
         return {name: self.profile.interval(_level(index), percent=True) for index, name in enumerate(LEVELS)}
 
-    def u_depth(self) -> Interval:
-        """U-depth (:func:`~ib_tutorial.measure.shape.u_depth`) in EED points, with its interval."""
-        return self.profile.interval(u_depth, percent=True)
+    def middle_dip(self) -> Interval:
+        """The middle dip (:func:`~ib_tutorial.measure.shape.middle_dip`) in EED points, with its interval."""
+        return self.profile.interval(middle_dip, percent=True)
 
     def shape(self) -> tuple[str, float]:
         """The profile's shape (one effective direction of tolerance) and the share of
@@ -140,7 +140,7 @@ class MeasuredProfile:
             "n_eff": self.profile.n_eff, "eed_percent": self.profile.eed_percent,
             "eed_intervals": [[i.low, i.high] for i in self.profile.intervals(percent=True)],
             "bias": self.profile.bias, "shape": shape, "shape_share": share,
-            "u_depth": _interval_dict(self.u_depth()),
+            "middle_dip": _interval_dict(self.middle_dip()),
             "levels": {name: _interval_dict(interval) for name, interval in self.levels().items()},
             "bootstrap": asdict(self.profile.stored()),
         }
@@ -317,9 +317,9 @@ def _cell(interval: Interval) -> str:
 def controls_table(results: Sequence[MeasurementResult], measurement: Measurement = DEFAULT) -> str:
     """A Markdown table, one row per network and input: the raw patches' rank and
     :math:`N_\\mathrm{eff}` (of their dimension), the early, middle and late levels (EED%, with
-    intervals), the shape with the share of replicates that give it, and U-depth (EED points)."""
+    intervals), the shape with the share of replicates that give it, and the middle dip (EED points)."""
     rows = ["| network | input | raw patches: rank / N_eff (of dim) | early EED% | middle (min) EED% "
-            "| late (max) EED% | shape (share) | U-depth |",
+            "| late (max) EED% | shape (share) | middle dip |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for result in results:
         for name in INPUTS:
@@ -329,7 +329,7 @@ def controls_table(results: Sequence[MeasurementResult], measurement: Measuremen
             shape, share = measured.shape()
             rows.append(f"| {result.label} | {name} | {patches.rank} / {patches.n_eff:.1f} ({patches.dim}) | "
                         + " | ".join(_cell(levels[level]) for level in LEVELS)
-                        + f" | {shape} ({share:.0%}) | {_cell(measured.u_depth())} |")
+                        + f" | {shape} ({share:.0%}) | {_cell(measured.middle_dip())} |")
     return "\n".join(rows) + "\n"
 
 

@@ -7,6 +7,8 @@ from ib_tutorial.measure.shape import (
     classify_shape,
     depth_regions,
     hump_height,
+    middle_dip,
+    middle_is_lowest,
     region_means,
     u_depth,
     verdict,
@@ -88,6 +90,26 @@ def test_u_depth_is_never_negative():
     # The lowest block is a middle one, but another middle block lifts the middle's mean above the early one.
     values = [40, 40, 39, 60, 60, 62, 64, 66, 68, 70, 72, 74]
     assert u_depth(values) == 0.0
+
+
+def test_middle_dip_is_signed_and_ungated():
+    assert middle_dip(PAPER_U) == pytest.approx(58.5 - 92 / 3)
+    # A falling profile: the late blocks lie lowest, so the middle sits above the lower end.
+    means = region_means(FALLING)
+    assert middle_dip(FALLING) == pytest.approx(means.late - means.middle) and middle_dip(FALLING) < 0
+    # Where U-depth clips to 0 the dip keeps its sign and size.
+    values = [40, 40, 39, 60, 60, 62, 64, 66, 68, 70, 72, 74]
+    assert middle_dip(values) == pytest.approx(40 - 53)
+
+
+def test_middle_dip_moves_continuously_where_the_lowest_block_changes():
+    # Two profiles that differ by 0.002 directions in L5: the lowest block moves out of the
+    # middle, U-depth jumps from 1.5 to 0, the dip moves by nothing.
+    before = [12.0, 12.0, 10.5, 10.5, 10.5, 10.501, 11.0, 11.0, 11.0, 12.0, 12.0, 12.0]
+    after = [*before[:5], 10.499, *before[6:]]
+    assert middle_is_lowest(before) and not middle_is_lowest(after)
+    assert u_depth(before) == pytest.approx(1.5) and u_depth(after) == 0.0
+    assert middle_dip(before) == middle_dip(after) == pytest.approx(1.5)
 
 
 def test_hump_height_counts_only_an_inside_maximum():

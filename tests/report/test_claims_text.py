@@ -34,7 +34,7 @@ DIP = shape([60, 60, 35, 30, 33, 45, 55, 65, 75, 85, 90, 92], 30)
 def test_the_shape_sentence_states_the_shapes_the_block_means_and_the_lowest_block():
     sentence = shape_sentence("run A", FLAT, DIP)
     assert "run A" in sentence and "epoch 0 to epoch 30" in sentence
-    assert "from a flat (U-depth 0.0 directions) to a U (U-depth 27.3 directions)" in sentence
+    assert "from a flat (middle dip +0.0 directions) to a U (middle dip +27.3 directions)" in sentence
     assert "from 4.0 % to 60.0 %" in sentence and "L3 (30.0 %)" in sentence
 
 

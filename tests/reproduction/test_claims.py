@@ -1,5 +1,8 @@
 """The paper's claims on profiles whose shape is known by construction."""
+import dataclasses
+
 import pytest
+import torch
 from profile_records import bootstrapped, make_record
 
 from ib_tutorial.measure.shape import ProfileShape, Verdict
@@ -33,7 +36,8 @@ def test_the_summary_names_the_shape_and_reads_eed_from_the_width():
     shape = summary(PAPER_LIKE, dim=200)
     assert shape.shape is ProfileShape.U and shape.lowest_block == 3
     assert shape.early == pytest.approx(29.5) and shape.middle == pytest.approx(98 / 6) and shape.late == pytest.approx(89 / 2)
-    assert shape.u_depth == pytest.approx(59 - 98 / 3) and shape.reexpansion == pytest.approx(89 - 98 / 3)
+    assert shape.middle_dip == pytest.approx(59 - 98 / 3) and shape.late_rise == pytest.approx(89 - 98 / 3)
+    assert shape.u_depth == shape.middle_dip
     assert [summary(v).shape for v in (FLAT, FALLING, HUMP, COLLAPSE)] == [
         ProfileShape.FLAT, ProfileShape.FALLING, ProfileShape.HUMP, ProfileShape.FALLING]
 
@@ -58,20 +62,20 @@ def test_the_minimums_statistic_is_the_smaller_gap():
     assert test.holds and test.difference == pytest.approx(5) and test.interval is None
 
 
-def test_deepening_compares_the_u_depth_of_the_first_and_last_epoch():
+def test_deepening_compares_the_middle_dip_of_the_first_and_last_epoch():
     start, end = summary(FLAT, epoch=0), summary(PAPER_LIKE)
-    assert deepens(start, end).holds and deepens(start, end).difference == pytest.approx(end.u_depth)
+    assert deepens(start, end).holds and deepens(start, end).difference == pytest.approx(end.middle_dip)
     assert not deepens(end, start).holds
     assert not deepens(start, start).holds
-    # A falling profile or a collapse has no U, however low its middle or last block falls.
+    # A falling profile or a collapse: the middle lies above the late blocks, a negative dip.
     assert not deepens(start, summary(FALLING)).holds and not deepens(start, summary(COLLAPSE)).holds
 
 
-def test_objects_deeper_than_textures_compares_u_depths_not_early_minus_middle():
+def test_objects_deeper_than_textures_compares_middle_dips_not_early_minus_middle():
     objects, textures = summary(PAPER_LIKE), summary(FLAT)
     assert deeper_for_objects(objects, textures).holds
     assert not deeper_for_objects(textures, objects).holds
-    # Two humps: early minus middle differs by 3 directions, but neither has a U.
+    # Two humps: early minus middle differs by 3 directions, but the dips (-3 and -2.25) do not.
     shallow_hump = [12, 12, 14, 15, 16, 17, 17, 17, 16, 15, 14, 13]
     assert deeper_for_objects(summary(shallow_hump), summary(HUMP)).verdict is Verdict.FAILS
 
@@ -119,3 +123,47 @@ def test_borrowing_needs_the_same_claim_with_intervals_and_a_test_without_one():
                          (with_interval, [with_interval])]:
         with pytest.raises(ValueError):
             borrowed_test(test, others)
+
+
+def test_a_dip_whose_lowest_block_leaves_the_middle_in_some_replicates_is_undetermined():
+    # A dip of 2 directions whose lowest block is L4 or L5 by a hair: the replicates split,
+    # so the minimum's place, not the dip, leaves the claim undetermined.
+    u = [12, 12, 10, 10, 9.95, 9.96, 11, 11, 11, 13, 13, 13]
+    split = ShapeSummary(10, tuple(u), 100, bootstrapped(u, 0.05))
+    test = mid_depth_minimum(split)
+    assert test.interval.low > MARGIN and 0.1 < test.middle_minimum_share < 0.9
+    assert test.verdict is Verdict.UNDETERMINED
+    assert late_reexpansion(split).verdict is Verdict.UNDETERMINED
+
+
+def test_seeds_give_a_verdict_only_where_every_seed_learned_and_all_agree():
+    from ib_tutorial.reproduction.claims import across_seeds
+    holds, fails = mid_depth_minimum(summary(PAPER_LIKE)), mid_depth_minimum(summary(FLAT))
+    assert across_seeds([holds, holds], [True, True], [0, 1]).verdict is Verdict.HOLDS
+    assert across_seeds([fails, fails], [True, True], [0, 1]).verdict is Verdict.FAILS
+    disagree = across_seeds([holds, fails], [True, True], [0, 1])
+    assert disagree.verdict is Verdict.UNDETERMINED and disagree.reason == "holds on seed 0; fails on seed 1"
+    unlearned = across_seeds([holds, holds], [True, False], [0, 1])
+    assert unlearned.verdict is Verdict.UNDETERMINED and "seed 1 did not learn" in unlearned.reason
+    assert across_seeds([holds, holds], [False, False], [0, 1]).verdict is Verdict.NOT_APPLICABLE
+    assert across_seeds([holds, fails], [True, True], [0, 1]).difference == pytest.approx(
+        (holds.difference + fails.difference) / 2)
+    with pytest.raises(ValueError):
+        across_seeds([holds, late_reexpansion(summary(FLAT))], [True, True], [0, 1])
+
+
+def test_the_change_from_initialisation_is_paired_block_by_block():
+    from ib_tutorial.reproduction.claims import change_from_initialisation
+    init = [10.0] * 12
+    trained = [14, 14, 11, 11, 11, 12, 12, 12, 12, 15, 15, 15]  # the middle gained 1, the ends 4-5
+    first = ShapeSummary(0, tuple(init), 100, bootstrapped(init, 0.5))
+    last = ShapeSummary(10, tuple(trained), 100, bootstrapped(trained, 0.5))
+    change = change_from_initialisation(first, last)
+    assert change.n_eff == tuple(b - a for a, b in zip(init, trained)) and change.epoch == 10
+    # The same shifts in both replicates cancel: the paired change is exact.
+    assert (change.bootstrap.replicates == torch.tensor(change.n_eff, dtype=torch.float64)).all()
+    test = mid_depth_minimum(change)
+    assert test.difference == pytest.approx(3) and test.verdict is Verdict.HOLDS
+    other_seed = dataclasses.replace(first.bootstrap, seed=1)
+    with pytest.raises(ValueError, match="not paired"):
+        change_from_initialisation(dataclasses.replace(first, bootstrap=other_seed), last)

@@ -77,6 +77,6 @@ def test_a_summary_reads_the_level_change_and_shape_with_their_intervals():
     change = run.change("middle")
     assert change.estimate == pytest.approx(100 * ((50 + 56 + 60) / 3 - 10) / 384)
     assert (change.low, change.high) == pytest.approx((change.estimate, change.estimate))
-    assert run.u_depth.estimate == 0.0  # a hump has no U
+    assert run.middle_dip.estimate < 0  # a hump: its middle lies above an end
     assert run.hump_height.estimate == pytest.approx(64.0 - (48 + 44 + 42) / 3)  # L6 above the late mean (L9-L11)
     assert run.knn_last.low < 40.0 < run.knn_last.high

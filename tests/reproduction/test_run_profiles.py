@@ -10,7 +10,7 @@ from training_runs import DATASET, TINY
 from ib_tutorial import presets
 from ib_tutorial.measure.block_bootstrap import bootstrap_blocks
 from ib_tutorial.measure.block_profile import profile_model
-from ib_tutorial.measure.shape import u_depth
+from ib_tutorial.measure.shape import middle_dip
 from ib_tutorial.presets import ProfileSettings, get_preset
 from ib_tutorial.reproduction import claims
 from ib_tutorial.reproduction.records import bootstrap_of, load_profile_record
@@ -65,7 +65,7 @@ def test_each_profile_keeps_its_bootstrap_and_reads_intervals_from_it(profiled):
     shape = claims.profile_shape(profiled[-1])
     assert shape.bootstrap is not None
     test = claims.mid_depth_minimum(shape)
-    assert test.interval is not None and test.interval.estimate == pytest.approx(u_depth(shape.n_eff))
+    assert test.interval is not None and test.interval.estimate == pytest.approx(middle_dip(shape.n_eff))
 
 
 def test_the_bootstrap_measures_what_the_profile_measures(run):

@@ -19,8 +19,9 @@ dip**, :math:`\\min(\\bar v_E, \\bar v_L) - \\bar v_M`, signed, and the **late r
 carry the images' uncertainty without the jumps and the pile-up at 0 of the gated, clipped
 U-depth (which still names shapes). Beside the mid-depth minimum's dip stands the share of
 bootstrap replicates whose lowest block is a middle one. A claim holds when its statistic
-exceeds ``margin`` (default :data:`MARGIN`, one effective direction); the late re-expansion,
-a rise *again*, holds only where the mid-depth minimum holds too (:func:`late_reexpansion`).
+exceeds ``margin`` (default :data:`MARGIN`, one effective direction); a claim about a U
+(it deepens, it is deeper for objects, the late blocks rise *again*) can be no stronger than
+the mid-depth minimum of the profile it is about.
 With a bootstrap over the images (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`)
 the verdict is three-valued: ``holds`` when the whole interval lies above the margin,
 ``fails`` when none of it does, ``undetermined`` when it straddles the margin. On a network
@@ -270,13 +271,20 @@ def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
 
 
 def deepens(first: ShapeSummary, last: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The middle dip grew by more than ``margin`` from ``first`` to ``last``."""
-    return _test("deepens over training", lambda a, b: middle_dip(b) - middle_dip(a), [first, last], margin)
+    """The U deepened: the middle dip grew by more than ``margin`` from ``first`` to ``last``,
+    and ``last`` has a mid-depth minimum (the weaker of the two verdicts; the statistic is the
+    dip's growth)."""
+    test = _test("deepens over training", lambda a, b: middle_dip(b) - middle_dip(a), [first, last], margin)
+    return _needs_a_u(test, last)
 
 
 def deeper_for_objects(objects: ShapeSummary, textures: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The object data's middle dip exceeds the texture data's by more than ``margin``."""
-    return _test("deeper for object data", lambda a, b: middle_dip(a) - middle_dip(b), [objects, textures], margin)
+    """The object data's U is deeper: its middle dip exceeds the texture data's by more than
+    ``margin``, and the objects' profile has a mid-depth minimum (the weaker of the two
+    verdicts; the statistic is the difference of the dips, which alone would also "hold" for
+    two humps whose middles rise unequally)."""
+    test = _test("deeper for object data", lambda a, b: middle_dip(a) - middle_dip(b), [objects, textures], margin)
+    return _needs_a_u(test, objects)
 
 
 def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
@@ -284,8 +292,13 @@ def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
     the middle mean: the late rise (:func:`late_rise`) exceeds ``margin`` *and* the mid-depth
     minimum holds. Its verdict is the weaker of the two (a rise above a middle that is not
     a minimum is no re-expansion); its statistic and interval are the late rise's."""
-    rise = _test("late re-expansion", late_rise, [shape], margin)
-    return dataclasses.replace(rise, verdict=_weakest(rise.verdict, mid_depth_minimum(shape, margin).verdict))
+    return _needs_a_u(_test("late re-expansion", late_rise, [shape], margin), shape)
+
+
+def _needs_a_u(test: ClaimTest, shape: ShapeSummary) -> ClaimTest:
+    """``test`` of a claim about a U, whose verdict can be no stronger than ``shape``'s
+    mid-depth minimum (at the same margin)."""
+    return dataclasses.replace(test, verdict=_weakest(test.verdict, mid_depth_minimum(shape, test.margin).verdict))
 
 
 def _weakest(*verdicts: Verdict) -> Verdict:
@@ -296,7 +309,9 @@ def _weakest(*verdicts: Verdict) -> Verdict:
 def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ShapeSummary], margin: float = MARGIN) -> ClaimTest:
     """Claim 3 along ``synthetic-mix``'s knob (:mod:`~ib_tutorial.reproduction.knob`): the
     middle dip's least-squares line over ``weights`` falls by more than ``margin`` from the
-    objects' end to the textures' end; ``difference`` is that fall."""
+    objects' end to the textures' end, and the objects' end (the smallest weight) has a
+    mid-depth minimum; ``difference`` is that fall."""
     def fall(*profiles: Sequence[float]) -> float:
         return -knob_trend(weights, [middle_dip(values) for values in profiles]).change
-    return _test("deeper for object data along the knob", fall, shapes, margin)
+    objects_end = shapes[min(range(len(weights)), key=weights.__getitem__)]
+    return _needs_a_u(_test("deeper for object data along the knob", fall, shapes, margin), objects_end)

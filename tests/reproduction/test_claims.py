@@ -167,3 +167,13 @@ def test_the_change_from_initialisation_is_paired_block_by_block():
     other_seed = dataclasses.replace(first.bootstrap, seed=1)
     with pytest.raises(ValueError, match="not paired"):
         change_from_initialisation(dataclasses.replace(first, bootstrap=other_seed), last)
+
+
+def test_claims_about_a_u_need_a_u():
+    # Two humps whose middles rise unequally: the dips differ by 3 directions, but no U is
+    # deeper, and no hump deepens or re-expands.
+    objects = [12, 12, 13, 13, 13, 14, 14, 14, 13, 12, 12, 12]  # dip -1
+    textures = [12, 12, 16, 16, 16, 17, 17, 17, 16, 12, 12, 12]  # dip -4
+    test = deeper_for_objects(summary(objects), summary(textures))
+    assert test.difference == pytest.approx(3) and test.verdict is Verdict.FAILS
+    assert deepens(summary(textures, epoch=0), summary(objects)).verdict is Verdict.FAILS

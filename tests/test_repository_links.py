@@ -61,3 +61,12 @@ def test_the_colab_constraints_are_the_tested_pins_less_pytorch():
 def test_the_readme_links_the_configured_repository_and_its_book():
     readme = (REPO / "README.md").read_text()
     assert repository_url() in readme and pages_url(repository_url()) in readme
+
+
+def test_every_chapter_folds_its_set_up_cell_in_the_built_pages():
+    """A built chapter opens with its ideas: the set-up cell (the Colab install and the imports)
+    is folded behind a toggle (Jupyter Book's ``hide-input`` tag), its output still shown."""
+    for notebook in sorted((REPO / "book").glob("*.ipynb")):
+        cell = next(cell for cell in json.loads(notebook.read_text())["cells"]
+                    if cell["cell_type"] == "code" and '"google.colab" in sys.modules' in "".join(cell["source"]))
+        assert "hide-input" in cell["metadata"].get("tags", []), f"{notebook.name}: set-up cell not folded"

@@ -163,3 +163,20 @@ def seeds_markdown(spread: SeedSpread) -> str:
     level = spread.runs[0].knn_last.level
     return ("\n".join(learning) + "\n\n" + "\n".join(levels)
             + f"\n\nIntervals: {level:.0%}, Wilson for k-NN, bootstrap over the images for the rest.\n")
+
+
+def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
+    """Where the paper's claims stand, in one table: a row per network (or group of seeds)
+    tested, a column per claim in the order first tested, each cell the verdict, "-" where
+    that claim was not tested on that network. Each (network, claim) is tested once."""
+    claims_order = list(dict.fromkeys(test.claim for _, test in tested))
+    cells: dict[str, dict[str, str]] = {}
+    for subject, test in tested:
+        row = cells.setdefault(subject, {})
+        if test.claim in row:
+            raise ValueError(f"{test.claim!r} is tested twice on {subject!r}: give each network's test once")
+        row[test.claim] = test.verdict.value
+    lines = ["| network | " + " | ".join(claims_order) + " |", "| --- |" + " --- |" * len(claims_order)]
+    lines += [f"| {subject} | " + " | ".join(row.get(claim, "-") for claim in claims_order) + " |"
+              for subject, row in cells.items()]
+    return "\n".join(lines)

@@ -1,4 +1,5 @@
 """The claims' sentences and table state the computed numbers."""
+import pytest
 import torch
 from profile_records import bootstrapped, make_record, seeded
 
@@ -10,9 +11,11 @@ from ib_tutorial.report.claims import (
     plateau_sentence,
     seeds_markdown,
     shape_sentence,
+    status_markdown,
 )
 from ib_tutorial.reproduction.claims import (
     ShapeSummary,
+    deepens,
     borrowed_test,
     late_reexpansion,
     mid_depth_minimum,
@@ -110,3 +113,17 @@ def test_the_seeds_tables_have_a_row_per_seed_with_every_number_and_its_interval
     assert (f"{middle.estimate:.1f} [{middle.low:.1f}, {middle.high:.1f}], {change.estimate:+.1f} "
             f"[{change.low:+.1f}, {change.high:+.1f}]") in levels.splitlines()[3]
     assert "90%" in seeds_markdown(spread)
+
+
+def test_the_status_table_puts_each_verdict_in_its_network_row_and_claim_column():
+    tested = [("dip run", mid_depth_minimum(DIP)), ("flat run", mid_depth_minimum(FLAT)),
+              ("dip run", deepens(FLAT, DIP)), ("flat run", on_learned(late_reexpansion(FLAT), False))]
+    lines = status_markdown(tested).splitlines()
+    assert lines[0] == "| network | mid-depth minimum | deepens over training | late re-expansion |"
+    assert lines[2] == "| dip run | holds | holds | - |"
+    assert lines[3] == "| flat run | fails | - | not applicable (did not learn) |"
+
+
+def test_the_status_table_refuses_a_claim_tested_twice_on_one_network():
+    with pytest.raises(ValueError, match="tested twice"):
+        status_markdown([("run", mid_depth_minimum(DIP)), ("run", mid_depth_minimum(FLAT))])

@@ -215,7 +215,7 @@ def test_the_built_book_has_no_defects(tmp_path):
         assert formulas > 0 and typeset >= formulas, f"{page}: {typeset} of {formulas} formulas typeset offline"
     saved, drawn = rendered_widgets(html_folder / "book" / "reproduce.html")
     assert saved > 0 and drawn == saved, f"book/reproduce.html: {drawn} of {saved} widgets drawn offline"
-    for page in ("book/trained.html", "book/reproduce.html", "book/dino.html", "book/beyond.html", "book/converged.html",
-                 "book/appendix_running.html"):
+    for page in ("book/trained.html", "book/knob.html", "book/claims.html", "book/reproduce.html", "book/dino.html",
+                 "book/beyond.html", "book/converged.html", "book/appendix_running.html"):
         tables, wide = wide_tables(html_folder / page)
         assert tables > 0 and wide == 0, f"{page}: {wide} of {tables} tables wider than the text at 1280 px"

@@ -167,16 +167,19 @@ def seeds_markdown(spread: SeedSpread) -> str:
 
 def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     """Where the paper's claims stand, in one table: a row per network (or group of seeds)
-    tested, a column per claim in the order first tested, each cell the verdict, "-" where
-    that claim was not tested on that network. Each (network, claim) is tested once."""
+    tested, a column per claim in the order first tested, each cell the verdict ("n/a" where
+    the network did not learn, with a legend under the table), "-" where that claim was not
+    tested on that network. Each (network, claim) is tested once."""
     claims_order = list(dict.fromkeys(test.claim for _, test in tested))
     cells: dict[str, dict[str, str]] = {}
     for subject, test in tested:
         row = cells.setdefault(subject, {})
         if test.claim in row:
             raise ValueError(f"{test.claim!r} is tested twice on {subject!r}: give each network's test once")
-        row[test.claim] = test.verdict.value
+        row[test.claim] = "n/a" if test.verdict is Verdict.NOT_APPLICABLE else test.verdict.value
     lines = ["| network | " + " | ".join(claims_order) + " |", "| --- |" + " --- |" * len(claims_order)]
     lines += [f"| {subject} | " + " | ".join(row.get(claim, "-") for claim in claims_order) + " |"
               for subject, row in cells.items()]
+    if any(test.verdict is Verdict.NOT_APPLICABLE for _, test in tested):
+        lines.append(f"\nn/a: {Verdict.NOT_APPLICABLE.value}, by the plateau rule; the claims are about networks that learned.")
     return "\n".join(lines)

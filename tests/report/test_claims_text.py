@@ -121,7 +121,9 @@ def test_the_status_table_puts_each_verdict_in_its_network_row_and_claim_column(
     lines = status_markdown(tested).splitlines()
     assert lines[0] == "| network | mid-depth minimum | deepens over training | late re-expansion |"
     assert lines[2] == "| dip run | holds | holds | - |"
-    assert lines[3] == "| flat run | fails | - | not applicable (did not learn) |"
+    assert lines[3] == "| flat run | fails | - | n/a |"
+    assert lines[-1].startswith("n/a: not applicable (did not learn)")
+    assert "n/a:" not in status_markdown(tested[:3])
 
 
 def test_the_status_table_refuses_a_claim_tested_twice_on_one_network():

@@ -41,9 +41,15 @@ def pruning_caption(record: dict) -> str:
 
 def bundle_caption(bundle: Bundle) -> str:
     """What made the bundle, from the newest profile of its first run (see
-    :func:`profile_caption`), with every run's held-out images."""
+    :func:`profile_caption`), with every run's held-out images, and every run's width where
+    the runs differ in it (the first run's model would otherwise name them all)."""
     newest = next(iter(bundle.runs.values())).profiles[-1]
     images = ", ".join(f"{spec} {run.profiles[-1].provenance.n_images}" for spec, run in bundle.runs.items())
+    widths = {spec: run.profiles[-1].profile.dim for spec, run in bundle.runs.items()}
+    if len(set(widths.values())) > 1:
+        runs = ", ".join(f"{spec} {MODEL_NAMES.get(dim, 'ViT')} (D = {dim})" for spec, dim in widths.items())
+        return (f"bundle {bundle.name}, runs of several widths ({runs}); its first run: {profile_caption(newest)}; "
+                f"held-out images per dataset: {images}")
     return f"bundle {bundle.name}: {profile_caption(newest)}; held-out images per dataset: {images}"
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from . import claims
 from .bundles import BundleRun
-from .claims import ClaimTest
+from .claims import ClaimTest, ShapeSummary
 from .plateau import plateau
 from .seeds import SeedSpread
 
@@ -24,23 +24,25 @@ def _learned(runs: Sequence[BundleRun]) -> list[bool]:
     return [plateau(run.knn).learned_beyond_noise for run in sorted(runs, key=lambda run: run.config.seed)]
 
 
+def _own_claims(first: ShapeSummary, last: ShapeSummary) -> list[ClaimTest]:
+    """The three claims a run's own profiles answer: a mid-depth minimum, that it deepens over
+    training, a late re-expansion."""
+    return [claims.mid_depth_minimum(last), claims.deepens(first, last), claims.late_reexpansion(last)]
+
+
 def run_tests(run: BundleRun) -> list[ClaimTest]:
-    """The three claims one run's own profiles answer (a mid-depth minimum, that it deepens over
-    training, a late re-expansion), on its first and last profiles; each ``not applicable``
-    where the run did not learn."""
+    """The three claims of :func:`_own_claims` on one run's first and last profiles; each
+    ``not applicable`` where the run did not learn."""
     first, last = claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])
     learned = plateau(run.knn).learned_beyond_noise
-    return [claims.on_learned(test, learned)
-            for test in (claims.mid_depth_minimum(last), claims.deepens(first, last), claims.late_reexpansion(last))]
+    return [claims.on_learned(test, learned) for test in _own_claims(first, last)]
 
 
 def seed_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], list[ClaimTest]]:
     """The three claims of :func:`run_tests` on every seed of one setting (``spread`` of its
     ``runs``): each seed's tests as ``("seed N", test)``, then the setting's verdict on each
     claim over the seeds."""
-    per_seed = [(f"seed {run.seed}", test) for run in spread.runs
-                for test in (claims.mid_depth_minimum(run.last), claims.deepens(run.first, run.last),
-                             claims.late_reexpansion(run.last))]
+    per_seed = [(f"seed {run.seed}", test) for run in spread.runs for test in _own_claims(run.first, run.last)]
     by_claim: dict[str, list[ClaimTest]] = {}
     for _, test in per_seed:
         by_claim.setdefault(test.claim, []).append(test)

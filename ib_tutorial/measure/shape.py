@@ -155,6 +155,14 @@ def middle_is_lowest(values: Sequence[float]) -> bool:
     return min(range(len(values)), key=values.__getitem__) in depth_regions(len(values)).middle
 
 
+def near_lowest(values: Sequence[float], tolerance: float = DIRECTIONS) -> list[int]:
+    """The blocks other than the lowest whose values lie within ``tolerance`` of it (in the
+    units of ``values``): the blocks a sentence naming "the lowest block" must name beside it,
+    because a resampling of the images may put any of them lowest."""
+    lowest = min(range(len(values)), key=values.__getitem__)
+    return [block for block, value in enumerate(values) if block != lowest and value - values[lowest] <= tolerance]
+
+
 def u_depth(values: Sequence[float]) -> float:
     r"""How far the middle blocks' mean lies below the lower of the early and late means,
     :math:`\max(0, \min(\bar v_E, \bar v_L) - \bar v_M)`, counted only when the lowest block is

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import math
 
 from ..measure.bootstrap import Interval
-from ..measure.shape import Verdict
-from ..reproduction.claims import ClaimTest, ShapeSummary
+from ..measure.shape import Verdict, near_lowest
+from ..reproduction.claims import MARGIN, ClaimTest, ShapeSummary
 from ..reproduction.knob import knob_trend
 from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.paper import EARLY, LATE, MIDDLE
@@ -43,7 +43,18 @@ def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:
             f"{_shape(first)} to {_shape(last)}; the early blocks ({_blocks(EARLY)}) went from {first.early:.1f} % "
             f"to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from {first.middle:.1f} % to "
             f"{last.middle:.1f} % and the late ones ({_blocks(LATE)}) from {first.late:.1f} % to {last.late:.1f} %; "
-            f"the lowest block is now L{last.lowest_block} ({last.lowest:.1f} %).")
+            f"the lowest block is now {lowest_text(last)}.")
+
+
+def lowest_text(summary: ShapeSummary) -> str:
+    """The lowest block with its EED%, and beside it every block within the shape rule's
+    margin of it (:func:`~ib_tutorial.measure.shape.near_lowest`), which a resampling of the
+    images could put lowest instead: "L5 (17.6 %; within 1 effective direction of it: L4 17.7 %)"."""
+    lowest = summary.lowest_block
+    near = near_lowest(summary.n_eff, MARGIN)
+    within = (f"; within {MARGIN:g} effective direction of it: "
+              + ", ".join(f"L{block} {summary.eed_percent[block]:.1f} %" for block in near) if near else "")
+    return f"L{lowest} ({summary.eed_percent[lowest]:.1f} %{within})"
 
 
 def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:

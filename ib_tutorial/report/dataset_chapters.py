@@ -21,6 +21,7 @@ import numpy as np
 
 from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, dataset_on_disk, held_out_split
+from ..measure.shape import DIRECTIONS, near_lowest
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
@@ -194,7 +195,8 @@ def shape_markdown(entry: DatasetRun) -> str:
     for record in entry.run.profiles:
         eed = record.profile.eed_percent
         low, high = int(np.argmin(eed)), int(np.argmax(eed))
-        lines.append(f"| {record.epoch} | L{low} ({eed[low]:.1f} %) | L{high} ({eed[high]:.1f} %) | "
+        near = "".join(f"; L{block} within {DIRECTIONS:g} direction" for block in near_lowest(record.profile.n_eff, DIRECTIONS))
+        lines.append(f"| {record.epoch} | L{low} ({eed[low]:.1f} %{near}) | L{high} ({eed[high]:.1f} %) | "
                      f"{eed[high] - eed[low]:.1f} | {middle_eed(record):.1f} % | {'yes' if low in MIDDLE else 'no'} |")
     return "\n".join(lines)
 

@@ -16,7 +16,7 @@ from ..files import atomic_write
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..presets import get_preset
 from ..reproduction.bundles import Bundle, middle_eed
-from ..reproduction.comparison import ComparisonRow
+from ..reproduction.comparison import ComparisonRow, run_comparison
 from ..reproduction.paper import MIDDLE
 from ..reproduction.recipes import Recipe
 from ..training.cost import RunTimeEstimate, crop_pixels
@@ -159,10 +159,13 @@ def estimate_markdown(estimate: RunTimeEstimate) -> str:
 
 def write_comparison_table(out: str | os.PathLike) -> Path:
     """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.reproduction.reproduce.reproduce`):
-    the final network of each DINO run against the paper's reported values, from its ``summary.json``."""
+    the final network of each DINO run against the paper's reported values as
+    :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now, recomputed from the final
+    profiles its ``summary.json`` records (whose stored rows name the runs compared)."""
     out = Path(out)
     summary = json.loads((out / "summary.json").read_text())
-    rows = [ComparisonRow(**row) for entry in summary["datasets"].values() for row in entry["comparison"]]
+    rows = [row for spec, entry in summary["datasets"].items() if entry["comparison"]
+            for row in run_comparison(spec, entry["final_eed_percent"])]
     table = (f"Preset `{summary['preset']}`: final teacher of each run against the paper's reported values "
              f"(EED% of the model's width D: 384 for ViT-S, 192 for ViT-Ti; all tokens, centred).\n\n"
              + comparison_markdown(rows))

@@ -1,8 +1,9 @@
 """Set a measured EED profile against what the paper reports, stating every deviation."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from ..training.run_spec import RunSpec
 from .paper import REPORTED, ReportedProfile, late_label, late_value
 
 
@@ -90,6 +91,12 @@ def compare_profile(dataset: str, eed_percent: list[float]) -> list[ComparisonRo
             else f"{lowest - reported.flat_above:+.1f} points below the floor at L{eed_percent.index(lowest)}",
         ))
     return rows
+
+
+def run_comparison(spec: str, eed_percent: list[float]) -> list[ComparisonRow]:
+    """:func:`compare_profile` of one run of a reproduction, its rows named by the run's spec
+    (``tiny-imagenet@arch=vit_small``) rather than its dataset."""
+    return [replace(row, dataset=spec) for row in compare_profile(RunSpec.parse(spec).dataset, eed_percent)]
 
 
 def comparison_records(rows: list[ComparisonRow]) -> list[dict]:

@@ -34,7 +34,6 @@ curves are kept.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -48,7 +47,7 @@ from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
-from .comparison import compare_profile, comparison_records
+from .comparison import comparison_records, run_comparison
 from .paper import PAPER_DATASETS
 from .pretrained import profile_published
 from .records import load_profile_record
@@ -90,9 +89,7 @@ def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = Fals
     run = RunDirectory(run_dir)
     knn = run.read_metrics("knn")
     raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
-    rows = [dataclasses.replace(row, dataset=str(spec))
-            for row in compare_profile(spec.dataset, last.profile.eed_percent)
-            ] if run.read_config().objective.compared_with_paper else []
+    rows = run_comparison(str(spec), last.profile.eed_percent) if run.read_config().objective.compared_with_paper else []
     return {
         "run": str(run_dir),
         "epochs": [r.epoch for r in records],

@@ -8,6 +8,7 @@ from ib_tutorial.measure.shape import (
     depth_regions,
     hump_height,
     middle_dip,
+    near_lowest,
     middle_is_lowest,
     region_means,
     u_depth,
@@ -150,3 +151,10 @@ def test_verdict_is_three_valued(low, high, expected):
 def test_verdict_refuses_an_inverted_interval():
     with pytest.raises(ValueError, match="low end"):
         verdict(2.0, 1.0)
+
+
+def test_near_lowest_names_the_blocks_within_the_tolerance_of_the_minimum():
+    values = [9.0, 8.0, 5.0, 5.6, 6.2, 5.0 + 1.0, 7.0]
+    assert near_lowest(values) == [3, 5]  # 0.6 and exactly 1.0 above the minimum; 6.2 is not
+    assert near_lowest(values, tolerance=0.5) == []
+    assert near_lowest([3.0, 3.0, 4.5]) == [1]  # a tie: the first is the lowest, the other is named

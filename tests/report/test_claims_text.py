@@ -8,6 +8,7 @@ from ib_tutorial.report.claims import (
     change_markdown,
     claims_markdown,
     claims_summary,
+    lowest_text,
     plateau_sentence,
     seeds_markdown,
     shape_sentence,
@@ -39,6 +40,13 @@ def test_the_shape_sentence_states_the_shapes_the_block_means_and_the_lowest_blo
     assert "run A" in sentence and "epoch 0 to epoch 30" in sentence
     assert "from a flat (middle dip +0.0 directions) to a U (middle dip +27.3 directions)" in sentence
     assert "from 4.0 % to 60.0 %" in sentence and "L3 (30.0 %)" in sentence
+
+
+def test_the_lowest_block_is_named_with_every_block_within_the_margin_of_it():
+    assert lowest_text(DIP) == "L3 (30.0 %)"
+    near_tie = shape([60, 60, 35, 30, 30.1, 45, 55, 65, 75, 85, 90, 29.2], 30)
+    assert lowest_text(near_tie) == "L11 (29.2 %; within 1 effective direction of it: L3 30.0 %, L4 30.1 %)"
+    assert "the lowest block is now L11 (29.2 %; within" in shape_sentence("run A", FLAT, near_tie)
 
 
 def test_the_table_and_summary_give_each_verdict():

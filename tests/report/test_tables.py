@@ -1,5 +1,8 @@
-"""A bundle's runs labelled by what sets each apart, what they share said once."""
-from ib_tutorial.report.tables import run_labels
+"""A bundle's runs labelled by what sets each apart, what they share said once; its
+comparison table read against the paper's values as they are now."""
+import json
+
+from ib_tutorial.report.tables import run_labels, write_comparison_table
 from ib_tutorial.training.run_spec import RunSpec
 
 
@@ -25,3 +28,17 @@ def test_one_run_keeps_its_dataset_and_says_its_settings_once():
     found, shared = labels("tiny-imagenet@objective=supervised,epochs=15")
     assert found == ["`tiny-imagenet`"]
     assert shared == "`tiny-imagenet`, settings `objective=supervised, epochs=15`"
+
+
+def test_the_comparison_table_recomputes_its_rows_from_the_final_profiles(tmp_path):
+    stale = {"dataset": "tiny-imagenet@seed=1", "statistic": "late EED% (mean of L9-L11)", "ours": 9.6, "ours_text": "9.6 %",
+             "paper_text": "85.0-92.5 %", "verdict": "below", "deviation": "-75.4 points below the range"}
+    eed = [59.0, 59.0, 31.0, 30.5, 31.5, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 92.0]
+    summary = {"preset": "laptop", "datasets": {
+        "tiny-imagenet@seed=1": {"final_eed_percent": eed, "comparison": [stale]},
+        "tiny-imagenet@objective=supervised": {"final_eed_percent": eed, "comparison": []}}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    table = write_comparison_table(tmp_path).read_text()
+    assert "85.0-92.5" not in table and "objective=supervised" not in table  # the stale band; a run not compared
+    assert "| tiny-imagenet@seed=1 | late EED% (highest of L9-L11) | 92.0 % | 91.5-93.5 %" in table
+    assert "| tiny-imagenet@seed=1 | minimum EED% | 30.5 % at L3 |" in table

@@ -73,8 +73,13 @@ class ViewSettings:
         blur_radius: (min, max) Gaussian blur radius in pixels of a 224-pixel crop, scaled by
             ``img_size / 224`` (DINO: 0.1-2.0 at 224 px); ``(0, 0)`` turns the blur off.
         color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
-            0.2, hue 0.1) and the probabilities of grayscale (0.2) and solarisation (0.2);
-            1 is DINO's recipe, 0 keeps every colour.
+            0.2, hue ``hue_jitter``) and the probabilities of grayscale (0.2) and solarisation
+            (0.2); 1 is DINO's recipe, 0 keeps every colour.
+        hue_jitter: the largest hue rotation of the colour jitter, in turns, before
+            ``color_strength`` scales it (DINO: 0.1, at most 0.5). At 0.5 every jittered
+            view's hue is rotated uniformly at random, so two views of one image share no
+            hue: on the synthetic worlds, whose images draw random colours, a hue that
+            would otherwise tell DINO which views belong together.
     """
 
     img_size: int
@@ -84,6 +89,7 @@ class ViewSettings:
     local_crop_scale: tuple[float, float] = (0.05, 0.4)
     blur_radius: tuple[float, float] = (0.1, 2.0)
     color_strength: float = 1.0
+    hue_jitter: float = 0.1
 
 
 # DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px

@@ -46,6 +46,8 @@ CASES = [
     Case("train, zero batch", (*TRAIN, "--batch-size", "0"), 1, ("--batch-size 0",)),
     Case("train, epochs not a number", (*TRAIN, "--epochs", "many"), 2, ("--epochs",)),
     Case("train, patch size", (*TRAIN, "--patch-size", "5"), 1, ("--patch-size 5", "--img-size")),
+    Case("train, hue beyond half a turn", (*TRAIN, "--hue-jitter", "0.5", "--color-strength", "2"), 1,
+         ("--hue-jitter 0.5", "--color-strength 2", "[0, 0.5]")),
     Case("train, unknown objective", (*TRAIN, "--objective", "labels"), 1, ("--objective <name>", "dino")),
     Case("train, precision on the CPU", (*TRAIN, "--precision", "bf16"), 1, ("--precision bf16", "--precision fp32")),
     Case("train, dataset option without a value", (*TRAIN, "--dataset-option", "texture_weight"), 2,

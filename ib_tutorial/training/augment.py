@@ -14,7 +14,7 @@ pixels (``blur_radius``). A fixed pixel radius would erase a 32-pixel image, so 
 radius scales with ``img_size / 224``: every image loses the same fraction of its detail
 as an ImageNet crop does (at 32 px that is under 0.3 pixels, nearly no change).
 ``color_strength`` scales the colour jitter and the grayscale and solarisation
-probabilities (1 = DINO's).
+probabilities (1 = DINO's); ``hue_jitter`` sets the jitter's largest hue rotation.
 
 Every sample's views depend only on ``(seed, epoch, index)`` (see
 :class:`MultiCropDataset`), so a run gives the same views with any number of loader
@@ -92,7 +92,7 @@ class MultiCropAugmentation:
                 transforms.RandomHorizontalFlip(p=0.5),
                 transforms.RandomApply(
                     [transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength,
-                                            saturation=0.2 * strength, hue=0.1 * strength)], p=0.8
+                                            saturation=0.2 * strength, hue=view.hue_jitter * strength)], p=0.8
                 ),
                 transforms.RandomGrayscale(p=0.2 * strength),
             ]

@@ -107,7 +107,7 @@ class BatchMultiCrop:
         self.recipes = view_recipes(view, local_crops_number)
         self.seed = seed
         strength = view.color_strength
-        self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, 0.1 * strength)
+        self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, view.hue_jitter * strength)
         self.grayscale = 0.2 * strength
         radius_scale = view.img_size / REFERENCE_SIZE
         self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)

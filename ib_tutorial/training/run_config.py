@@ -157,6 +157,10 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
         raise ValueError(f"Unknown augmentation {train.augmentation!r}; known: {', '.join(AUGMENTATIONS)}. "
                          f"Choose one with {argument('augmentation', '<name>')}.")
     _check_counts(train, view, preset, overrides)
+    if not 0 <= view.hue_jitter * view.color_strength <= 0.5:
+        raise ValueError(f"{argument('hue_jitter', view.hue_jitter)} times {argument('color_strength', view.color_strength)} "
+                         f"rotates hue by up to {view.hue_jitter * view.color_strength:g} of a turn; a rotation is at most "
+                         f"half a turn: give a product in [0, 0.5] (0.5 draws every hue).")
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of {argument('patch_size', view.patch_size)}: give "

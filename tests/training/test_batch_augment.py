@@ -1,6 +1,7 @@
 """The batched multi-crop path against the loader's PIL path: the same distributions
 (crop geometry, brightness, contrast, saturation, grayscale and solarisation rates), not
 the same pixels; and views that depend only on (seed, epoch, index)."""
+import colorsys
 import dataclasses
 
 import numpy as np
@@ -218,3 +219,24 @@ def test_views_made_a_batch_ahead_are_the_batches_views_in_order(images):
     assert len(rest) == 3 and made[-1] == [12, 13, 14, 15]
     assert all(torch.equal(v, w) for v, w in zip(rest[-1][0], original(torch.arange(12, 16), CPU)))
     assert torch.equal(rest[-1][1], torch.tensor([int(decoded.labels[i]) for i in range(12, 16)]))
+
+
+def hue_rotations(views: list[list[torch.Tensor]]) -> np.ndarray:
+    """The hue of each first local crop (never solarised) of a solid red image, in turns in
+    [-0.5, 0.5), for the views that are not grayscale."""
+    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
+    colours = [(view[2].mean(dim=(1, 2)) * std + mean).clamp(0, 1).tolist() for view in views]
+    hues = [colorsys.rgb_to_hsv(*rgb)[0] for rgb in colours if max(rgb) - min(rgb) > 0.05]
+    return (np.array(hues) + 0.5) % 1 - 0.5
+
+
+@pytest.mark.parametrize("make_views", [loader_views, batched_views])
+def test_hue_jitter_half_a_turn_draws_every_hue_and_dinos_keeps_the_hue_near(make_views):
+    red = [(Image.new("RGB", (32, 32), (204, 41, 41)), 0)] * 40
+    near = hue_rotations(make_views(red, VIEW, epochs=4))
+    # DINO's jitter: at most a tenth of a turn (clipping after brightness and contrast moves
+    # a saturated hue by a few hundredths more)
+    assert np.abs(near).max() < 0.15
+    anywhere = hue_rotations(make_views(red, dataclasses.replace(VIEW, hue_jitter=0.5), epochs=4))
+    # Jittered with p = 0.8, uniformly over the turn: 0.8 x 0.4 of the views land beyond 0.3.
+    assert 0.2 < np.mean(np.abs(anywhere) > 0.3) < 0.45

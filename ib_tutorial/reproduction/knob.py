@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
+from ..training.run_spec import RunSpec
 from .bundles import Bundle, BundleRun, load_bundles
 from .plateau import GAIN, plateau
 
@@ -133,6 +134,18 @@ def widest_sweep(objective: str, bundles: Iterable[str | Path | Bundle] | None =
     """The sweep of ``objective`` with the most ``texture_weight`` values (then the most
     epochs); None when there is none."""
     sweeps = [sweep for sweep in knob_sweeps(bundles) if sweep.objective == objective]
+    return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
+
+
+def recipe_sweep(recipe: KnobRecipe, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
+    """The sweep that ``recipe``'s specs (seed 0) trained: the same world and the same settings
+    after ``@``, at two weights or more of ``recipe``'s; the one with the most weights, then
+    epochs, when several bundles hold it; None when none does."""
+    wanted = RunSpec.parse(recipe.specs()[0])
+    overrides = tuple(sorted((k, str(v)) for k, v in wanted.overrides.items()))
+    world = tuple(sorted((k, str(v)) for k, v in wanted.options.items() if k != "texture_weight"))
+    sweeps = [sweep for sweep in knob_sweeps(bundles) if sweep.overrides == overrides and sweep.world == world
+              and set(sweep.weights) <= set(recipe.weights)]
     return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
 
 

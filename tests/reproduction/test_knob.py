@@ -9,11 +9,14 @@ import pytest
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.claims import ShapeSummary, deeper_along_knob
 from ib_tutorial.reproduction.knob import (
-    DINO_ENDS,
+    DINO_HUE_ENDS,
+    DINO_TIER_ENDS,
     LIVE_SWEEP,
     OBJECT_SEEDS,
     OBJECT_SWEEP,
+    KnobRecipe,
     knob_sweeps,
+    recipe_sweep,
     seeds_by_weight,
     knob_trend,
     widest_sweep,
@@ -88,7 +91,7 @@ def test_the_widest_sweep_of_an_objective_is_chosen():
     assert widest_sweep("dino", [narrow, wide]) is None
 
 
-@pytest.mark.parametrize("recipe", [LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS, DINO_ENDS])
+@pytest.mark.parametrize("recipe", [LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS, DINO_TIER_ENDS, DINO_HUE_ENDS])
 def test_the_sweep_specs_name_the_knob_and_the_same_world_and_settings(recipe):
     specs = recipe.specs()
     parsed = [RunSpec.parse(spec) for spec in specs]
@@ -121,3 +124,15 @@ def test_the_seeds_of_a_sweep_are_the_runs_that_differ_only_in_their_seed():
     assert list(seeds) == [0.0, 1.0]  # 0.5 has one seed; other budgets and objectives are other experiments
     assert all([run.config.seed for run in pair] == [0, 1] for pair in seeds.values())
     assert seeds_by_weight(main) == seeds_by_weight(next(s for s in found if dict(s.overrides).get("seed") == "1"))
+
+
+def test_a_recipes_sweep_is_found_by_its_settings_and_world_not_by_its_width():
+    views = "objective=dino,epochs=2,momentum_teacher=0.996"
+    recipe = KnobRecipe((0, 1), views, "object_scale=1.6,clutter=0")
+    wide = [mix_run(w, "objective=dino,epochs=2", object_scale=1.6, clutter=0) for w in (0, 0.5, 1)]
+    other_world = [mix_run(w, views) for w in (0, 1)]
+    ours = [mix_run(w, views, object_scale=1.6, clutter=0) for w in (0, 1)]
+    found = recipe_sweep(recipe, [bundle("knob", *wide, *other_world, *ours)])
+    assert found is not None and found.weights == [0.0, 1.0]
+    assert dict(found.overrides)["momentum_teacher"] == "0.996" and dict(found.world) == {"object_scale": "1.6", "clutter": "0"}
+    assert recipe_sweep(recipe, [bundle("knob", *wide, *other_world)]) is None

@@ -130,8 +130,7 @@ def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[Kn
             if run.spec.dataset != KNOB_DATASET:
                 continue
             weight = float(run.config.dataset_options["texture_weight"])
-            world = tuple(sorted((k, str(v)) for k, v in run.config.dataset_options.items() if k != "texture_weight"))
-            key = (run.config.train.objective, tuple(sorted((k, str(v)) for k, v in run.spec.overrides.items())), world)
+            key = (run.config.train.objective, _settings(run.spec.overrides), _world(run.config.dataset_options))
             groups.setdefault(key, {})[weight] = (spec, run)
         sweeps += [KnobSweep(bundle, objective, overrides, dict(sorted(runs.items())), world)
                    for (objective, overrides, world), runs in groups.items() if len(runs) >= 2]
@@ -141,8 +140,7 @@ def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[Kn
 def widest_sweep(objective: str, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
     """The sweep of ``objective`` with the most ``texture_weight`` values (then the most
     epochs); None when there is none."""
-    sweeps = [sweep for sweep in knob_sweeps(bundles) if sweep.objective == objective]
-    return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
+    return _widest(sweep for sweep in knob_sweeps(bundles) if sweep.objective == objective)
 
 
 def recipe_sweep(recipe: KnobRecipe, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
@@ -150,10 +148,23 @@ def recipe_sweep(recipe: KnobRecipe, bundles: Iterable[str | Path | Bundle] | No
     after ``@``, at two weights or more of ``recipe``'s; the one with the most weights, then
     epochs, when several bundles hold it; None when none does."""
     wanted = RunSpec.parse(recipe.specs()[0])
-    overrides = tuple(sorted((k, str(v)) for k, v in wanted.overrides.items()))
-    world = tuple(sorted((k, str(v)) for k, v in wanted.options.items() if k != "texture_weight"))
-    sweeps = [sweep for sweep in knob_sweeps(bundles) if sweep.overrides == overrides and sweep.world == world
-              and set(sweep.weights) <= set(recipe.weights)]
+    overrides, world = _settings(wanted.overrides), _world(wanted.options)
+    return _widest(sweep for sweep in knob_sweeps(bundles) if sweep.overrides == overrides and sweep.world == world
+                   and set(sweep.weights) <= set(recipe.weights))
+
+
+def _settings(settings: dict) -> tuple[tuple[str, str], ...]:
+    """Settings as a sorted, hashable key (values as text, as a spec writes them)."""
+    return tuple(sorted((key, str(value)) for key, value in settings.items()))
+
+
+def _world(options: dict) -> tuple[tuple[str, str], ...]:
+    """A world's options other than the knob, as a key."""
+    return _settings({key: value for key, value in options.items() if key != "texture_weight"})
+
+
+def _widest(sweeps: Iterable[KnobSweep]) -> KnobSweep | None:
+    """The sweep with the most weights, then the most epochs; None for no sweep."""
     return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
 
 

@@ -12,6 +12,7 @@ text otherwise; a comma inside brackets belongs to the value.
 from __future__ import annotations
 
 import ast
+import hashlib
 
 from . import check_dataset_options
 
@@ -47,6 +48,17 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     return name, options
 
 
+#: The longest folder name :func:`spec_folder` writes out in full: file systems refuse a name
+#: over 255 bytes, and a run with many settings reaches that.
+MAX_FOLDER_NAME = 255
+
+
 def spec_folder(spec: str) -> str:
-    """A folder name for the spec's run that is valid on every file system: ``:`` and ``,`` become ``_``."""
-    return spec.replace(":", "_").replace(",", "_")
+    """A folder name for the spec's run that is valid on every file system: ``:`` and ``,``
+    become ``_``. A name over :data:`MAX_FOLDER_NAME` bytes keeps its beginning and ends in
+    a hash of the whole spec, so that two long specs never share a folder."""
+    name = spec.replace(":", "_").replace(",", "_")
+    if len(name.encode()) <= MAX_FOLDER_NAME:
+        return name
+    digest = hashlib.sha256(spec.encode()).hexdigest()[:16]
+    return f"{name.encode()[:MAX_FOLDER_NAME - len(digest) - 1].decode(errors='ignore')}~{digest}"

@@ -2,7 +2,7 @@
 import pytest
 
 from ib_tutorial.cli import build_parser
-from ib_tutorial.data.spec import parse_option, parse_spec, spec_folder
+from ib_tutorial.data.spec import MAX_FOLDER_NAME, parse_option, parse_spec, spec_folder
 from ib_tutorial.training.run_spec import RunSpec
 
 
@@ -41,6 +41,17 @@ def test_unknown_dataset_or_option_names_the_known_ones():
 def test_folder_names_are_portable():
     assert spec_folder("synthetic-mix:texture_weight=0.5,seed=1") == "synthetic-mix_texture_weight=0.5_seed=1"
     assert spec_folder("cifar100") == "cifar100"
+
+
+def test_a_long_specs_folder_fits_a_file_name_and_stays_its_own(tmp_path):
+    settings = "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2," \
+        "local_crop_size=24,local_crop_scale=(0.2,0.5),hue_jitter=0.5,knn_every=2,checkpoint_every=2,threads=1"
+    specs = [f"synthetic-mix:texture_weight=1,object_scale=1.6,clutter=0@{settings},seed={seed}" for seed in (1, 2)]
+    folders = [spec_folder(spec) for spec in specs]
+    assert all(len(folder) == MAX_FOLDER_NAME for folder in folders) and folders[0] != folders[1]
+    assert folders[0].startswith("synthetic-mix_texture_weight=1_object_scale=1.6_clutter=0@objective=dino")
+    assert spec_folder(specs[0]) == folders[0]  # the same spec finds its folder again
+    (tmp_path / folders[0]).mkdir()  # a name the file system takes
 
 
 def test_reproduce_command_takes_specs_and_refuses_bad_ones(capsys):

@@ -80,6 +80,11 @@ class ViewSettings:
             view's hue is rotated uniformly at random, so two views of one image share no
             hue: on the synthetic worlds, whose images draw random colours, a hue that
             would otherwise tell DINO which views belong together.
+        invert: the probability that a view's colours are inverted (every channel
+            ``x -> 1 - x``, after the jitter and grayscale), drawn anew for every view; 0 is
+            DINO's recipe. At 0.5 a view says nothing about whether the object is darker or
+            brighter than its background: on the synthetic object world, DINO's views
+            otherwise share that polarity, and the CLS token learns it instead of the shape.
     """
 
     img_size: int
@@ -90,6 +95,7 @@ class ViewSettings:
     blur_radius: tuple[float, float] = (0.1, 2.0)
     color_strength: float = 1.0
     hue_jitter: float = 0.1
+    invert: float = 0.0
 
 
 # DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px

@@ -48,6 +48,7 @@ CASES = [
     Case("train, patch size", (*TRAIN, "--patch-size", "5"), 1, ("--patch-size 5", "--img-size")),
     Case("train, hue beyond half a turn", (*TRAIN, "--hue-jitter", "0.5", "--color-strength", "2"), 1,
          ("--hue-jitter 0.5", "--color-strength 2", "[0, 0.5]")),
+    Case("train, inversion not a probability", (*TRAIN, "--invert", "1.5"), 1, ("--invert 1.5", "[0, 1]")),
     Case("train, unknown objective", (*TRAIN, "--objective", "labels"), 1, ("--objective <name>", "dino")),
     Case("train, precision on the CPU", (*TRAIN, "--precision", "bf16"), 1, ("--precision bf16", "--precision fp32")),
     Case("train, dataset option without a value", (*TRAIN, "--dataset-option", "texture_weight"), 2,

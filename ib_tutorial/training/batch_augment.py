@@ -49,9 +49,10 @@ TRIES = 10  # torchvision's RandomResizedCrop tries this many boxes before its c
 RATIO = (3 / 4, 4 / 3)
 # Uniform draws per view of a sample: crop areas and log-ratios (one each per try), the
 # crop's two offsets, flip, jitter or not, four jitter factors, four keys whose order is the
-# jitter order, grayscale, blur or not, blur radius, solarisation.
+# jitter order, grayscale, blur or not, blur radius, solarisation; then inversion, whose draws
+# follow every view's others (so that adding it left the draws of the rest unchanged).
 CROP_DRAWS = 2 * TRIES + 2
-DRAWS = CROP_DRAWS + 15
+DRAWS = CROP_DRAWS + 16
 LARGEST_SIDE = 256  # images of different sizes are stored at most this large
 
 
@@ -109,6 +110,7 @@ class BatchMultiCrop:
         strength = view.color_strength
         self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, view.hue_jitter * strength)
         self.grayscale = 0.2 * strength
+        self.invert = view.invert
         radius_scale = view.img_size / REFERENCE_SIZE
         self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
 
@@ -116,8 +118,10 @@ class BatchMultiCrop:
         """``[B, views, DRAWS]`` uniforms, a function of ``(seed, epoch, index)`` and the
         draw's place, made for the whole batch at once where ``indices`` are
         (:func:`counter_uniforms`)."""
-        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, len(self.recipes) * DRAWS)
-        return per_sample.view(len(indices), len(self.recipes), DRAWS)
+        views = len(self.recipes)
+        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * DRAWS)
+        before, inversion = per_sample[:, :views * (DRAWS - 1)], per_sample[:, views * (DRAWS - 1):]
+        return torch.cat([before.view(len(indices), views, DRAWS - 1), inversion[:, :, None]], dim=2)
 
     def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
         """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,
@@ -141,11 +145,13 @@ class BatchMultiCrop:
         stored = boxes * (side / sizes.to(boxes).repeat(1, 2))  # image pixels -> the stored square's
         rois = torch.cat([torch.arange(batch, device=pixels.device, dtype=boxes.dtype)[:, None], stored], dim=1)
         x = roi_align(pixels, rois, output_size=recipe.size, spatial_scale=1.0, sampling_ratio=-1, aligned=True)
-        u = iter(draws[:, CROP_DRAWS:].unbind(1))
+        u = iter(draws[:, CROP_DRAWS:DRAWS - 1].unbind(1))
         x = torch.where((next(u) < 0.5)[:, None, None, None], x.flip(-1), x)
         x = self.color_jitter(x, apply=next(u) < 0.8, factors=[next(u) for _ in range(4)], keys=[next(u) for _ in range(4)])
         gray = (next(u) < self.grayscale)[:, None, None, None]
         x = torch.where(gray, kornia.color.rgb_to_grayscale(x).expand_as(x), x)
+        inverted = (draws[:, DRAWS - 1] < self.invert)[:, None, None, None]
+        x = torch.where(inverted, 1 - x, x)
         x = self.blur(x, apply=next(u) < recipe.blur, radius=self.radius[0] + (self.radius[1] - self.radius[0]) * next(u))
         solarized = (next(u) < recipe.solarize)[:, None, None, None]
         x = torch.where(solarized & (x >= 128 / 255), 1 - x, x)

@@ -240,3 +240,21 @@ def test_hue_jitter_half_a_turn_draws_every_hue_and_dinos_keeps_the_hue_near(mak
     anywhere = hue_rotations(make_views(red, dataclasses.replace(VIEW, hue_jitter=0.5), epochs=4))
     # Jittered with p = 0.8, uniformly over the turn: 0.8 x 0.4 of the views land beyond 0.3.
     assert 0.2 < np.mean(np.abs(anywhere) > 0.3) < 0.45
+
+
+@pytest.mark.parametrize("make_views", [loader_views, batched_views])
+def test_invert_turns_about_half_the_views_to_their_negative_and_nothing_else(make_views):
+    red = [(Image.new("RGB", (32, 32), (204, 41, 41)), 0)] * 40
+    uncoloured = dataclasses.replace(VIEW, color_strength=0.0)  # no jitter, grayscale or solarisation
+    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
+    colour = torch.tensor([204, 41, 41]) / 255
+    plain = make_views(red, uncoloured, epochs=4)
+    inverted = make_views(red, dataclasses.replace(uncoloured, invert=0.5), epochs=4)
+    pixels = torch.stack([torch.stack([v.mean(dim=(1, 2)) for v in views]) for views in inverted]) * std + mean
+    is_inverted = (pixels - (1 - colour)).abs().amax(dim=-1) < 0.02
+    assert (((pixels - colour).abs().amax(dim=-1) < 0.02) | is_inverted).all()  # every view one colour or the other
+    assert 0.4 < is_inverted.float().mean() < 0.6  # p = 0.5
+    assert 0.01 < is_inverted.all(dim=1).float().mean() < 0.15  # each view drawn on its own: all four 1 in 16
+    if make_views is batched_views:  # the draws of everything else are the ones made without it
+        kept = ~is_inverted
+        assert all(torch.equal(inverted[s][v], plain[s][v]) for s, v in kept.nonzero().tolist())

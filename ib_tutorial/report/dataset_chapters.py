@@ -195,7 +195,8 @@ def shape_markdown(entry: DatasetRun) -> str:
     for record in entry.run.profiles:
         eed = record.profile.eed_percent
         low, high = int(np.argmin(eed)), int(np.argmax(eed))
-        near = "".join(f"; L{block} within {DIRECTIONS:g} direction" for block in near_lowest(record.profile.n_eff, DIRECTIONS))
+        close = near_lowest(record.profile.n_eff, DIRECTIONS)
+        near = f"; {', '.join(f'L{block}' for block in close)} within {DIRECTIONS:g} direction" if close else ""
         lines.append(f"| {record.epoch} | L{low} ({eed[low]:.1f} %{near}) | L{high} ({eed[high]:.1f} %) | "
                      f"{eed[high] - eed[low]:.1f} | {middle_eed(record):.1f} % | {'yes' if low in MIDDLE else 'no'} |")
     return "\n".join(lines)

@@ -70,6 +70,8 @@ def test_the_shape_table_has_one_row_per_saved_epoch():
     run = dataset_runs("tiny-imagenet")[0]
     rows = shape_markdown(run).splitlines()[2:]
     assert [row.split(" | ")[0].strip("| ") for row in rows] == [str(r.epoch) for r in run.run.profiles]
+    # the blocks near the lowest are named together, once ("L9, L10 within 1 direction")
+    assert all(row.count("within") <= 1 for row in rows) and any(", L" in row for row in rows)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

@@ -38,6 +38,7 @@ from .reproduction.records import load_profile_record
 from .reproduction.pretrained import converged_folder, profile_published, prune_published
 from .reproduction.reproduce import export_bundle, reproduce
 from .reproduction.run_profiles import profile_run, raw_patch_eed
+from .reproduction.run_factors import measure_factors
 from .reproduction.run_pruning import prune_run
 from .training.loop import NonFiniteLossError, train
 from .training.memory import TrainingOutOfMemory
@@ -202,6 +203,22 @@ def _prune(args: argparse.Namespace) -> None:
               f"unpruned top-1 {block['unpruned']:5.1f} %")
 
 
+def _factors(args: argparse.Namespace) -> None:
+    path = measure_factors(args.run_dir, args.epochs, root=args.root, download=args.download, progress=not args.no_progress)
+    record = json.loads(path.read_text())
+    names = list(record["thresholds"])
+    print(f"{path}: k-NN top-1 (%) of the class and of each factor's median split, on {record['held_out']:,} "
+          "held-out images")
+    print("| epoch | pool | class | " + " | ".join(names) + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in names) + " |")
+    print("| chance | | | " + " | ".join(f"{record['chance'][name]:.1f}" for name in names) + " |")
+    for epoch, pools in record["epochs"].items():
+        for pool, accuracy in pools.items():
+            print(f"| {epoch} | {pool} | {accuracy['class']:.1f} | " + " | ".join(f"{accuracy[name]:.1f}" for name in names) + " |")
+    if record["constant"]:
+        print(f"constant over the images, not split: {', '.join(record['constant'])}")
+
+
 def _model_weights(text: str) -> tuple[str, Path]:
     """``MODEL=FILE`` -> ``(MODEL, FILE)``."""
     model, sep, file = text.partition("=")
@@ -330,7 +347,7 @@ def _add_infoplane(commands) -> None:
 
 
 def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
-    """``profile``, ``measure`` and ``prune``: commands on a saved run (their common flags: :func:`build_parser`)."""
+    """``profile``, ``measure``, ``prune`` and ``factors``: commands on a saved run (their common flags: :func:`build_parser`)."""
     profile = commands.add_parser(
         "profile", help="per-block EED of every saved checkpoint of a run",
         description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
@@ -366,9 +383,18 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
     prune.add_argument("--epoch", type=int, default=None, help="the saved teacher to prune (default: the last)")
     prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean",
                        help="image feature: mean of the patch tokens (default) or the CLS token")
-    for command, func in ((profile, _profile), (measure, _measure), (prune, _prune)):
+    factors = commands.add_parser(
+        "factors", help="what a run's networks learned besides the class, on a synthetic world with objects",
+        description="For the saved teachers of RUN_DIR (a run on a synthetic world with objects), the k-NN accuracy "
+        "of the class and of the median split of each thing the world draws besides it (the object's value, hue "
+        "and size, the background's value, ...), from the CLS token and the mean patch token, on the run's k-NN "
+        "images; write factors.json in RUN_DIR.",
+    )
+    factors.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
+    factors.add_argument("--epochs", type=int, nargs="+", default=None, help="saved teachers to measure (default: all)")
+    for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (factors, _factors)):
         command.set_defaults(func=func)
-    return [profile, measure, prune]
+    return [profile, measure, prune, factors]
 
 
 def _add_reproduce(commands) -> argparse.ArgumentParser:

@@ -86,6 +86,8 @@ TEXTURE_RING_WIDTH = 0.3
 
 BACKGROUND_GRIDS = ((3, 1.0), (6, 0.5))  # value-noise octaves: (cells per side, amplitude)
 STROKES = 2
+#: The names of :meth:`SyntheticWorld.object_factors`: what an object image draws besides its class.
+OBJECT_FACTORS = ("object value", "object hue", "object radius", "object x", "object y", "background value")
 STROKE_WIDTH_RANGE = (0.02, 0.05)  # fraction of the side
 
 
@@ -318,12 +320,25 @@ class SyntheticWorld(torch.utils.data.Dataset):
         # layer sit in words 2-3, so no two (index, layer) streams ever overlap.
         return np.random.Generator(np.random.Philox(key=self._key, counter=[0, 0, index, layer]))
 
+    def object_factors(self, index: int) -> dict[str, float]:
+        """What image ``index``'s object layer drew besides its class (:data:`OBJECT_FACTORS`):
+        the object's value (HSV, 0-1: below 0.25 a dark object, above 0.8 a bright one), hue
+        (in turns), equivalent radius (a fraction of the side) and centre (fractions of the side
+        from the left and the top), and the mean value of the background's two colours. A
+        network whose features tell these apart has learned what the class does not decide."""
+        if self.texture_weight == 1:
+            raise ValueError("a texture world (texture_weight = 1) draws no object; its images have no object factors")
+        factors: dict[str, float] = {}
+        self._object_image(self.label(index), self._stream(index, layer=0), factors)
+        return factors
+
     # --- objects --------------------------------------------------------------------
-    def _object_image(self, label: int, rng: np.random.Generator) -> np.ndarray:
-        """Cluttered background, then the class shape at a random place, scale and colour."""
+    def _object_image(self, label: int, rng: np.random.Generator, factors: dict[str, float] | None = None) -> np.ndarray:
+        """Cluttered background, then the class shape at a random place, scale and colour;
+        the draws that are not the class go into ``factors`` when one is given."""
         side = self.img_size  # lengths are drawn as fractions of the side, used in pixels
         draws = _Draws(rng, 6 + 9 * STROKES + 7)
-        image = self._background(rng, draws)
+        image = self._background(rng, draws, factors)
         for _ in range(STROKES):
             x, y, angle = side * draws.uniform(), side * draws.uniform(), draws.uniform(0, np.pi)
             length, width = side * draws.uniform(0.3, 0.8), side * draws.uniform(*STROKE_WIDTH_RANGE)
@@ -343,7 +358,11 @@ class SyntheticWorld(torch.utils.data.Dataset):
         centre_x, centre_y = draws.uniform(margin, 1 - margin), draws.uniform(margin, 1 - margin)
         to_x, to_y = self._x - side * centre_x, self._y - side * centre_y
         value = draws.uniform(0.8, 1.0) if draws.uniform() < 0.5 else draws.uniform(0.05, 0.25)
-        colour = _hsv(draws.uniform(), draws.uniform(0.5, 1.0), value)
+        hue = draws.uniform()
+        colour = _hsv(hue, draws.uniform(0.5, 1.0), value)
+        if factors is not None:
+            factors |= {"object value": value, "object hue": hue, "object radius": scale,
+                        "object x": centre_x, "object y": centre_y}
         # Angle in (-pi, pi] to a bin of the radius table (bin T wraps to 0).
         bins = (np.arctan2(to_y, to_x) * (RADIUS_TABLE_SIZE / (2 * np.pi)) + RADIUS_TABLE_SIZE / 2).astype(np.intp)
         radius = table[bins & (RADIUS_TABLE_SIZE - 1)]
@@ -352,7 +371,7 @@ class SyntheticWorld(torch.utils.data.Dataset):
         self._paint(image, radius, colour)
         return image
 
-    def _background(self, rng: np.random.Generator, draws: _Draws) -> np.ndarray:
+    def _background(self, rng: np.random.Generator, draws: _Draws, factors: dict[str, float] | None = None) -> np.ndarray:
         """Smooth blotches between two mid-value colours (value noise, two octaves)."""
         field = np.zeros((self.img_size, self.img_size), dtype=np.float32)
         for upsample, amplitude in self._upsamplers:
@@ -360,8 +379,12 @@ class SyntheticWorld(torch.utils.data.Dataset):
             field += amplitude * (upsample @ cells @ upsample.T)
         field /= sum(amplitude for _, amplitude in self._upsamplers)
         hue = draws.uniform()
-        low = _hsv(hue, draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65))
-        high = _hsv(hue + draws.uniform(-0.2, 0.2), draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65))
+        low_saturation, low_value = draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65)
+        low = _hsv(hue, low_saturation, low_value)
+        high_hue, high_saturation, high_value = hue + draws.uniform(-0.2, 0.2), draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65)
+        high = _hsv(high_hue, high_saturation, high_value)
+        if factors is not None:
+            factors["background value"] = (low_value + high_value) / 2
         return low + (self.clutter * field) * (high - low)
 
     @staticmethod

@@ -13,7 +13,8 @@ Layout of ``DIR``::
 
     <dataset>/              a training run (see ib_tutorial.training.runs) with profiles/<epoch>.json,
                             the other measurements in profiles/<variant>/<epoch>.json, and
-                            pruning/mean-<last epoch>.json (see ib_tutorial.measure.pruning);
+                            pruning/mean-<last epoch>.json (see ib_tutorial.measure.pruning),
+                            and on a world with objects factors.json (ib_tutorial.reproduction.run_factors);
                             ``synthetic-mix:texture_weight=0.5`` runs in synthetic-mix_texture_weight=0.5/
     comparison.md           the table against the paper's reported values, written from the
                             summary by :func:`ib_tutorial.report.tables.write_comparison_table`
@@ -51,6 +52,8 @@ from .comparison import comparison_records, run_comparison
 from .paper import PAPER_DATASETS
 from .pretrained import profile_published
 from .records import load_profile_record
+from .run_factors import FILE as FACTORS_FILE
+from .run_factors import has_object_factors, measure_factors
 from .run_pruning import prune_run
 from .run_profiles import (
     load_run_profiles,
@@ -119,6 +122,8 @@ def reproduce(
 ) -> Path:
     """Train, profile (every measurement of :data:`~ib_tutorial.reproduction.run_profiles.VARIANTS` too)
     and prune (:func:`~ib_tutorial.reproduction.run_pruning.prune_run`, the last teacher) every dataset,
+    and on a synthetic world with objects measure what every teacher learned besides the class
+    (:func:`~ib_tutorial.reproduction.run_factors.measure_factors`),
     then write ``summary.json`` (:func:`ib_tutorial.report.tables.write_comparison_table` turns
     it into ``comparison.md``, as ``ib-tutorial reproduce`` does).
 
@@ -133,7 +138,8 @@ def reproduce(
         pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
             profile images (needs its weights, fetched once from the Hugging Face hub; when
             they cannot be had, a message says so and the reproduction goes on without).
-        all_measurements: also profile the measurement variants and prune the last teacher
+        all_measurements: also profile the measurement variants, prune the last teacher and
+            measure the object factors
             (False: the default profiles only, for a quick look at extra runs).
         pretrained: published timm models (e.g. :data:`~ib_tutorial.models.PUBLISHED_VIT_SMALL`)
             to profile on each dataset's held-out profile images with every measurement
@@ -151,6 +157,8 @@ def reproduce(
         if all_measurements:
             profile_variants(run_dir, root=root, download=download, progress=progress)
             prune_run(run_dir, root=root, download=download)
+            if has_object_factors(run_dir):
+                measure_factors(run_dir, root=root, download=download, progress=progress)
         summary["datasets"][spec.text] = summarise_run(spec, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:
@@ -215,6 +223,8 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
             (folder / run.name).mkdir()
             for name in SMALL_RUN_FILES:
                 shutil.copy2(run / name, folder / run.name / name)
+            if (run / FACTORS_FILE).exists():
+                shutil.copy2(run / FACTORS_FILE, folder / run.name / FACTORS_FILE)
             for measured in ("profiles", "pruning", "measurement"):
                 if (run / measured).exists():
                     shutil.copytree(run / measured, folder / run.name / measured)

@@ -56,6 +56,8 @@ def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
         patch = config.view.patch_size
         assert entry["raw_patch_dim"] == 3 * patch**2 and 1 <= entry["raw_patch_n_eff"] <= entry["raw_patch_dim"]
         assert all(row["verdict"] == "not reported" for row in entry["comparison"])
+        # both worlds draw objects: what every teacher learned besides the class is measured
+        assert list(json.loads((run.path / "factors.json").read_text())["epochs"]) == [str(e) for e in epochs]
     table = (bundle / "comparison.md").read_text()
     assert all(dataset in table for dataset in DATASETS)
 
@@ -133,8 +135,8 @@ def test_export_copies_results_but_no_weights(bundle, tmp_path):
     dest = export_bundle(bundle, tmp_path / "results", allow_dirty=True)  # this checkout may have local changes
     copied = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
     assert {"summary.json", "comparison.md", "synthetic-objects/config.json",
-            "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json",
-            f"{spec_folder(DATASETS[1])}/config.json"} <= copied
+            "synthetic-objects/metrics.jsonl", "synthetic-objects/profiles/0.json", "synthetic-objects/factors.json",
+            f"{spec_folder(DATASETS[1])}/config.json", f"{spec_folder(DATASETS[1])}/factors.json"} <= copied
     assert not any(name.endswith(".pt") for name in copied)
     runs = [entry["run"] for entry in json.loads((dest / "summary.json").read_text())["datasets"].values()]
     assert runs == [spec_folder(d) for d in DATASETS]  # relative to the bundle: no machine's paths

@@ -23,6 +23,7 @@ from ..training.runs import RunDirectory
 from .paper import MIDDLE
 from .pretrained import load_published
 from .records import ProfileRecord
+from .run_factors import FILE as FACTORS_FILE
 from .run_profiles import VARIANTS, load_run_profiles, variant_label
 
 
@@ -41,6 +42,8 @@ class BundleRun:
         pruning: its pruning records (:func:`~ib_tutorial.reproduction.run_pruning.prune_run`), if any.
         variants: the profile records of each other measurement
             (:data:`~ib_tutorial.reproduction.run_profiles.VARIANTS`) that the run holds, by its label.
+        factors: what its networks learned besides the class, on a world with objects
+            (``factors.json``, :func:`~ib_tutorial.reproduction.run_factors.measure_factors`), if measured.
     """
 
     spec: RunSpec
@@ -51,6 +54,7 @@ class BundleRun:
     train: list[dict]
     pruning: list[dict]
     variants: dict[str, list[ProfileRecord]]
+    factors: dict | None = None
 
     @property
     def chance(self) -> float | None:
@@ -108,8 +112,10 @@ def _read_bundle(path: Path) -> Bundle:
         run = RunDirectory(path / entry["run"])
         pruning = [json.loads(p.read_text()) for p in sorted((run.path / "pruning").glob("*.json"))]
         variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
+        factors = run.path / FACTORS_FILE
         runs[spec] = BundleRun(RunSpec.parse(spec), run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
-                               run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs})
+                               run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs},
+                               json.loads(factors.read_text()) if factors.exists() else None)
     return Bundle(path.name, path, summary["preset"], runs, load_published(path / "pretrained"))
 
 

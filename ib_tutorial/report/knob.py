@@ -10,8 +10,10 @@ from IPython.display import Markdown
 from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
+from ..measure.bootstrap import LEVEL
 from ..measure.shape import middle_dip
 from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
+from ..reproduction.bundles import BundleRun
 from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
 from .captions import profile_caption
@@ -126,3 +128,28 @@ def render_sweep(sweep: KnobSweep) -> list:
               Markdown(claims_markdown(tested)), Markdown(claims_summary(tested))]
     return items
 
+
+
+def factors_markdown(runs: dict[str, BundleRun], pool: str = "cls") -> str:
+    """What each run's networks learned besides the class (``factors.json``,
+    :func:`~ib_tutorial.reproduction.run_factors.measure_factors`): one row per run, the k-NN
+    top-1 of the class and of each factor's median split from the ``pool`` token, from the
+    random initialisation to the last measured epoch with that accuracy's 90 % Wilson
+    interval, and a row of each split's chance."""
+    measured = {label: run.factors for label, run in runs.items() if run.factors is not None}
+    if not measured:
+        return "No run here has its object factors measured (`ib-tutorial factors RUN_DIR`)."
+    names = list(next(iter(measured.values()))["thresholds"])
+    lines = [f"| run ({pool} token) | class | " + " | ".join(names) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    for label, record in measured.items():
+        epochs = list(record["epochs"].values())
+        first, last, held_out = epochs[0][pool], epochs[-1][pool], record["held_out"]
+
+        def cell(key: str) -> str:
+            end = knn_interval({"top1": last[key], "n_eval": held_out}, LEVEL)
+            return f"{first[key]:.1f} -> {last[key]:.1f} {interval_text(end)}"
+        lines.append(f"| {label} | {cell('class')} | " + " | ".join(cell(name) for name in names) + " |")
+    chance = next(iter(measured.values()))["chance"]
+    lines.append("| chance | | " + " | ".join(f"{chance[name]:.1f}" for name in names) + " |")
+    return "\n".join(lines) + "\n"

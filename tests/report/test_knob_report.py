@@ -14,7 +14,7 @@ from PIL import Image
 from profile_records import bundle_run
 
 from ib_tutorial.measure.bootstrap import StoredReplicates
-from ib_tutorial.report.knob import render_sweep, sweep_caption, sweep_table
+from ib_tutorial.report.knob import factors_markdown, render_sweep, sweep_caption, sweep_table
 from ib_tutorial.report.plots import CAPTION_KEY
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.knob import widest_sweep
@@ -100,3 +100,16 @@ def test_the_sweep_table_gives_each_weight_its_change_from_the_initialisation():
     assert "| 20.0 -> 25.0 [22.8, 27.3] |" in boot[2]
     assert boot[2].endswith("| +0.0 [+0.0, +0.0] |")
     assert "(100%)" in boot[2]
+
+
+def test_the_factors_table_reads_each_run_from_its_initialisation_to_its_last_measured_epoch():
+    record = {"epochs": {"0": {"cls": {"class": 20.0, "object value": 92.0}}, "2": {"cls": {"class": 12.0, "object value": 100.0}},
+                         "4": {"cls": {"class": 11.0, "object value": 99.0}}},
+              "chance": {"object value": 51.8}, "held_out": 2000, "constant": [], "thresholds": {"object value": 0.5}}
+    run = dataclasses.replace(bundle_run("synthetic-mix:texture_weight=0@epochs=2"), factors=record)
+    table = factors_markdown({"object end": run, "unmeasured": bundle_run("synthetic-mix:texture_weight=0@epochs=2")})
+    lines = table.splitlines()
+    assert lines[0] == "| run (cls token) | class | object value |" and len(lines) == 4  # the unmeasured run has no row
+    assert lines[2].startswith("| object end | 20.0 -> 11.0 [") and "92.0 -> 99.0 [98." in lines[2]
+    assert lines[3] == "| chance | | 51.8 |"
+    assert "No run here" in factors_markdown({"unmeasured": bundle_run("synthetic-mix:texture_weight=0@epochs=2")})

@@ -17,7 +17,7 @@ from ..reproduction.bundles import BundleRun
 from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
 from .captions import profile_caption
-from .claims import claims_markdown, claims_summary, interval_text, knob_sentence, plateau_sentence
+from .claims import claims_markdown, claims_summary, interval_text, knob_sentence, lowest_text, plateau_sentence
 from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
 from .tables import bundle_markdown
 
@@ -153,3 +153,35 @@ def factors_markdown(runs: dict[str, BundleRun], pool: str = "cls") -> str:
     chance = next(iter(measured.values()))["chance"]
     lines.append("| chance | | " + " | ".join(f"{chance[name]:.1f}" for name in names) + " |")
     return "\n".join(lines) + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectivePair:
+    """Two runs on the same images and network, each read from its own random initialisation:
+    the objective control (:func:`objective_pair`).
+
+    Attributes:
+        shapes: by name, the first and the last profile's shape summary.
+        changes: by name and region (``early``, ``middle``, ``late``), the EED change from the
+            initialisation with its paired interval (:func:`~ib_tutorial.reproduction.learning.region_change`).
+        markdown: one bullet per run: k-NN from the initialisation to the end, the last shape and
+            lowest block, and the three changes.
+    """
+
+    shapes: dict
+    changes: dict
+    markdown: str
+
+
+def objective_pair(pair: dict[str, BundleRun]) -> ObjectivePair:
+    """The objective control of ``pair`` (name -> run), as :class:`ObjectivePair`."""
+    shapes = {name: (claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])) for name, run in pair.items()}
+    changes = {name: {region: region_change(first, last, region) for region in ("early", "middle", "late")}
+               for name, (first, last) in shapes.items()}
+    markdown = "\n".join(
+        f"- **{name}**: k-NN {run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f} %; last profile "
+        f"{shapes[name][1].shape}, lowest block {lowest_text(shapes[name][1])}; EED change from the "
+        "initialisation " + ", ".join(f"{region} {change.estimate:+.1f} {interval_text(change, signed=True)}"
+                                       for region, change in changes[name].items()) + " points"
+        for name, run in pair.items())
+    return ObjectivePair(shapes, changes, markdown)

@@ -113,3 +113,20 @@ def test_the_factors_table_reads_each_run_from_its_initialisation_to_its_last_me
     assert lines[2].startswith("| object end | 20.0 -> 11.0 [") and "92.0 -> 99.0 [98." in lines[2]
     assert lines[3] == "| chance | | 51.8 |"
     assert "No run here" in factors_markdown({"unmeasured": bundle_run("synthetic-mix:texture_weight=0@epochs=2")})
+
+
+def test_the_objective_pair_reads_each_run_from_its_own_initialisation():
+    from ib_tutorial.reproduction.bundles import load_bundles
+    from ib_tutorial.reproduction.claims import profile_shape
+    from ib_tutorial.reproduction.learning import region_change
+    from ib_tutorial.report.knob import objective_pair
+
+    runs = [run for bundle in load_bundles(["laptop-knob-objects", "laptop-knob-dino"]) for run in bundle.runs.values()
+            if run.config.dataset_options.get("texture_weight") == 1 and run.config.seed == 0][:2]
+    pair = {"first": runs[0], "second": runs[1]}
+    control = objective_pair(pair)
+    assert control.markdown.count("\n- **") == 1 and control.markdown.startswith("- **first**: k-NN ")
+    for name, run in pair.items():
+        first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
+        assert control.changes[name]["middle"] == region_change(first, last, "middle")
+        assert control.shapes[name][1].shape == last.shape and f"last profile {last.shape}" in control.markdown

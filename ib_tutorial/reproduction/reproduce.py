@@ -122,7 +122,7 @@ def reproduce(
 ) -> Path:
     """Train, profile (every measurement of :data:`~ib_tutorial.reproduction.run_profiles.VARIANTS` too)
     and prune (:func:`~ib_tutorial.reproduction.run_pruning.prune_run`, the last teacher) every dataset,
-    and on a synthetic world with objects measure what every teacher learned besides the class
+    and on a synthetic world with objects measure what the first and the last teacher learned besides the class
     (:func:`~ib_tutorial.reproduction.run_factors.measure_factors`),
     then write ``summary.json`` (:func:`ib_tutorial.report.tables.write_comparison_table` turns
     it into ``comparison.md``, as ``ib-tutorial reproduce`` does).
@@ -157,8 +157,9 @@ def reproduce(
         if all_measurements:
             profile_variants(run_dir, root=root, download=download, progress=progress)
             prune_run(run_dir, root=root, download=download)
-            if has_object_factors(run_dir):
-                measure_factors(run_dir, root=root, download=download, progress=progress)
+            if has_object_factors(run_dir):  # what the first and the last teacher learned besides the class
+                saved = RunDirectory(run_dir).backbone_epochs()
+                measure_factors(run_dir, sorted({saved[0], saved[-1]}), root=root, download=download, progress=progress)
         summary["datasets"][spec.text] = summarise_run(spec, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
         if control is not None:

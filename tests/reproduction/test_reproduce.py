@@ -56,8 +56,8 @@ def test_reproduce_writes_runs_profiles_summary_and_table(bundle):
         patch = config.view.patch_size
         assert entry["raw_patch_dim"] == 3 * patch**2 and 1 <= entry["raw_patch_n_eff"] <= entry["raw_patch_dim"]
         assert all(row["verdict"] == "not reported" for row in entry["comparison"])
-        # both worlds draw objects: what every teacher learned besides the class is measured
-        assert list(json.loads((run.path / "factors.json").read_text())["epochs"]) == [str(e) for e in epochs]
+        # both worlds draw objects: what the first and the last teacher learned besides the class is measured
+        assert list(json.loads((run.path / "factors.json").read_text())["epochs"]) == [str(epochs[0]), str(epochs[-1])]
     table = (bundle / "comparison.md").read_text()
     assert all(dataset in table for dataset in DATASETS)
 

@@ -78,17 +78,6 @@ DINO_HUE_ENDS = KnobRecipe(
     (0, 1), "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2,"
     "local_crop_size=24,local_crop_scale=(0.2,0.5),hue_jitter=0.5,knn_every=2,checkpoint_every=2,threads=1",
     OBJECT_SWEEP.world)
-#: :data:`DINO_HUE_ENDS` with views whose colours carry nothing from one view to another:
-#: DINO's colour recipe at 2.5 times its strength (brightness and contrast jitter 1.0,
-#: saturation 0.5, grayscale and solarisation with p = 0.5), the hue turned by up to
-#: 0.2 x 2.5 = half a turn (every hue), and each view inverted with p = 0.5
-#: (``invert=0.5``), so that neither the object's colour nor its brightness against the
-#: background, nor which of the two is darker, tells DINO which views belong together.
-DINO_COLOUR_ENDS = KnobRecipe(
-    (0, 1), "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2,"
-    "local_crop_size=24,local_crop_scale=(0.2,0.5),color_strength=2.5,hue_jitter=0.2,invert=0.5,knn_every=2,"
-    "checkpoint_every=2,threads=1",
-    OBJECT_SWEEP.world)
 
 #: The small sweep a chapter trains live on ``ci``: the ``laptop`` sweep's model (ViT-Tiny),
 #: the tier's few steps, profiles of the initialisation and the last epoch only.

@@ -74,6 +74,8 @@ CASES = [
     Case("measure, no images", ("measure", "{run}", "--images", "0"), 1, ("--images 0", "at least 1")),
     Case("prune, no such run", ("prune", "{missing}"), 1, ("{missing}",)),
     Case("prune, unknown pool", ("prune", "{run}", "--pool", "max"), 2, ("--pool",)),
+    Case("factors, no such run", ("factors", "{missing}"), 1, ("{missing}",)),
+    Case("factors, epochs not numbers", ("factors", "{run}", "--epochs", "last"), 2, ("--epochs",)),
     Case("reproduce, dataset typo", ("reproduce", "--datasets", "cifar10"), 2, ("--datasets", "cifar10")),
     Case("reproduce, preset typo", ("reproduce", "--preset", "lapto"), 2, ("--preset",)),
     Case("reproduce, zero epochs in a spec", ("reproduce", "--preset", "ci", "--datasets", "synthetic-objects@epochs=0",

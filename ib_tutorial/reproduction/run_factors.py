@@ -119,9 +119,14 @@ def measure_factors(run_dir, epochs: list[int] | None = None, root=None, downloa
     device = profile_device(config)
     classes = len(train_set.dataset.classes)
     k, temperature = config.train.knn_k, config.train.knn_temperature
+    extract = dict(device=device, progress=progress, pools=POOLS)
+    images = len(train_set) + len(held_out_set)
+    record |= {"chance": splits.chance(), "held_out": len(held_out_set), "constant": splits.constant,
+               "thresholds": splits.thresholds,
+               "provenance": provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
+                                        n_images=images, n_tokens=images, device=str(device)).to_dict()}
     for epoch in todo:
         backbone = run.load_backbone(epoch, device)
-        extract = dict(device=device, progress=progress, pools=POOLS)
         train_features, train_classes = extract_features(backbone, train_set, **extract)
         held_out_features, held_out_classes = extract_features(backbone, held_out_set, **extract)
         record["epochs"][str(epoch)] = {
@@ -129,11 +134,6 @@ def measure_factors(run_dir, epochs: list[int] | None = None, root=None, downloa
                                          classes, k, temperature)["top1"],
                    **splits.accuracies(train_features[pool], held_out_features[pool], k, temperature)}
             for pool in POOLS}
-    record["epochs"] = dict(sorted(record["epochs"].items(), key=lambda item: int(item[0])))
-    images = len(train_set) + len(held_out_set)
-    record |= {"chance": splits.chance(), "held_out": len(held_out_set), "constant": splits.constant,
-               "thresholds": splits.thresholds,
-               "provenance": provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                                        n_images=images, n_tokens=images, device=str(device)).to_dict()}
-    write_json_atomic(path, record)
+        record["epochs"] = dict(sorted(record["epochs"].items(), key=lambda item: int(item[0])))
+        write_json_atomic(path, record)  # after each epoch: a stopped measurement keeps what it finished
     return path

@@ -29,7 +29,8 @@ from ..reproduction.bundles import Bundle, load_bundles, middle_eed
 from ..reproduction.comparison import compare_profile
 from ..reproduction.dataset_runs import GPU_TIERS, DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
-from ..reproduction.plateau import GAIN, knn_standard_error, plateau
+from ..reproduction.learned import Learned, learned_rule
+from ..reproduction.plateau import GAIN, knn_standard_error
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
@@ -138,19 +139,12 @@ def trained_on(config) -> str:
 # --- what the runs say ---------------------------------------------------------------
 
 
-def knn_learned(knn: list[dict]) -> bool:
-    """Whether a run learned (its ``metrics.jsonl`` k-NN records, epoch 0 first): the rule of
-    :attr:`~ib_tutorial.reproduction.plateau.Plateau.learned_beyond_noise`, the CLS k-NN
-    accuracy above its random initialisation by at least the plateau threshold (one point,
-    or two standard errors of the last evaluation when that is more), the one rule every
-    chapter and the knob apply."""
-    return plateau(knn).learned_beyond_noise
-
-
 def knn_markdown(entry: DatasetRun) -> str:
     """The run's k-NN accuracy from the random initialisation to the end, against chance, with
-    the binomial standard error of one accuracy on the evaluation images."""
+    the binomial standard error of one accuracy on the evaluation images, and whether the run
+    learned (:func:`~ib_tutorial.reproduction.learned.learned_rule`)."""
     knn = entry.run.knn
+    rule = learned_rule(entry.run)
     first, last = knn[0], knn[-1]
     best = max(knn, key=lambda r: r["top1"])
     chance = f"; guessing gives {entry.chance:.1f} %" if entry.chance else ""
@@ -160,8 +154,17 @@ def knn_markdown(entry: DatasetRun) -> str:
             f"after epoch {last['epoch']} ({last['top1'] - first['top1']:+.1f} points; best {best['top1']:.1f} % at "
             f"epoch {best['epoch']}){chance}. One standard error of an accuracy on these {last['n_eval']:,} images "
             f"is about {knn_standard_error(last):.1f} points, so the change "
-            f"{'reaches' if knn_learned(knn) else 'falls short of'} two of them (and {GAIN:g} point), the rule for "
-            f"having learned.{mean}")
+            f"{'reaches' if rule.knn.learned_beyond_noise else 'falls short of'} two of them (and {GAIN:g} point), the "
+            f"rule for having learned.{_teacher_text(rule)}{mean}")
+
+
+def _teacher_text(rule: Learned) -> str:
+    """The rule's second condition in words, for a run with a teacher (DINO)."""
+    if rule.teacher_information is None:
+        return ""
+    return (f" Its teacher carried {rule.teacher_information:.2f} nats about the image over the last tenth of training, "
+            f"{'at or above' if rule.teacher_kept else 'under'} the collapse threshold of {rule.teacher_floor:.2f} "
+            f"nats, so by the book's rule the run {'learned' if rule.learned else 'did not learn'}.")
 
 
 def baseline_markdown(entry: DatasetRun) -> str:

@@ -16,6 +16,7 @@ from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
 from ..reproduction.bundles import BundleRun
 from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
+from ..training.dino_step import INFORMATION_FRACTION
 from .captions import profile_caption
 from .claims import claims_markdown, claims_summary, interval_text, knob_sentence, lowest_text, plateau_sentence
 from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
@@ -89,13 +90,15 @@ def sweep_table(sweep: KnobSweep) -> str:
 
 def learned_sentence(sweep: KnobSweep) -> str:
     """Which weights' networks learned (:meth:`KnobSweep.learned`: k-NN top-1 above the random
-    initialisation by the plateau rule's threshold, at least its gain and two standard errors)
-    and which did not."""
+    initialisation by the plateau rule's threshold, at least its gain and two standard errors,
+    and for DINO a teacher that did not collapse) and which did not."""
     learned = sweep.learned()
     others = [weight for weight in sweep.weights if weight not in learned]
     names = lambda weights: ", ".join(f"w = {w:g}" for w in weights)
     rule = (f"k-NN top-1 above the random initialisation by at least {GAIN:g} point, and by {NOISE_ERRORS:g} "
-            "standard errors of the held-out accuracy where the records give its number of images")
+            "standard errors of the held-out accuracy where the records give its number of images"
+            + (f"; for DINO, a teacher that carried at least {INFORMATION_FRACTION:.0%} of log K about the image "
+               "over the last tenth of training" if sweep.objective == "dino" else ""))
     if not others:
         return f"Every network of the sweep learned ({rule})."
     tested = ("the knob's claim is tested with and without them" if len(learned) >= 2

@@ -27,7 +27,8 @@ from scipy.stats import spearmanr
 
 from ..training.run_spec import RunSpec
 from .bundles import Bundle, BundleRun, load_bundles
-from .plateau import GAIN, plateau
+from .learned import run_learned
+from .plateau import GAIN
 
 #: The dataset whose option ``texture_weight`` is the knob.
 KNOB_DATASET = "synthetic-mix"
@@ -112,11 +113,11 @@ class KnobSweep:
         return min(run.profiles[-1].epoch for _, run in self.runs.values())
 
     def learned(self, gain: float = GAIN) -> list[float]:
-        """The weights whose run's k-NN top-1 rose above its random initialisation by at least
-        ``gain`` points and the noise of its held-out images
-        (:attr:`~ib_tutorial.reproduction.plateau.Plateau.learned_beyond_noise`): the others'
+        """The weights whose run learned (:func:`~ib_tutorial.reproduction.learned.learned_rule`):
+        k-NN top-1 above its random initialisation by at least ``gain`` points and the noise
+        of its held-out images, and for DINO a teacher that did not collapse. The others'
         profiles are those of networks that have not learned their data."""
-        return [weight for weight, (_, run) in self.runs.items() if plateau(run.knn, gain=gain).learned_beyond_noise]
+        return [weight for weight, (_, run) in self.runs.items() if run_learned(run, gain)]
 
 
 def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[KnobSweep]:

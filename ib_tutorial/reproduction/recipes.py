@@ -23,6 +23,7 @@ from pathlib import Path
 from ..presets import Preset, TrainSettings, ViewSettings
 from ..training.phases import Phases
 from ..training.runs import RunDirectory
+from .learned import last_tenth, teacher_information
 
 # Settings that describe the bookkeeping of a run, not its recipe.
 NOT_RECIPE = ("knn_every", "checkpoint_every", "log_every", "num_workers", "threads", "precision",
@@ -94,9 +95,8 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict, until_step: int | N
         steps = [r for r in steps if r["step"] <= until_step]
     if not knn or not steps:
         raise ValueError(f"{run.path} has no k-NN evaluation or no training step logged yet")
-    tail = steps[-max(1, len(steps) // 10):]
+    tail = last_tenth(steps)
     log_k = math.log(settings["out_dim"])
-    information = [r["teacher_information"] for r in tail if "teacher_information" in r]
     rates = sorted(r["images_per_s"] for r in steps)
     return Recipe(
         name=run.path.name,
@@ -107,7 +107,7 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict, until_step: int | N
         knn_cls=[r["top1"] for r in knn],
         knn_mean=[r.get("top1_mean", math.nan) for r in knn],
         teacher_entropy=sum(r["teacher_entropy"] for r in tail) / len(tail) / log_k,
-        teacher_information=sum(information) / len(information) if information else None,
+        teacher_information=teacher_information(steps),
         wall_minutes=knn[-1]["wall_s"] / 60 if "wall_s" in knn[-1] else None,
         images_per_s=rates[len(rates) // 2],
     )

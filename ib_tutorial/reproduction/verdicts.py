@@ -2,7 +2,7 @@
 runs, as the book asks them: of one run, of the seeds of one setting, and of the seeds at one
 weight of the texture knob, on the trained level and on the change from the random
 initialisation. Each group's verdict follows the rules of that module: a network that did not
-learn (the plateau rule) gets no verdict, and a setting's verdict holds or fails only where
+learn (:mod:`~ib_tutorial.reproduction.learned`) gets no verdict, and a setting's verdict holds or fails only where
 every seed learned and agrees (:func:`~ib_tutorial.reproduction.claims.across_seeds`).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from . import claims
 from .bundles import BundleRun
 from .claims import ClaimTest, ShapeSummary
-from .plateau import plateau
+from .learned import run_learned
 from .seeds import SeedSpread
 
 #: The two readings of a knob end's profile: the trained level, and what training changed.
@@ -20,8 +20,8 @@ READINGS = ("level", "change from init")
 
 
 def _learned(runs: Sequence[BundleRun]) -> list[bool]:
-    """Whether each run learned (the plateau rule), in ascending seed, as :class:`SeedSpread` orders them."""
-    return [plateau(run.knn).learned_beyond_noise for run in sorted(runs, key=lambda run: run.config.seed)]
+    """Whether each run learned (:mod:`~ib_tutorial.reproduction.learned`), in ascending seed, as :class:`SeedSpread` orders them."""
+    return [run_learned(run) for run in sorted(runs, key=lambda run: run.config.seed)]
 
 
 def _own_claims(first: ShapeSummary, last: ShapeSummary) -> list[ClaimTest]:
@@ -34,7 +34,7 @@ def run_tests(run: BundleRun) -> list[ClaimTest]:
     """The three claims of :func:`_own_claims` on one run's first and last profiles; each
     ``not applicable`` where the run did not learn."""
     first, last = claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])
-    learned = plateau(run.knn).learned_beyond_noise
+    learned = run_learned(run)
     return [claims.on_learned(test, learned) for test in _own_claims(first, last)]
 
 

@@ -74,11 +74,14 @@ DINO_TIER_ENDS = KnobRecipe((0, 1), "objective=dino,epochs=16,knn_every=2,checkp
 #: The DINO chapter's CPU recipe (batches of 32, the floors, K = 1,024, two local crops of
 #: 24 px covering 20-50 %, teacher momentum 0.996) with every view's hue drawn anew
 #: (``hue_jitter=0.5``), so that the random colours the worlds paint carry nothing from one
-#: view to another; one thread a run, 16 epochs (2,496 steps). The texture end learns.
-DINO_HUE_ENDS = KnobRecipe(
-    (0, 1), "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2,"
+#: view to another; one thread a run, 16 epochs (2,496 steps), at both ends of the knob and
+#: at ``w = 0.2``. The texture end learns.
+DINO_HUE_SWEEP = KnobRecipe(
+    (0, 0.2, 1), "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2,"
     "local_crop_size=24,local_crop_scale=(0.2,0.5),hue_jitter=0.5,knn_every=2,checkpoint_every=2,threads=1",
     OBJECT_SWEEP.world)
+#: The second seed of :data:`DINO_HUE_SWEEP`'s texture end, the end that learned.
+DINO_HUE_SEEDS = KnobRecipe((1,), DINO_HUE_SWEEP.settings, DINO_HUE_SWEEP.world)
 
 #: The small sweep a chapter trains live on ``ci``: the ``laptop`` sweep's model (ViT-Tiny),
 #: the tier's few steps, profiles of the initialisation and the last epoch only.
@@ -172,15 +175,17 @@ def _widest(sweeps: Iterable[KnobSweep]) -> KnobSweep | None:
 def seeds_by_weight(sweep: KnobSweep) -> dict[float, list[BundleRun]]:
     """The runs of ``sweep``'s bundle that differ from its own only in their seed, with its
     own, by weight (ascending seed), for the weights trained with two seeds or more: the
-    spread a statement about the knob must stand beside."""
-    def unseeded(other: KnobSweep) -> tuple:
-        return other.objective, other.world, tuple((key, value) for key, value in other.overrides if key != "seed")
+    spread a statement about the knob must stand beside. A second seed may cover fewer
+    weights than the sweep (one end alone)."""
+    def unseeded(overrides: tuple[tuple[str, str], ...]) -> tuple:
+        return tuple((key, value) for key, value in overrides if key != "seed")
 
     runs: dict[float, list[BundleRun]] = {}
-    for other in knob_sweeps([sweep.bundle]):
-        if unseeded(other) == unseeded(sweep):
-            for weight, (_, run) in other.runs.items():
-                runs.setdefault(weight, []).append(run)
+    for run in sweep.bundle.runs.values():
+        if (run.spec.dataset == KNOB_DATASET and run.config.train.objective == sweep.objective
+                and _world(run.config.dataset_options) == sweep.world
+                and unseeded(_settings(run.spec.overrides)) == unseeded(sweep.overrides)):
+            runs.setdefault(float(run.config.dataset_options["texture_weight"]), []).append(run)
     return {weight: sorted(seeded, key=lambda run: run.config.seed)
             for weight, seeded in sorted(runs.items()) if len(seeded) >= 2}
 

@@ -9,7 +9,8 @@ import pytest
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.claims import ShapeSummary, deeper_along_knob
 from ib_tutorial.reproduction.knob import (
-    DINO_HUE_ENDS,
+    DINO_HUE_SEEDS,
+    DINO_HUE_SWEEP,
     DINO_TIER_ENDS,
     LIVE_SWEEP,
     OBJECT_SEEDS,
@@ -91,7 +92,7 @@ def test_the_widest_sweep_of_an_objective_is_chosen():
     assert widest_sweep("dino", [narrow, wide]) is None
 
 
-@pytest.mark.parametrize("recipe", [LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS, DINO_TIER_ENDS, DINO_HUE_ENDS])
+@pytest.mark.parametrize("recipe", [LIVE_SWEEP, OBJECT_SWEEP, OBJECT_SEEDS, DINO_TIER_ENDS, DINO_HUE_SWEEP])
 def test_the_sweep_specs_name_the_knob_and_the_same_world_and_settings(recipe):
     specs = recipe.specs()
     parsed = [RunSpec.parse(spec) for spec in specs]
@@ -136,3 +137,17 @@ def test_a_recipes_sweep_is_found_by_its_settings_and_world_not_by_its_width():
     assert found is not None and found.weights == [0.0, 1.0]
     assert dict(found.overrides)["momentum_teacher"] == "0.996" and dict(found.world) == {"object_scale": "1.6", "clutter": "0"}
     assert recipe_sweep(recipe, [bundle("knob", *wide, *other_world)]) is None
+
+
+def test_a_second_seed_of_one_end_alone_is_found():
+    runs = [mix_run(w, "objective=dino,epochs=2") for w in (0, 0.2, 1)] + [mix_run(1, "objective=dino,epochs=2,seed=1")]
+    found = knob_sweeps([bundle("one end", *runs)])
+    assert len(found) == 1  # the lone seed makes no sweep of its own
+    seeds = seeds_by_weight(found[0])
+    assert list(seeds) == [1.0] and [run.config.seed for run in seeds[1.0]] == [0, 1]
+
+
+def test_the_dino_seeds_recipe_is_the_sweeps_texture_end_with_another_seed():
+    sweep_end = RunSpec.parse(DINO_HUE_SWEEP.specs()[-1])
+    seeded = RunSpec.parse(DINO_HUE_SEEDS.specs(seed=1)[0])
+    assert seeded.options == sweep_end.options and seeded.overrides == {**sweep_end.overrides, "seed": 1}

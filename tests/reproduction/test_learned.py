@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from ib_tutorial.reproduction.bundles import load_bundle
-from ib_tutorial.reproduction.knob import DINO_HUE_ENDS, recipe_sweep
+from ib_tutorial.reproduction.knob import DINO_HUE_SWEEP, recipe_sweep
 from ib_tutorial.reproduction.learned import learned_rule, run_learned, teacher_information
 from ib_tutorial.training.dino_step import INFORMATION_FRACTION
 
@@ -52,5 +52,5 @@ def test_the_committed_colour_row_is_not_learned_and_the_texture_end_is():
     colour = next(run for spec, run in bundle.runs.items() if "invert=0.5" in spec)
     rule = learned_rule(colour)
     assert rule.knn.learned_beyond_noise and rule.teacher_information < 0.05 and not rule.learned
-    sweep = recipe_sweep(DINO_HUE_ENDS)
+    sweep = recipe_sweep(DINO_HUE_SWEEP)
     assert sweep.learned() == [1.0]

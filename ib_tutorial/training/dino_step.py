@@ -28,10 +28,12 @@ from .flops import backbone_flops, head_flops, tokens_per_crop
 from .objective import Objective
 from .phases import Phases, phase_notes, phase_warnings
 
-# Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot),
-# or teacher information (what the output says about the image) below this fraction of
-# log K, is a collapse (DINOTraining.collapse_warning).
+#: Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot)
+#: is a collapse (DINOTraining.collapse_warning).
 COLLAPSE_FRACTION = 0.02
+#: Teacher information (what the output says about the image) below this fraction of log K
+#: is a collapse too; a DINO run whose teacher ends under it did not learn
+#: (:mod:`ib_tutorial.reproduction.learned`).
 INFORMATION_FRACTION = 0.05
 # A teacher whose information falls under this fraction of its peak in the same phase (the
 # warm-up, the rest of the freeze, after the release), from a peak of at least

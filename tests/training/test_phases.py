@@ -25,13 +25,18 @@ def test_a_phase_is_the_longer_of_its_epochs_and_its_floor():
     assert Phases.of(dataclasses.replace(floored, epochs=5), 78).warmup_steps == 390
 
 
-def test_the_tiers_that_learn_keep_the_floors():
-    # Each GPU tier on CIFAR-100's 50,000 training images; a run too short for the floor is all
-    # warm-up, and says so (test_a_short_warm_up_is_named_with_its_fix).
-    for name in ("quick", "paper"):
+def test_the_tiers_that_learn_keep_the_floors_and_outlast_them():
+    # Each GPU tier on CIFAR-100's 50,000 training images, the laptop tier on its own 5,000: the
+    # floors hold, the learning rate reaches its peak before the run ends, and the run starts
+    # without a warning. (A run too short for the floor is all warm-up, and says so:
+    # test_a_short_warm_up_is_named_with_its_fix.)
+    for name, images in (("laptop", PRESETS["laptop"].train.train_images), ("quick", 50_000), ("paper", 50_000)):
         train = PRESETS[name].train
-        phases = Phases.of(train, 50_000 // train.batch_size)
+        steps_per_epoch = images // train.batch_size
+        phases = Phases.of(train, steps_per_epoch)
         assert phases.warmup_steps >= WARMUP_ANCHOR_STEPS and phases.freeze_steps >= FREEZE_ANCHOR_STEPS, name
+        assert phases.warmup_steps < train.epochs * steps_per_epoch, name
+        assert not phase_warnings(train, steps_per_epoch), name
 
 
 def test_a_short_warm_up_is_named_with_its_fix():

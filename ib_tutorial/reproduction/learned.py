@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..training.dino_step import INFORMATION_FRACTION
+from ..training.runs import RunDirectory
 from .bundles import BundleRun
 from .plateau import GAIN, Plateau, plateau
 
@@ -78,13 +79,19 @@ def teacher_information(train: Sequence[dict]) -> float | None:
     return sum(information) / len(information) if information else None
 
 
-def learned_rule(run: BundleRun, gain: float = GAIN) -> Learned:
-    """The rule on one run of a bundle; ``gain``: the plateau rule's floor in points."""
-    information = teacher_information(run.train)
-    floor = None if information is None else INFORMATION_FRACTION * math.log(run.config.train.out_dim)
-    return Learned(plateau(run.knn, gain=gain), information, floor)
+def learned_rule(run: BundleRun | RunDirectory, gain: float = GAIN) -> Learned:
+    """The rule on one run: a run of a bundle, or a run directory read from its own records
+    (a run committed with its settings and metrics only); ``gain``: the plateau rule's floor
+    in points."""
+    if isinstance(run, RunDirectory):
+        knn, train, out_dim = run.read_metrics("knn"), run.read_metrics("train"), run.read_config().train.out_dim
+    else:
+        knn, train, out_dim = run.knn, run.train, run.config.train.out_dim
+    information = teacher_information(train)
+    floor = None if information is None else INFORMATION_FRACTION * math.log(out_dim)
+    return Learned(plateau(knn, gain=gain), information, floor)
 
 
-def run_learned(run: BundleRun, gain: float = GAIN) -> bool:
+def run_learned(run: BundleRun | RunDirectory, gain: float = GAIN) -> bool:
     """Whether ``run`` learned by :func:`learned_rule`."""
     return learned_rule(run, gain).learned

@@ -8,6 +8,7 @@ from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.reproduction.knob import DINO_HUE_SWEEP, recipe_sweep
 from ib_tutorial.reproduction.learned import learned_rule, run_learned, teacher_information
 from ib_tutorial.training.dino_step import INFORMATION_FRACTION
+from ib_tutorial.training.runs import RunDirectory
 
 
 def fake_run(gain: float, n_eval: int, information: list[float] | None = None, out_dim: int = 1024):
@@ -54,3 +55,11 @@ def test_the_committed_colour_row_is_not_learned_and_the_texture_end_is():
     assert rule.knn.learned_beyond_noise and rule.teacher_information < 0.05 and not rule.learned
     sweep = recipe_sweep(DINO_HUE_SWEEP)
     assert sweep.learned() == [1.0]
+
+
+def test_a_run_directory_is_read_as_its_bundle_run():
+    """A run committed with its settings and metrics only is judged on the same records."""
+    bundle = load_bundle("laptop-knob-dino")
+    for spec, run in bundle.runs.items():
+        folder = RunDirectory(bundle.path / run.summary["run"])
+        assert learned_rule(folder) == learned_rule(run), spec

@@ -339,7 +339,8 @@ def test_a_vits_blocks_measured_from_image_sums_match_the_profiler():
         hook.remove()
     profile = bootstrap_eed(statistics, replicates=10)
     expected = profile_model(model, pictures, progress=False).n_eff
-    assert profile.n_eff == pytest.approx(expected, rel=1e-6)  # the profiler's float32 products
+    # The profiler's float32 products, summed in another order by each CPU's kernels (1.3e-6 seen).
+    assert profile.n_eff == pytest.approx(expected, rel=1e-5)
     assert profile.replicates.shape == (10, 12)
 
 

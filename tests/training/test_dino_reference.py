@@ -169,7 +169,8 @@ def test_six_steps_equal_the_reference(generator):
 
     expected_losses, expected_center = reference_steps(student, teacher, batches)
     assert losses == pytest.approx(expected_losses, rel=2e-5)  # float32 sums in another order
-    torch.testing.assert_close(state.loss_fn.center, expected_center, rtol=1e-5, atol=1e-7)
+    # Batch means of float32 outputs, summed in another order (a relative 7e-5 seen on one CPU).
+    torch.testing.assert_close(state.loss_fn.center, expected_center, rtol=1e-4, atol=1e-6)
     # Within 2e-5 of each other, where one step moves a weight by up to 8e-4 (the peak
     # learning rate): the attention's key biases, whose gradient is zero up to rounding (the
     # softmax ignores them), are where AdamW's normalisation makes rounding show most (9e-6).

@@ -90,22 +90,29 @@ def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
     for tiers, command, on_gpu in (("laptop", laptop, False), ("GPU (quick or paper)", quick, True)):
         spec = command.argv[command.argv.index("--datasets") + 1]
         tier_runs = [entry for entry in runs if entry.on_gpu == on_gpu and entry.spec.dataset_spec == spec]
-        if any(entry.plain for entry in tier_runs):
+        if any(entry.current for entry in tier_runs):
             continue
         if not tier_runs:
             lines.append(f"- **No {tiers} run of `{spec}` is committed under `results/`**, so this chapter shows none "
                          f"and nothing stands in for it. This command makes it: `{command.line}` (see *Run it "
                          "yourself*).")
             continue
-        shorter = "; ".join(f"`{entry.spec}` ({entry.bundle.name}, preset {entry.tier}) trained "
-                            f"{entry.run.config.train.epochs} of the `{entry.tier}` tier's "
-                            f"{get_preset(entry.tier).train.epochs} epochs" for entry in tier_runs)
-        shown = ("The run shown below changes only its schedule" if len(tier_runs) == 1 else
-                 f"The {len(tier_runs)} runs shown below change only their schedule")
+        shown = ("The run shown below differs from its tier as it stands today" if len(tier_runs) == 1 else
+                 f"The {len(tier_runs)} runs shown below differ from their tiers as they stand today")
         lines.append(f"- **No {tiers} run of `{spec}` at its tier's own settings is committed under `results/`.** "
-                     f"{shown}: {shorter}. This command makes a run at the `{command.tier}` tier's settings: "
-                     f"`{command.line}` (see *Run it yourself*).")
+                     f"{shown}: {'; '.join(map(tier_difference, tier_runs))}. This command makes a run at the "
+                     f"`{command.tier}` tier's settings: `{command.line}` (see *Run it yourself*).")
     return "\n".join(lines) or "Every tier of this chapter has a committed run."
+
+
+def tier_difference(entry: DatasetRun) -> str:
+    """How a shown run differs from its tier today, in words: ``"`tiny-imagenet` (laptop-real,
+    preset laptop) trained 6 of the `laptop` tier's 16 epochs; warmup_min_steps 0 (the tier: 800)"``."""
+    changes = dict(entry.tier_changes)
+    epochs = changes.pop("epochs", None)
+    said = [f"trained {epochs[0]} of the `{entry.tier}` tier's {epochs[1]} epochs"] if epochs else []
+    said += [f"{key} {mine} (the tier: {theirs})" for key, (mine, theirs) in changes.items()]
+    return f"`{entry.spec}` ({entry.bundle.name}, preset {entry.tier}) " + ", ".join(said)
 
 
 def run_markdown(entry: DatasetRun) -> str:

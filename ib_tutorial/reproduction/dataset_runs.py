@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..models import VIT_SMALL
-from ..presets import PRESETS
+from ..presets import PRESETS, get_preset
 from ..training.run_spec import RunSpec
 from .bundles import Bundle, BundleRun, load_bundles
 from .paper import REPORTED, ReportedProfile
+from .recipes import tier_changes
 
 
 # Tiers that run on a GPU: what a bundle from a GPU run was made with.
@@ -71,6 +72,19 @@ class DatasetRun:
     def plain(self) -> bool:
         """A run of the paper's objective (DINO) with the tier's own settings: what a dataset chapter shows."""
         return not self.overrides and self.run.config.objective.compared_with_paper
+
+    @property
+    def tier_changes(self) -> dict:
+        """``{setting: (the run's value, the tier's)}`` where the run's recorded settings differ
+        from what its tier runs on its dataset today (:func:`~ib_tutorial.reproduction.recipes.tier_changes`)."""
+        config = self.run.config
+        return tier_changes(config.train, config.view, get_preset(self.tier), config.dataset)
+
+    @property
+    def current(self) -> bool:
+        """A plain run that is also the tier as it stands today: a plain run made before the tier
+        changed (more epochs, the phases' floors) is not."""
+        return self.plain and not self.tier_changes
 
     @property
     def tier(self) -> str:

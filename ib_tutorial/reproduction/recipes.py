@@ -69,11 +69,26 @@ class Recipe:
         return self.knn_cls[-1] - self.knn_cls[0]
 
 
-def recipe_settings(train: TrainSettings, view: ViewSettings) -> dict:
-    """The settings that make a run's recipe, flat: every training and view setting but
-    bookkeeping and those of its phases (``arch`` is one of the training settings)."""
+def run_settings(train: TrainSettings, view: ViewSettings) -> dict:
+    """Every training and view setting of a run but bookkeeping, flat, its phases' settings
+    included (``arch`` is one of the training settings)."""
     settings = {**dataclasses.asdict(view), **dataclasses.asdict(train)}
-    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE + PHASE_SETTINGS}
+    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
+
+
+def recipe_settings(train: TrainSettings, view: ViewSettings) -> dict:
+    """The settings that make a run's recipe, flat: :func:`run_settings` but those of its
+    phases, which a row reads as the steps they make (:attr:`Recipe.phases`)."""
+    return {key: value for key, value in run_settings(train, view).items() if key not in PHASE_SETTINGS}
+
+
+def tier_changes(train: TrainSettings, view: ViewSettings, preset: Preset, dataset: str) -> dict:
+    """``{setting: (the run's value, the tier's)}`` for every setting of :func:`run_settings`
+    in which a run recorded with ``train`` and ``view`` differs from what ``preset`` runs on
+    ``dataset`` today: a run made with the tier's plain command before the tier changed
+    differs in the settings that changed since."""
+    mine, tier = run_settings(train, view), run_settings(preset.train, preset.view(dataset))
+    return {key: (value, tier[key]) for key, value in mine.items() if tier[key] != value}
 
 
 def preset_recipe(preset: Preset, dataset: str) -> dict:

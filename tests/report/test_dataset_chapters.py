@@ -1,5 +1,6 @@
 """What a dataset chapter shows: the committed runs of a dataset, the data on disk, the
 paper's row and the commands that make the missing runs."""
+import dataclasses
 import json
 import shlex
 import shutil
@@ -16,7 +17,9 @@ from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import run_caption
 from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, chapter_runs, data_status_markdown, gallery, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown
+from ib_tutorial.presets import get_preset
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
+from ib_tutorial.reproduction.recipes import tier_changes
 from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.paths import stored_benchmark, stored_results
 
@@ -59,10 +62,35 @@ def test_runs_with_other_settings_are_listed_apart_from_the_plain_ones(tmp_path)
 def test_a_tier_without_a_committed_run_is_named_with_its_command():
     textures = FAMILIES["textures"]
     text = missing_runs_markdown(textures, dataset_runs("dtd") + dataset_runs("uc-merced"))
-    assert "No GPU (quick or paper) run of `uc-merced`" in text and "laptop run" not in text
+    assert "No GPU (quick or paper) run of `uc-merced` is committed" in text
     assert "ib-tutorial reproduce --preset quick --datasets uc-merced" in text
     cifar = missing_runs_markdown(FAMILIES["cifar100"], [])
     assert "No laptop run of `cifar100`" in cifar and "No GPU (quick or paper) run of `cifar100`" in cifar
+
+
+@pytest.mark.slow
+@laptop_real
+def test_a_plain_run_made_before_its_tier_changed_is_shown_and_named_with_what_changed():
+    # laptop-real's runs were the tier's plain command when they were made: 6 epochs, no floors.
+    dtd = dataset_runs("dtd")[0]
+    tier = get_preset("laptop").train
+    assert dtd.plain and not dtd.current
+    assert dtd.tier_changes == {"epochs": (6, tier.epochs), "warmup_min_steps": (0, tier.warmup_min_steps),
+                                "freeze_min_steps": (0, tier.freeze_min_steps)}
+    text = missing_runs_markdown(FAMILIES["textures"], [dtd])
+    assert ("No laptop run of `dtd:folder=dtd` at its tier's own settings is committed under `results/`.** The run "
+            "shown below differs from its tier as it stands today: `dtd:folder=dtd` (laptop-real, preset laptop) "
+            f"trained 6 of the `laptop` tier's {tier.epochs} epochs, warmup_min_steps 0 (the tier: "
+            f"{tier.warmup_min_steps}), freeze_min_steps 0 (the tier: {tier.freeze_min_steps})") in text
+    assert "ib-tutorial reproduce --preset laptop --datasets dtd:folder=dtd" in text
+
+
+def test_a_run_of_the_tier_as_it_stands_is_current(tmp_path):
+    # A run recorded with today's settings has no changes; one setting changed is named with both values.
+    preset = get_preset("laptop")
+    assert tier_changes(preset.train, preset.view("dtd"), preset, "dtd") == {}
+    older = dataclasses.replace(preset.train, epochs=6, threads=1)  # the thread count is bookkeeping
+    assert tier_changes(older, preset.view("dtd"), preset, "dtd") == {"epochs": (6, preset.train.epochs)}
 
 
 @laptop_real
@@ -177,6 +205,7 @@ def test_a_gpu_run_that_changes_only_its_schedule_is_shown_not_named_as_missing(
     assert "No GPU (quick or paper) run of `tiny-imagenet` at its tier's own settings is committed" in text
     config = gpu[0].run.config
     assert f"gpu-paper-subsets, preset paper) trained {config.train.epochs} of the `paper` tier's 100 epochs" in text
+    assert "warmup_epochs 1 (the tier: 10)" in text
     assert "ib-tutorial reproduce --preset quick --datasets tiny-imagenet" in text
 
 

@@ -107,7 +107,7 @@ def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
 
 def tier_difference(entry: DatasetRun) -> str:
     """How a shown run differs from its tier today, in words: ``"`tiny-imagenet` (laptop-real,
-    preset laptop) trained 6 of the `laptop` tier's 16 epochs; warmup_min_steps 0 (the tier: 800)"``."""
+    preset laptop) trained 6 of the `laptop` tier's 48 epochs, warmup_min_steps 0 (the tier: 800)"``."""
     changes = dict(entry.tier_changes)
     epochs = changes.pop("epochs", None)
     said = [f"trained {epochs[0]} of the `{entry.tier}` tier's {epochs[1]} epochs"] if epochs else []

@@ -85,7 +85,7 @@ def test_a_plain_run_made_before_its_tier_changed_is_shown_and_named_with_what_c
     assert "ib-tutorial reproduce --preset laptop --datasets dtd:folder=dtd" in text
 
 
-def test_a_run_of_the_tier_as_it_stands_is_current(tmp_path):
+def test_a_run_of_the_tier_as_it_stands_is_current():
     # A run recorded with today's settings has no changes; one setting changed is named with both values.
     preset = get_preset("laptop")
     assert tier_changes(preset.train, preset.view("dtd"), preset, "dtd") == {}

@@ -65,6 +65,14 @@ def chapter_runs(family: Family, bundles: Iterable[str | Path | Bundle] | None =
             if shown_in_chapter(entry)]
 
 
+def summary_run(runs: Iterable[DatasetRun]) -> DatasetRun | None:
+    """The ``laptop`` run a chapter's summary reads, of the runs it shows: the one at its tier's
+    settings today (:attr:`~ib_tutorial.reproduction.dataset_runs.DatasetRun.current`), else the
+    first; None when the tier has no run there."""
+    laptop = [entry for entry in runs if entry.tier == "laptop"]
+    return next((entry for entry in laptop if entry.current), laptop[0] if laptop else None)
+
+
 def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None) -> str:
     """One sentence naming the committed runs of ``dataset`` that a dataset chapter does not
     show (other objectives or settings, :func:`shown_in_chapter`), which other chapters show."""

@@ -136,7 +136,8 @@ def objective_runs(dataset: str, objective: str, bundles: Iterable[str | Path | 
 
 
 def longest_run(dataset: str, objective: str, bundles: Iterable[str | Path | Bundle] | None = None) -> DatasetRun | None:
-    """The run of :func:`objective_runs` trained for the most epochs (CPU tiers win a tie);
-    None when there is none."""
-    return max(objective_runs(dataset, objective, bundles), key=lambda entry: entry.run.profiles[-1].epoch,
-               default=None)
+    """The run of :func:`objective_runs` trained for the most epochs; of runs as long, one at its
+    tier's settings today (:attr:`DatasetRun.current`), then the first (CPU tiers first); None
+    when there is none."""
+    return max(objective_runs(dataset, objective, bundles),
+               key=lambda entry: (entry.run.profiles[-1].epoch, entry.current), default=None)

@@ -16,7 +16,7 @@ from archive_builders import TINY_WNIDS, TINY_WORDS, tiny_imagenet_zip
 from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import run_caption
-from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, chapter_runs, data_status_markdown, gallery, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, chapter_runs, data_status_markdown, gallery, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.recipes import tier_changes
@@ -34,7 +34,8 @@ gpu_bundle = pytest.mark.skipif(not (stored_results("gpu-paper-subsets") / "summ
 @laptop_real
 def test_dataset_runs_finds_the_committed_laptop_runs_of_one_dataset():
     tiny = dataset_runs("tiny-imagenet")
-    assert [(r.bundle.name, r.spec.text, r.tier) for r in tiny] == [("laptop-real", "tiny-imagenet", "laptop")]
+    assert [(r.bundle.name, r.spec.text, r.tier) for r in tiny] == [("laptop-real", "tiny-imagenet", "laptop"),
+                                                                    ("laptop-tier-48", "tiny-imagenet", "laptop")]
     assert tiny[0].plain and not tiny[0].on_gpu and tiny[0].chance == pytest.approx(5.0)
     assert [r.spec.text for r in dataset_runs("dtd")] == ["dtd:folder=dtd"]
     assert dataset_runs("cifar100") == [] and dataset_runs("uc-merced") == []
@@ -91,6 +92,17 @@ def test_a_run_of_the_tier_as_it_stands_is_current():
     assert tier_changes(preset.train, preset.view("dtd"), preset, "dtd") == {}
     older = dataclasses.replace(preset.train, epochs=6, threads=1)  # the thread count is bookkeeping
     assert tier_changes(older, preset.view("dtd"), preset, "dtd") == {"epochs": (6, preset.train.epochs)}
+
+
+@pytest.mark.slow
+@laptop_real
+def test_the_summary_reads_the_run_at_its_tiers_settings_today():
+    runs = chapter_runs(FAMILIES["tiny-imagenet"])
+    older = [entry for entry in runs if not entry.current]
+    assert summary_run(older) is older[0] and older[0].bundle.name == "laptop-real"  # none current: the first
+    assert summary_run([entry for entry in runs if entry.on_gpu]) is None  # no laptop run
+    today = summary_run(runs)  # laptop-tier-48 is the tier as it stands
+    assert today.current and today.bundle.name == "laptop-tier-48"
 
 
 @laptop_real
@@ -188,6 +200,10 @@ def test_longest_run_picks_the_objective_trained_longest_at_the_tiers_width(tmp_
     every = [load_bundle(source)]
     assert longest_run("tiny-imagenet", "dino", every).spec.text == "tiny-imagenet"  # not the ViT-S run of the same length
     assert longest_run("cifar100", "supervised", every) is None
+    # Two DINO runs of 48 epochs: the tier's own run wins over one with settings of its own.
+    tie = [load_bundle(stored_results(name)) for name in ("laptop-dino-48", "laptop-tier-48")]
+    assert longest_run("tiny-imagenet", "dino", tie).bundle.name == "laptop-tier-48"
+    assert longest_run("tiny-imagenet", "dino", tie[::-1]).bundle.name == "laptop-tier-48"
 
 
 @pytest.mark.slow
@@ -197,7 +213,8 @@ def test_a_gpu_run_that_changes_only_its_schedule_is_shown_not_named_as_missing(
     runs = chapter_runs(family)
     gpu = [entry for entry in runs if entry.on_gpu]
     assert [entry.bundle.name for entry in gpu] == ["gpu-paper-subsets"] and not gpu[0].plain
-    assert [entry.bundle.name for entry in runs if not entry.on_gpu] == ["laptop-real"]  # the plain laptop run alone
+    # The plain laptop runs alone: the tier's of before and of today.
+    assert [entry.bundle.name for entry in runs if not entry.on_gpu] == ["laptop-real", "laptop-tier-48"]
     assert "gpu-paper-subsets" not in other_runs_markdown("tiny-imagenet")
     assert "laptop-dino-48" in other_runs_markdown("tiny-imagenet")  # a CPU run with settings of its own: named
     text = missing_runs_markdown(family, runs)

@@ -163,6 +163,8 @@ def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str =
     plot_block_profile({epoch_label(r): r.profile for r in records}, caption="", ax=curves,
                        title=f"{title}: EED per block, every saved epoch" if title else "EED per block, every saved epoch",
                        reported=reported)
+    if len(records) > 6:  # a long run's legend beside its panel, where it hides no line
+        curves.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     plot_eed_heatmap([r.epoch for r in records], [r.profile.eed_percent for r in records], caption="",
                      ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
     add_caption(fig, caption)

@@ -75,8 +75,8 @@ class ViewSettings:
         blur_radius: (min, max) Gaussian blur radius in pixels of a 224-pixel crop, scaled by
             ``img_size / 224`` (DINO: 0.1-2.0 at 224 px); ``(0, 0)`` turns the blur off.
         color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
-            0.2, hue ``hue_jitter``) and the probabilities of grayscale (0.2) and solarisation
-            (0.2); 1 is DINO's recipe, 0 keeps every colour.
+            0.2, hue ``hue_jitter``) and the probabilities of grayscale (``grayscale``) and
+            solarisation (0.2); 1 is DINO's recipe, 0 keeps every colour.
         hue_jitter: the largest hue rotation of the colour jitter, in turns, before
             ``color_strength`` scales it (DINO: 0.1, at most 0.5). At 0.5 every jittered
             view's hue is rotated uniformly at random, so two views of one image share no
@@ -87,6 +87,9 @@ class ViewSettings:
             DINO's recipe. At 0.5 a view says nothing about whether the object is darker or
             brighter than its background: on the synthetic object world, DINO's views
             otherwise share that polarity, and the CLS token learns it instead of the shape.
+        grayscale: the probability that a view is turned grey, before ``color_strength``
+            scales it (DINO: 0.2). At 1 no view has a hue, so two views of one image share
+            neither their colours nor how the object's hue stands against its background's.
     """
 
     img_size: int
@@ -98,6 +101,7 @@ class ViewSettings:
     color_strength: float = 1.0
     hue_jitter: float = 0.1
     invert: float = 0.0
+    grayscale: float = 0.2
 
 
 # DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px

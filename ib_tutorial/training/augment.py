@@ -14,7 +14,8 @@ pixels (``blur_radius``). A fixed pixel radius would erase a 32-pixel image, so 
 radius scales with ``img_size / 224``: every image loses the same fraction of its detail
 as an ImageNet crop does (at 32 px that is under 0.3 pixels, nearly no change).
 ``color_strength`` scales the colour jitter and the grayscale and solarisation
-probabilities (1 = DINO's); ``hue_jitter`` sets the jitter's largest hue rotation;
+probabilities (1 = DINO's); ``grayscale`` sets the grayscale probability before that scaling
+(0.2 = DINO's); ``hue_jitter`` sets the jitter's largest hue rotation;
 ``invert`` (0 = DINO's) inverts a view's colours with that probability, after grayscale.
 
 Every sample's views depend only on ``(seed, epoch, index)`` (see
@@ -95,7 +96,7 @@ class MultiCropAugmentation:
                     [transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength,
                                             saturation=0.2 * strength, hue=view.hue_jitter * strength)], p=0.8
                 ),
-                transforms.RandomGrayscale(p=0.2 * strength),
+                transforms.RandomGrayscale(p=min(1.0, view.grayscale * strength)),
                 # Only where asked for: RandomInvert draws even at p = 0, which would change
                 # every later draw, and so the views of every run made without it.
                 *([transforms.RandomInvert(p=view.invert)] if view.invert else []),

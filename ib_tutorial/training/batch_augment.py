@@ -109,7 +109,7 @@ class BatchMultiCrop:
         self.seed = seed
         strength = view.color_strength
         self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, view.hue_jitter * strength)
-        self.grayscale = 0.2 * strength
+        self.grayscale = view.grayscale * strength
         self.invert = view.invert
         radius_scale = view.img_size / REFERENCE_SIZE
         self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)

@@ -163,6 +163,9 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
                          f"half a turn: give a product in [0, 0.5] (0.5 draws every hue).")
     if not 0 <= view.invert <= 1:
         raise ValueError(f"{argument('invert', view.invert)} is the probability that a view is inverted: give one in [0, 1].")
+    if not 0 <= view.grayscale <= 1:
+        raise ValueError(f"{argument('grayscale', view.grayscale)} is the probability that a view is turned grey: "
+                         f"give one in [0, 1].")
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of {argument('patch_size', view.patch_size)}: give "

@@ -258,3 +258,16 @@ def test_invert_turns_about_half_the_views_to_their_negative_and_nothing_else(ma
     if make_views is batched_views:  # the draws of everything else are the ones made without it
         kept = ~is_inverted
         assert all(torch.equal(inverted[s][v], plain[s][v]) for s, v in kept.nonzero().tolist())
+
+
+@pytest.mark.parametrize("make_views", [loader_views, batched_views])
+def test_grayscale_one_turns_every_view_grey_and_zero_none(make_views):
+    red = [(Image.new("RGB", (32, 32), (204, 41, 41)), 0)] * 24
+    mean, std = torch.tensor(IMAGENET_MEAN)[:, None, None], torch.tensor(IMAGENET_STD)[:, None, None]
+
+    def grey_share(view: ViewSettings) -> float:
+        views = [v * std + mean for sample in make_views(red, view, epochs=2) for v in sample]
+        return float(np.mean([(v.amax(dim=0) - v.amin(dim=0)).max() < 2 / 255 for v in views]))
+
+    assert grey_share(dataclasses.replace(VIEW, grayscale=1.0)) == 1.0
+    assert grey_share(dataclasses.replace(VIEW, grayscale=0.0)) == 0.0

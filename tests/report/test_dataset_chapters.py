@@ -37,7 +37,10 @@ def test_dataset_runs_finds_the_committed_laptop_runs_of_one_dataset():
     assert [(r.bundle.name, r.spec.text, r.tier) for r in tiny] == [("laptop-real", "tiny-imagenet", "laptop"),
                                                                     ("laptop-tier-48", "tiny-imagenet", "laptop")]
     assert tiny[0].plain and not tiny[0].on_gpu and tiny[0].chance == pytest.approx(5.0)
-    assert [r.spec.text for r in dataset_runs("dtd")] == ["dtd:folder=dtd"]
+    dtd = dataset_runs("dtd")
+    assert [(r.bundle.name, r.spec.text) for r in dtd] == [("laptop-real", "dtd:folder=dtd"),
+                                                           ("laptop-tier-48", "dtd:folder=dtd")]
+    assert [r.current for r in dtd] == [False, True]
     assert dataset_runs("cifar100") == [] and dataset_runs("uc-merced") == []
 
 

@@ -96,7 +96,7 @@ class MultiCropAugmentation:
                     [transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength,
                                             saturation=0.2 * strength, hue=view.hue_jitter * strength)], p=0.8
                 ),
-                transforms.RandomGrayscale(p=min(1.0, view.grayscale * strength)),
+                transforms.RandomGrayscale(p=view.grayscale * strength),
                 # Only where asked for: RandomInvert draws even at p = 0, which would change
                 # every later draw, and so the views of every run made without it.
                 *([transforms.RandomInvert(p=view.invert)] if view.invert else []),

@@ -23,7 +23,7 @@ from ..training.runs import RunDirectory
 from .paper import MIDDLE
 from .pretrained import load_published
 from .records import ProfileRecord
-from .run_factors import FILE as FACTORS_FILE
+from .run_factors import read_factors
 from .run_profiles import VARIANTS, load_run_profiles, variant_label
 
 
@@ -112,10 +112,9 @@ def _read_bundle(path: Path) -> Bundle:
         run = RunDirectory(path / entry["run"])
         pruning = [json.loads(p.read_text()) for p in sorted((run.path / "pruning").glob("*.json"))]
         variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
-        factors = run.path / FACTORS_FILE
         runs[spec] = BundleRun(RunSpec.parse(spec), run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
                                run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs},
-                               json.loads(factors.read_text()) if factors.exists() else None)
+                               read_factors(run.path))
     return Bundle(path.name, path, summary["preset"], runs, load_published(path / "pretrained"))
 
 

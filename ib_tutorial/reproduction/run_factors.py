@@ -97,6 +97,13 @@ class MedianSplits:
                                    self.held_out[name].long(), 2, k, temperature)["top1"] for name in self.thresholds}
 
 
+def read_factors(run_dir) -> dict | None:
+    """What :func:`measure_factors` wrote in ``run_dir`` (``factors.json``), or None when it
+    has not been measured there."""
+    path = Path(run_dir) / FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def measure_factors(run_dir, epochs: list[int] | None = None, root=None, download: bool = False,
                     progress: bool = True) -> Path:
     """k-NN accuracy of each object factor's median split, and of the class, from the CLS
@@ -110,7 +117,7 @@ def measure_factors(run_dir, epochs: list[int] | None = None, root=None, downloa
     if missing:
         raise ValueError(f"{run.path} saved no network at epoch {missing}; it saved epochs {saved}")
     path = run.path / FILE
-    record = json.loads(path.read_text()) if path.exists() else {"epochs": {}}
+    record = read_factors(run.path) or {"epochs": {}}
     todo = [epoch for epoch in epochs if str(epoch) not in record["epochs"]]
     if not todo:
         return path

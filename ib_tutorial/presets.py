@@ -90,6 +90,13 @@ class ViewSettings:
         grayscale: the probability that a view is turned grey, before ``color_strength``
             scales it (DINO: 0.2). At 1 no view has a hue, so two views of one image share
             neither their colours nor how the object's hue stands against its background's.
+        tone_curve: the probability that a view's channels are each passed through a random
+            tone curve (after the jitter, grayscale and inversion): piecewise linear through
+            values drawn uniformly in [0, 1] at 0, 1/4, 1/2, 3/4 and 1, one curve per channel
+            and view; 0 (DINO's recipe) draws nothing. The curves need not be monotone, so at
+            1 two views share where the colours change (outlines and edges) but neither
+            the colours nor which region is darker: on the synthetic object world, what is
+            left to share is the object's outline, position and size.
     """
 
     img_size: int
@@ -102,6 +109,7 @@ class ViewSettings:
     hue_jitter: float = 0.1
     invert: float = 0.0
     grayscale: float = 0.2
+    tone_curve: float = 0.0
 
 
 # DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px

@@ -50,6 +50,7 @@ CASES = [
          ("--hue-jitter 0.5", "--color-strength 2", "[0, 0.5]")),
     Case("train, inversion not a probability", (*TRAIN, "--invert", "1.5"), 1, ("--invert 1.5", "[0, 1]")),
     Case("train, grayscale not a probability", (*TRAIN, "--grayscale", "-0.1"), 1, ("--grayscale -0.1", "[0, 1]")),
+    Case("train, tone curve not a probability", (*TRAIN, "--tone-curve", "2"), 1, ("--tone-curve 2", "[0, 1]")),
     Case("train, unknown objective", (*TRAIN, "--objective", "labels"), 1, ("--objective <name>", "dino")),
     Case("train, precision on the CPU", (*TRAIN, "--precision", "bf16"), 1, ("--precision bf16", "--precision fp32")),
     Case("train, dataset option without a value", (*TRAIN, "--dataset-option", "texture_weight"), 2,

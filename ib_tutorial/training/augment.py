@@ -16,7 +16,9 @@ as an ImageNet crop does (at 32 px that is under 0.3 pixels, nearly no change).
 ``color_strength`` scales the colour jitter and the grayscale and solarisation
 probabilities (1 = DINO's); ``grayscale`` sets the grayscale probability before that scaling
 (0.2 = DINO's); ``hue_jitter`` sets the jitter's largest hue rotation;
-``invert`` (0 = DINO's) inverts a view's colours with that probability, after grayscale.
+``invert`` (0 = DINO's) inverts a view's colours with that probability, after grayscale;
+``tone_curve`` (0 = DINO's) passes a view's channels through random tone curves
+(:func:`apply_tone_curves`) with that probability, after the inversion.
 
 Every sample's views depend only on ``(seed, epoch, index)`` (see
 :class:`MultiCropDataset`), so a run gives the same views with any number of loader
@@ -39,6 +41,7 @@ if TYPE_CHECKING:  # imported where a transform is made (:mod:`ib_tutorial.model
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 REFERENCE_SIZE = 224  # the crop size DINO's blur radii were chosen for
+TONE_KNOTS = 5  # a tone curve's values are drawn at 0, 1/4, 1/2, 3/4 and 1
 
 
 def _normalize() -> transforms.Compose:
@@ -63,6 +66,39 @@ class RandomGaussianBlur:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(p={self.p}, radius={self.radius})"
+
+
+def apply_tone_curves(x: torch.Tensor, knots: torch.Tensor) -> torch.Tensor:
+    """Each channel of ``x`` (``[..., C, H, W]`` in [0, 1]) through its own piecewise-linear
+    curve: ``knots`` (``[..., C, TONE_KNOTS]``) are the curve's values at evenly spaced
+    inputs from 0 to 1."""
+    position = x.clamp(0, 1) * (TONE_KNOTS - 1)
+    below = position.floor().clamp(max=TONE_KNOTS - 2)
+    fraction = position - below
+    flat = below.long().flatten(-2)
+    low = knots.gather(-1, flat).view_as(x)
+    high = knots.gather(-1, flat + 1).view_as(x)
+    return low + (high - low) * fraction
+
+
+class RandomToneCurves:
+    """With probability ``p``, every channel of an RGB image through a random tone curve
+    (:func:`apply_tone_curves`, values uniform in [0, 1]); draws come from PyTorch's
+    generator, like torchvision's transforms."""
+
+    def __init__(self, p: float):
+        self.p = p
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        if torch.rand(1).item() >= self.p:
+            return image
+        knots = torch.rand(3, TONE_KNOTS)
+        pixels = torch.from_numpy(np.asarray(image.convert("RGB"), dtype=np.float32) / 255).movedim(-1, 0)
+        curved = apply_tone_curves(pixels, knots).movedim(0, -1)
+        return Image.fromarray((curved * 255).round().to(torch.uint8).numpy())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(p={self.p})"
 
 
 def _blur(p: float, view: ViewSettings):
@@ -100,6 +136,7 @@ class MultiCropAugmentation:
                 # Only where asked for: RandomInvert draws even at p = 0, which would change
                 # every later draw, and so the views of every run made without it.
                 *([transforms.RandomInvert(p=view.invert)] if view.invert else []),
+                *([RandomToneCurves(p=view.tone_curve)] if view.tone_curve else []),
             ]
         )
         bicubic = transforms.InterpolationMode.BICUBIC

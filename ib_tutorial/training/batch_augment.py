@@ -15,7 +15,8 @@ parameters:
   kornia's torchvision-matching kernels (brightness and contrast as blends with black and
   with the grayscale mean, saturation as a blend with the grayscale, hue as a rotation);
   grayscale; Gaussian blur (kornia) with the radius drawn per sample and scaled to the
-  crop as in the loader path; solarisation of pixels at or above 128 of 255.
+  crop as in the loader path; solarisation of pixels at or above 128 of 255; and, where
+  the view settings ask for them, inversion and random tone curves.
 
 Images of different sizes are stored resized to one square side; a crop box is drawn in
 the image's own pixels and mapped onto the stored square, so the crops cover the same
@@ -43,16 +44,18 @@ from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
 from ..presets import ViewSettings
-from .augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, sample_seed
+from .augment import IMAGENET_MEAN, IMAGENET_STD, REFERENCE_SIZE, TONE_KNOTS, apply_tone_curves, sample_seed
 
 TRIES = 10  # torchvision's RandomResizedCrop tries this many boxes before its centre crop
 RATIO = (3 / 4, 4 / 3)
 # Uniform draws per view of a sample: crop areas and log-ratios (one each per try), the
 # crop's two offsets, flip, jitter or not, four jitter factors, four keys whose order is the
 # jitter order, grayscale, blur or not, blur radius, solarisation; then inversion, whose draws
-# follow every view's others (so that adding it left the draws of the rest unchanged).
+# follow every view's others (so that adding it left the draws of the rest unchanged); then,
+# after those, the tone curves' (whether, and every channel's values), for the same reason.
 CROP_DRAWS = 2 * TRIES + 2
 DRAWS = CROP_DRAWS + 16
+TONE_DRAWS = 1 + 3 * TONE_KNOTS
 LARGEST_SIDE = 256  # images of different sizes are stored at most this large
 
 
@@ -111,17 +114,19 @@ class BatchMultiCrop:
         self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, view.hue_jitter * strength)
         self.grayscale = view.grayscale * strength
         self.invert = view.invert
+        self.tone_curve = view.tone_curve
         radius_scale = view.img_size / REFERENCE_SIZE
         self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
 
     def draws(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
-        """``[B, views, DRAWS]`` uniforms, a function of ``(seed, epoch, index)`` and the
-        draw's place, made for the whole batch at once where ``indices`` are
+        """``[B, views, DRAWS + TONE_DRAWS]`` uniforms, a function of ``(seed, epoch, index)``
+        and the draw's place, made for the whole batch at once where ``indices`` are
         (:func:`counter_uniforms`)."""
-        views = len(self.recipes)
-        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * DRAWS)
-        before, inversion = per_sample[:, :views * (DRAWS - 1)], per_sample[:, views * (DRAWS - 1):]
-        return torch.cat([before.view(len(indices), views, DRAWS - 1), inversion[:, :, None]], dim=2)
+        views, batch = len(self.recipes), len(indices)
+        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * (DRAWS + TONE_DRAWS))
+        before, inversion, tone = per_sample.split([views * (DRAWS - 1), views, views * TONE_DRAWS], dim=1)
+        return torch.cat([before.view(batch, views, DRAWS - 1), inversion[:, :, None],
+                          tone.view(batch, views, TONE_DRAWS)], dim=2)
 
     def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
         """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,
@@ -152,6 +157,10 @@ class BatchMultiCrop:
         x = torch.where(gray, kornia.color.rgb_to_grayscale(x).expand_as(x), x)
         inverted = (draws[:, DRAWS - 1] < self.invert)[:, None, None, None]
         x = torch.where(inverted, 1 - x, x)
+        if self.tone_curve:
+            curved = (draws[:, DRAWS] < self.tone_curve)[:, None, None, None]
+            knots = draws[:, DRAWS + 1:DRAWS + TONE_DRAWS].reshape(batch, 3, TONE_KNOTS)
+            x = torch.where(curved, apply_tone_curves(x, knots), x)
         x = self.blur(x, apply=next(u) < recipe.blur, radius=self.radius[0] + (self.radius[1] - self.radius[0]) * next(u))
         solarized = (next(u) < recipe.solarize)[:, None, None, None]
         x = torch.where(solarized & (x >= 128 / 255), 1 - x, x)

@@ -166,6 +166,9 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     if not 0 <= view.grayscale <= 1:
         raise ValueError(f"{argument('grayscale', view.grayscale)} is the probability that a view is turned grey: "
                          f"give one in [0, 1].")
+    if not 0 <= view.tone_curve <= 1:
+        raise ValueError(f"{argument('tone_curve', view.tone_curve)} is the probability that a view's channels go "
+                         f"through random tone curves: give one in [0, 1].")
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of {argument('patch_size', view.patch_size)}: give "

@@ -6,9 +6,12 @@ from PIL import Image, ImageFilter
 
 from ib_tutorial.presets import ViewSettings
 from ib_tutorial.training.augment import (
+    TONE_KNOTS,
     MultiCropAugmentation,
     MultiCropDataset,
     RandomGaussianBlur,
+    RandomToneCurves,
+    apply_tone_curves,
     eval_transform,
 )
 
@@ -95,3 +98,31 @@ def test_color_strength_zero_keeps_colours_and_no_blur_keeps_pixels():
         restored = crop * torch.tensor([0.229, 0.224, 0.225])[:, None, None] + torch.tensor([0.485, 0.456, 0.406])[:, None, None]
         pixels = torch.from_numpy(np.array(image)).permute(2, 0, 1) / 255
         assert min((restored - pixels).abs().max(), (restored - pixels.flip(-1)).abs().max()) < 1e-5
+
+
+def test_tone_curves_interpolate_their_knots_channel_by_channel():
+    x = torch.linspace(0, 1, 17).expand(2, 3, 4, 17).clone()  # [B, C, H, W]
+    identity = torch.linspace(0, 1, TONE_KNOTS).expand(2, 3, TONE_KNOTS)
+    assert torch.allclose(apply_tone_curves(x, identity), x, atol=1e-6)
+    knots = torch.tensor([[0.0, 1.0, 0.0, 1.0, 0.0], [0.3] * TONE_KNOTS, [1.0, 0.75, 0.5, 0.25, 0.0]])
+    curved = apply_tone_curves(x, knots.expand(2, 3, TONE_KNOTS))
+    zigzag = (4 * x[:, 0] - 2 * torch.round(2 * x[:, 0])).abs()  # up, down, up, down
+    assert torch.allclose(curved[:, 0], zigzag, atol=1e-6)
+    assert torch.allclose(curved[:, 1], torch.full_like(x[:, 1], 0.3))
+    assert torch.allclose(curved[:, 2], 1 - x[:, 2], atol=1e-6)  # a falling line is the inversion
+
+
+def test_tone_curves_on_a_pil_image_keep_flat_regions_flat_and_follow_the_torch_generator():
+    halves = np.zeros((8, 8, 3), dtype=np.uint8)
+    halves[:, :4], halves[:, 4:] = 51, 204
+    image = Image.fromarray(halves)
+    torch.manual_seed(0)
+    views = [np.asarray(RandomToneCurves(p=1.0)(image)).astype(int) for _ in range(40)]
+    for view in views:  # each half stays one colour, each channel its own curve's value
+        assert (view[:, :4] == view[0, 0]).all() and (view[:, 4:] == view[0, 4]).all()
+    left = np.array([view[0, 0] for view in views]) / 255
+    assert 0.2 < left.std() < 0.4 and abs(left.mean() - 0.5) < 0.15  # values near uniform on [0, 1]
+    assert np.mean(left[:, 0] != left[:, 1]) > 0.9  # the channels draw their own curves
+    torch.manual_seed(0)
+    assert np.array_equal(np.asarray(RandomToneCurves(p=1.0)(image)), views[0])
+    assert RandomToneCurves(p=0.0)(image) is image

@@ -271,3 +271,20 @@ def test_grayscale_one_turns_every_view_grey_and_zero_none(make_views):
 
     assert grey_share(dataclasses.replace(VIEW, grayscale=1.0)) == 1.0
     assert grey_share(dataclasses.replace(VIEW, grayscale=0.0)) == 0.0
+
+
+@pytest.mark.parametrize("make_views", [loader_views, batched_views])
+def test_tone_curve_recolours_about_its_share_of_views_and_nothing_else(make_views):
+    red = [(Image.new("RGB", (32, 32), (204, 41, 41)), 0)] * 40
+    uncoloured = dataclasses.replace(VIEW, color_strength=0.0)  # no jitter, grayscale or solarisation
+    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
+    colour = torch.tensor([204, 41, 41]) / 255
+    plain = make_views(red, uncoloured, epochs=4)
+    curved = make_views(red, dataclasses.replace(uncoloured, tone_curve=0.5), epochs=4)
+    pixels = torch.stack([torch.stack([v.mean(dim=(1, 2)) for v in views]) for views in curved]) * std + mean
+    recoloured = (pixels - colour).abs().amax(dim=-1) > 0.02
+    assert 0.4 < recoloured.float().mean() < 0.6  # p = 0.5, each view on its own
+    assert 0.2 < pixels[recoloured].std(dim=0).min() < 0.4  # every channel spread over [0, 1]
+    if make_views is batched_views:  # the draws of everything else are the ones made without it
+        kept = ~recoloured
+        assert all(torch.equal(curved[s][v], plain[s][v]) for s, v in kept.nonzero().tolist())

@@ -242,22 +242,35 @@ def test_hue_jitter_half_a_turn_draws_every_hue_and_dinos_keeps_the_hue_near(mak
     assert 0.2 < np.mean(np.abs(anywhere) > 0.3) < 0.45
 
 
+RED = (204, 41, 41)
+UNCOLOURED = dataclasses.replace(VIEW, color_strength=0.0)  # no jitter, grayscale or solarisation
+
+
+def view_colours(views: list[list[torch.Tensor]]) -> torch.Tensor:
+    """``[samples, views, 3]``: the mean colour of every view, in [0, 1]."""
+    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
+    return torch.stack([torch.stack([v.mean(dim=(1, 2)) for v in sample]) for sample in views]) * std + mean
+
+
+def assert_others_drawn_as_without(make_views, changed, plain, kept: torch.Tensor) -> None:
+    """On the batched path, the views an option left alone are the very views made without it:
+    its draws come after every other draw."""
+    if make_views is batched_views:
+        assert all(torch.equal(changed[s][v], plain[s][v]) for s, v in kept.nonzero().tolist())
+
+
 @pytest.mark.parametrize("make_views", [loader_views, batched_views])
 def test_invert_turns_about_half_the_views_to_their_negative_and_nothing_else(make_views):
-    red = [(Image.new("RGB", (32, 32), (204, 41, 41)), 0)] * 40
-    uncoloured = dataclasses.replace(VIEW, color_strength=0.0)  # no jitter, grayscale or solarisation
-    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
-    colour = torch.tensor([204, 41, 41]) / 255
-    plain = make_views(red, uncoloured, epochs=4)
-    inverted = make_views(red, dataclasses.replace(uncoloured, invert=0.5), epochs=4)
-    pixels = torch.stack([torch.stack([v.mean(dim=(1, 2)) for v in views]) for views in inverted]) * std + mean
+    red = [(Image.new("RGB", (32, 32), RED), 0)] * 40
+    colour = torch.tensor(RED) / 255
+    plain = make_views(red, UNCOLOURED, epochs=4)
+    inverted = make_views(red, dataclasses.replace(UNCOLOURED, invert=0.5), epochs=4)
+    pixels = view_colours(inverted)
     is_inverted = (pixels - (1 - colour)).abs().amax(dim=-1) < 0.02
     assert (((pixels - colour).abs().amax(dim=-1) < 0.02) | is_inverted).all()  # every view one colour or the other
     assert 0.4 < is_inverted.float().mean() < 0.6  # p = 0.5
     assert 0.01 < is_inverted.all(dim=1).float().mean() < 0.15  # each view drawn on its own: all four 1 in 16
-    if make_views is batched_views:  # the draws of everything else are the ones made without it
-        kept = ~is_inverted
-        assert all(torch.equal(inverted[s][v], plain[s][v]) for s, v in kept.nonzero().tolist())
+    assert_others_drawn_as_without(make_views, inverted, plain, ~is_inverted)
 
 
 @pytest.mark.parametrize("make_views", [loader_views, batched_views])
@@ -275,16 +288,11 @@ def test_grayscale_one_turns_every_view_grey_and_zero_none(make_views):
 
 @pytest.mark.parametrize("make_views", [loader_views, batched_views])
 def test_tone_curve_recolours_about_its_share_of_views_and_nothing_else(make_views):
-    red = [(Image.new("RGB", (32, 32), (204, 41, 41)), 0)] * 40
-    uncoloured = dataclasses.replace(VIEW, color_strength=0.0)  # no jitter, grayscale or solarisation
-    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
-    colour = torch.tensor([204, 41, 41]) / 255
-    plain = make_views(red, uncoloured, epochs=4)
-    curved = make_views(red, dataclasses.replace(uncoloured, tone_curve=0.5), epochs=4)
-    pixels = torch.stack([torch.stack([v.mean(dim=(1, 2)) for v in views]) for views in curved]) * std + mean
-    recoloured = (pixels - colour).abs().amax(dim=-1) > 0.02
+    red = [(Image.new("RGB", (32, 32), RED), 0)] * 40
+    plain = make_views(red, UNCOLOURED, epochs=4)
+    curved = make_views(red, dataclasses.replace(UNCOLOURED, tone_curve=0.5), epochs=4)
+    pixels = view_colours(curved)
+    recoloured = (pixels - torch.tensor(RED) / 255).abs().amax(dim=-1) > 0.02
     assert 0.4 < recoloured.float().mean() < 0.6  # p = 0.5, each view on its own
     assert 0.2 < pixels[recoloured].std(dim=0).min() < 0.4  # every channel spread over [0, 1]
-    if make_views is batched_views:  # the draws of everything else are the ones made without it
-        kept = ~recoloured
-        assert all(torch.equal(curved[s][v], plain[s][v]) for s, v in kept.nonzero().tolist())
+    assert_others_drawn_as_without(make_views, curved, plain, ~recoloured)

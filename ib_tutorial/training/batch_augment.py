@@ -119,14 +119,15 @@ class BatchMultiCrop:
         self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
 
     def draws(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
-        """``[B, views, DRAWS + TONE_DRAWS]`` uniforms, a function of ``(seed, epoch, index)``
-        and the draw's place, made for the whole batch at once where ``indices`` are
-        (:func:`counter_uniforms`)."""
+        """``[B, views, DRAWS]`` uniforms (``DRAWS + TONE_DRAWS`` with tone curves), a function of
+        ``(seed, epoch, index)`` and the draw's place, made for the whole batch at once where
+        ``indices`` are (:func:`counter_uniforms`)."""
         views, batch = len(self.recipes), len(indices)
-        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * (DRAWS + TONE_DRAWS))
-        before, inversion, tone = per_sample.split([views * (DRAWS - 1), views, views * TONE_DRAWS], dim=1)
+        tone_draws = TONE_DRAWS if self.tone_curve else 0  # counter-based: the others' draws are the same
+        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * (DRAWS + tone_draws))
+        before, inversion, tone = per_sample.split([views * (DRAWS - 1), views, views * tone_draws], dim=1)
         return torch.cat([before.view(batch, views, DRAWS - 1), inversion[:, :, None],
-                          tone.view(batch, views, TONE_DRAWS)], dim=2)
+                          tone.view(batch, views, tone_draws)], dim=2)
 
     def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
         """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,

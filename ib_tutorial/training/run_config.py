@@ -161,14 +161,10 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
         raise ValueError(f"{argument('hue_jitter', view.hue_jitter)} times {argument('color_strength', view.color_strength)} "
                          f"rotates hue by up to {view.hue_jitter * view.color_strength:g} of a turn; a rotation is at most "
                          f"half a turn: give a product in [0, 0.5] (0.5 draws every hue).")
-    if not 0 <= view.invert <= 1:
-        raise ValueError(f"{argument('invert', view.invert)} is the probability that a view is inverted: give one in [0, 1].")
-    if not 0 <= view.grayscale <= 1:
-        raise ValueError(f"{argument('grayscale', view.grayscale)} is the probability that a view is turned grey: "
-                         f"give one in [0, 1].")
-    if not 0 <= view.tone_curve <= 1:
-        raise ValueError(f"{argument('tone_curve', view.tone_curve)} is the probability that a view's channels go "
-                         f"through random tone curves: give one in [0, 1].")
+    for name, event in (("invert", "a view is inverted"), ("grayscale", "a view is turned grey"),
+                        ("tone_curve", "a view's channels go through random tone curves")):
+        if not 0 <= getattr(view, name) <= 1:
+            raise ValueError(f"{argument(name, getattr(view, name))} is the probability that {event}: give one in [0, 1].")
     for size in (view.img_size, view.local_crop_size):
         if size % view.patch_size:
             raise ValueError(f"crop size {size} is not a multiple of {argument('patch_size', view.patch_size)}: give "

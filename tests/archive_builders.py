@@ -2,6 +2,7 @@
 and a snapshot of a folder to show that a refused operation changed nothing on disk."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -25,16 +26,20 @@ def image_bytes(colour, size=(64, 64), mode="RGB", fmt="JPEG") -> bytes:
 
 
 def write_zip(path: Path, members: dict[str, bytes]) -> Path:
+    """A zip of ``members``, the same bytes whenever it is built: each entry carries a fixed
+    time, not the clock's, so a test that builds an archive twice gets one checksum."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in members.items():
-            archive.writestr(name, data)
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
     return path
 
 
 def write_tar(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> Path:
+    """A ``.tar.gz`` of ``members`` and ``symlinks``, the same bytes whenever it is built (the
+    gzip header's time is fixed, as :func:`write_zip`'s entries' are)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as archive:
+    with gzip.GzipFile(path, "wb", mtime=0) as packed, tarfile.open(fileobj=packed, mode="w") as archive:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)

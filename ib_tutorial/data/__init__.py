@@ -60,6 +60,7 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
         texture_weight: float | None = None,
         object_scale: float = 1.0,
         clutter: float = 1.0,
+        palette: float = 1.0,
     ) -> SyntheticWorld:
         # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
         if fixed_texture_weight is None:
@@ -73,7 +74,8 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
             texture_weight = fixed_texture_weight
         return SyntheticWorld(
             split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
-            texture_weight=texture_weight, object_scale=object_scale, clutter=clutter, transform=transform,
+            texture_weight=texture_weight, object_scale=object_scale, clutter=clutter, palette=palette,
+            transform=transform,
         )
 
     return load

@@ -12,7 +12,7 @@ from ib_tutorial.data.cues import (
     probe,
     ridge_probe_accuracy,
 )
-from ib_tutorial.data.synthetic import SyntheticWorld, shape_class, texture_class
+from ib_tutorial.data.synthetic import PALETTE_GREYS, SyntheticWorld, shape_class, texture_class
 
 WORLDS = ["synthetic-objects", "synthetic-textures", "synthetic-mix"]
 
@@ -129,7 +129,7 @@ def test_bad_options_name_the_fix():
         get_dataset("synthetic-mix", "train", texture_weight=1.5)
     with pytest.raises(ValueError, match="between 16 and 256"):
         get_dataset("synthetic-textures", "train", img_size=8)
-    with pytest.raises(ValueError, match="takes: img_size, num_classes, size, seed, texture_weight, object_scale, clutter"):
+    with pytest.raises(ValueError, match="takes: img_size, num_classes, size, seed, texture_weight, object_scale, clutter, palette"):
         get_dataset("synthetic-textures", "train", image_size=32)
     with pytest.raises(ValueError, match="offers: train, val, test"):
         get_dataset("synthetic-textures", "validation")
@@ -137,6 +137,8 @@ def test_bad_options_name_the_fix():
         get_dataset("synthetic-objects", "train", object_scale=2.0)
     with pytest.raises(ValueError, match=r"clutter must lie in \[0, 1\]"):
         get_dataset("synthetic-objects", "train", clutter=-0.1)
+    with pytest.raises(ValueError, match=r"palette must lie in \[0, 1\]"):
+        get_dataset("synthetic-objects", "train", palette=1.5)
     with pytest.raises(IndexError):
         SyntheticWorld("train", size=3)[3]
 
@@ -156,6 +158,40 @@ def test_clutter_and_object_scale_change_only_the_background_and_the_object_size
         return int((np.abs(image.astype(int) - image[0].astype(int)).sum(axis=1) > 30).sum())
 
     assert object_pixels(1.5) / object_pixels(1.0) == pytest.approx(2.25, rel=0.2)
+
+
+def test_palette_zero_paints_every_image_in_the_same_greys_and_keeps_the_object():
+    def world(**options):
+        return SyntheticWorld("train", size=12, img_size=32, object_scale=1.6, clutter=0.0, **options)
+
+    assert all(np.array_equal(world(palette=1.0).image_array(i), world().image_array(i)) for i in range(12))
+    grey, coloured = world(palette=0.0), world()
+    object_grey, background_grey = (round(255 * PALETTE_GREYS[role]) for role in ("object", "background"))
+    for index in range(12):
+        image = grey.image_array(index).astype(int)
+        assert (image == image[..., :1]).all()  # no saturation: R = G = B
+        levels = image[..., 0]
+        assert {levels.min(), levels.max()} == {background_grey, object_grey}
+        # The same object at the same place and size: how much of each pixel the object covers is the
+        # same at both palettes (to the rounding of 8-bit pixels).
+        drawn = coloured.image_array(index).astype(float)
+        object_colour, background_colour = drawn[levels == object_grey][0], drawn[levels == background_grey][0]
+        across = object_colour - background_colour
+        cover = (drawn - background_colour) @ across / (across @ across)
+        assert np.abs(cover - (levels - background_grey) / (object_grey - background_grey)).max() < 0.05
+    # The factors say what is painted: one object grey and one background grey at 0, halfway at 0.5.
+    for palette, toward in ((0.0, 0.0), (0.5, 0.5)):
+        factors, drawn = world(palette=palette).object_factors(3), coloured.object_factors(3)
+        for factor, role in (("object value", "object"), ("background value", "background")):
+            assert factors[factor] == pytest.approx(PALETTE_GREYS[role] + toward * (drawn[factor] - PALETTE_GREYS[role]))
+        assert factors["object radius"] == drawn["object radius"] and factors["object x"] == drawn["object x"]
+
+
+def test_palette_zero_paints_textures_between_the_same_two_greys():
+    image = SyntheticWorld("train", size=4, texture_weight=1.0, palette=0.0).image_array(2).astype(int)
+    assert (image == image[..., :1]).all()
+    dark, bright = round(255 * PALETTE_GREYS["texture dark"]), round(255 * PALETTE_GREYS["texture bright"])
+    assert dark - 1 <= image.min() < image.max() <= bright + 1
 
 
 def test_unknown_dataset_lists_the_known_names():

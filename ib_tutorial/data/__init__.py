@@ -60,7 +60,7 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
         texture_weight: float | None = None,
         object_scale: float = 1.0,
         clutter: float = 1.0,
-        palette: float = 1.0,
+        palette: str = "random",
     ) -> SyntheticWorld:
         # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
         if fixed_texture_weight is None:

@@ -40,9 +40,9 @@ and the same texture at every :math:`w`. Texture is the easier cue (it is in eve
 patch), so do not expect a model's behaviour to change linearly in :math:`w`.
 
 **Palette.** Every colour above is drawn at random, so a network can tell images apart by
-their colours before it reads any outline or texture. ``palette`` shrinks that variation:
-at ``palette=0`` every image is painted in the same greys (:data:`PALETTE_GREYS`), and only
-the outline (with its place and size) or the texture is left to tell images apart.
+their colours before it reads any outline or texture. ``palette="grey"`` paints every image
+in the same greys instead (:data:`PALETTE_GREYS`), so that only the outline (with its place
+and size) or the texture tells images apart.
 
 Sizes: objects are defined relative to the image (a bigger image shows the same
 object in more detail); texture frequencies are defined per pixel (a bigger image
@@ -94,8 +94,10 @@ STROKES = 2
 #: The names of :meth:`SyntheticWorld.object_factors`: what an object image draws besides its class.
 OBJECT_FACTORS = ("object value", "object hue", "object radius", "object x", "object y", "background value")
 STROKE_WIDTH_RANGE = (0.02, 0.05)  # fraction of the side
-#: The greys every image is painted in at ``palette=0`` (HSV values, no saturation): the middle
-#: of each colour's drawn range, the object as bright as a bright object.
+#: What ``palette`` takes: the random colours (the default), or the same greys for every image.
+PALETTES = ("random", "grey")
+#: The greys of ``palette="grey"`` (HSV values, no saturation): the middle of each colour's
+#: drawn range, the object as bright as a bright object.
 PALETTE_GREYS = {"object": 0.9, "background": 0.5, "stroke": 0.55, "texture dark": 0.2, "texture bright": 0.85}
 
 
@@ -225,10 +227,9 @@ class SyntheticWorld(torch.utils.data.Dataset):
         clutter: opacity of the background's blotches and strokes, from 0 (a plain background
             of one colour) to 1 (the default clutter); the drawn images are the same
             otherwise, so one ``(seed, index)`` shows the same object at every value.
-        palette: how far each image's colours vary, from 0 (every image in the same greys,
-            :data:`PALETTE_GREYS`) to 1 (the default: random colours); in between, each drawn
-            colour's saturation and its value's distance from its grey shrink in proportion.
-            As with ``clutter``, one ``(seed, index)`` shows the same object at every value.
+        palette: ``"random"`` (the default: every colour drawn at random) or ``"grey"`` (every
+            image in the same greys, :data:`PALETTE_GREYS`). The draws are the same, so one
+            ``(seed, index)`` shows the same object, in the same place, at either.
         transform: applied to the PIL image; without one, items are ``(PIL RGB image, int)``.
 
     Attributes:
@@ -247,7 +248,7 @@ class SyntheticWorld(torch.utils.data.Dataset):
         texture_weight: float = 0.0,
         object_scale: float = 1.0,
         clutter: float = 1.0,
-        palette: float = 1.0,
+        palette: str = "random",
         transform: Callable | None = None,
     ) -> None:
         if split not in SPLITS:
@@ -264,8 +265,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
             raise ValueError(f"object_scale must lie in (0, {MAX_OBJECT_SCALE}], got {object_scale}.")
         if not 0.0 <= clutter <= 1.0:
             raise ValueError(f"clutter must lie in [0, 1], got {clutter}.")
-        if not 0.0 <= palette <= 1.0:
-            raise ValueError(f"palette must lie in [0, 1], got {palette}.")
+        if palette not in PALETTES:
+            raise ValueError(f"palette must be one of {', '.join(map(repr, PALETTES))}, got {palette!r}.")
         if not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer in [0, 2**64), got {seed}.")
         self.split = split
@@ -276,7 +277,7 @@ class SyntheticWorld(torch.utils.data.Dataset):
         self.texture_weight = float(texture_weight)
         self.object_scale = float(object_scale)
         self.clutter = float(clutter)
-        self.palette = float(palette)
+        self.palette = palette
         self.transform = transform
         self._key = (SPLITS.index(split) << 64) | seed
         # Pixel centres in pixel units, so distances come out in pixels.
@@ -376,7 +377,7 @@ class SyntheticWorld(torch.utils.data.Dataset):
         value = draws.uniform(0.8, 1.0) if draws.uniform() < 0.5 else draws.uniform(0.05, 0.25)
         hue = draws.uniform()
         colour = self._colour("object", hue, draws.uniform(0.5, 1.0), value)
-        value = self._toward_grey("object", value)
+        value = self._painted_value("object", value)
         if factors is not None:
             factors |= {"object value": value, "object hue": hue, "object radius": scale,
                         "object x": centre_x, "object y": centre_y}
@@ -401,8 +402,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         high_hue, high_saturation, high_value = hue + draws.uniform(-0.2, 0.2), draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65)
         high = self._colour("background", high_hue, high_saturation, high_value)
         if factors is not None:
-            factors["background value"] = (self._toward_grey("background", low_value)
-                                           + self._toward_grey("background", high_value)) / 2
+            factors["background value"] = (self._painted_value("background", low_value)
+                                           + self._painted_value("background", high_value)) / 2
         return low + (self.clutter * field) * (high - low)
 
     @staticmethod
@@ -432,18 +433,15 @@ class SyntheticWorld(torch.utils.data.Dataset):
         bright = (draws.uniform(), draws.uniform(0.2, 1.0), draws.uniform(0.7, 1.0))
         if draws.uniform() < 0.5:
             dark, bright = bright, dark
-        # After the swap, so that at palette 0 every texture runs from the same dark grey to the same bright one.
+        # After the swap, so that on the grey palette every texture runs from the same dark grey to the same bright one.
         low, high = self._colour("texture dark", *dark), self._colour("texture bright", *bright)
         return low + shade * (high - low)
 
     # --- palette --------------------------------------------------------------------
-    def _toward_grey(self, role: str, value: float) -> float:
-        """A drawn HSV value moved toward ``role``'s grey as the palette shrinks."""
-        if self.palette == 1.0:  # the drawn value exactly, so palette 1 repeats the worlds drawn before it
-            return value
-        grey = PALETTE_GREYS[role]
-        return grey + self.palette * (value - grey)
+    def _painted_value(self, role: str, value: float) -> float:
+        """The HSV value painted for a drawn ``value``: ``role``'s grey on a grey palette."""
+        return PALETTE_GREYS[role] if self.palette == "grey" else value
 
     def _colour(self, role: str, hue: float, saturation: float, value: float) -> np.ndarray:
-        """The RGB colour of a drawn HSV colour for ``role`` at this world's palette."""
-        return _hsv(hue, self.palette * saturation, self._toward_grey(role, value))
+        """The RGB colour painted for a drawn HSV colour in ``role``."""
+        return _hsv(0.0, 0.0, PALETTE_GREYS[role]) if self.palette == "grey" else _hsv(hue, saturation, value)

@@ -137,8 +137,8 @@ def test_bad_options_name_the_fix():
         get_dataset("synthetic-objects", "train", object_scale=2.0)
     with pytest.raises(ValueError, match=r"clutter must lie in \[0, 1\]"):
         get_dataset("synthetic-objects", "train", clutter=-0.1)
-    with pytest.raises(ValueError, match=r"palette must lie in \[0, 1\]"):
-        get_dataset("synthetic-objects", "train", palette=1.5)
+    with pytest.raises(ValueError, match="palette must be one of 'random', 'grey', got 'gray'"):
+        get_dataset("synthetic-objects", "train", palette="gray")
     with pytest.raises(IndexError):
         SyntheticWorld("train", size=3)[3]
 
@@ -160,12 +160,12 @@ def test_clutter_and_object_scale_change_only_the_background_and_the_object_size
     assert object_pixels(1.5) / object_pixels(1.0) == pytest.approx(2.25, rel=0.2)
 
 
-def test_palette_zero_paints_every_image_in_the_same_greys_and_keeps_the_object():
+def test_grey_palette_paints_every_image_in_the_same_greys_and_keeps_the_object():
     def world(**options):
         return SyntheticWorld("train", size=12, img_size=32, object_scale=1.6, clutter=0.0, **options)
 
-    assert all(np.array_equal(world(palette=1.0).image_array(i), world().image_array(i)) for i in range(12))
-    grey, coloured = world(palette=0.0), world()
+    assert all(np.array_equal(world(palette="random").image_array(i), world().image_array(i)) for i in range(12))
+    grey, coloured = world(palette="grey"), world()
     object_grey, background_grey = (round(255 * PALETTE_GREYS[role]) for role in ("object", "background"))
     for index in range(12):
         image = grey.image_array(index).astype(int)
@@ -179,16 +179,14 @@ def test_palette_zero_paints_every_image_in_the_same_greys_and_keeps_the_object(
         across = object_colour - background_colour
         cover = (drawn - background_colour) @ across / (across @ across)
         assert np.abs(cover - (levels - background_grey) / (object_grey - background_grey)).max() < 0.05
-    # The factors say what is painted: one object grey and one background grey at 0, halfway at 0.5.
-    for palette, toward in ((0.0, 0.0), (0.5, 0.5)):
-        factors, drawn = world(palette=palette).object_factors(3), coloured.object_factors(3)
-        for factor, role in (("object value", "object"), ("background value", "background")):
-            assert factors[factor] == pytest.approx(PALETTE_GREYS[role] + toward * (drawn[factor] - PALETTE_GREYS[role]))
-        assert factors["object radius"] == drawn["object radius"] and factors["object x"] == drawn["object x"]
+    # The factors say what is painted: one object grey and one background grey; the same place and size.
+    factors, drawn = grey.object_factors(3), coloured.object_factors(3)
+    assert factors["object value"] == PALETTE_GREYS["object"] and factors["background value"] == PALETTE_GREYS["background"]
+    assert factors["object radius"] == drawn["object radius"] and factors["object x"] == drawn["object x"]
 
 
-def test_palette_zero_paints_textures_between_the_same_two_greys():
-    image = SyntheticWorld("train", size=4, texture_weight=1.0, palette=0.0).image_array(2).astype(int)
+def test_grey_palette_paints_textures_between_the_same_two_greys():
+    image = SyntheticWorld("train", size=4, texture_weight=1.0, palette="grey").image_array(2).astype(int)
     assert (image == image[..., :1]).all()
     dark, bright = round(255 * PALETTE_GREYS["texture dark"]), round(255 * PALETTE_GREYS["texture bright"])
     assert dark - 1 <= image.min() < image.max() <= bright + 1

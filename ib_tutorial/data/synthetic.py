@@ -377,7 +377,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         value = draws.uniform(0.8, 1.0) if draws.uniform() < 0.5 else draws.uniform(0.05, 0.25)
         hue = draws.uniform()
         colour = self._colour("object", hue, draws.uniform(0.5, 1.0), value)
-        value = self._painted_value("object", value)
+        if self.palette == "grey":  # the factors say what is painted: the object's grey, with no hue
+            value, hue = PALETTE_GREYS["object"], 0.0
         if factors is not None:
             factors |= {"object value": value, "object hue": hue, "object radius": scale,
                         "object x": centre_x, "object y": centre_y}

@@ -182,6 +182,7 @@ def test_grey_palette_paints_every_image_in_the_same_greys_and_keeps_the_object(
     # The factors say what is painted: one object grey and one background grey; the same place and size.
     factors, drawn = grey.object_factors(3), coloured.object_factors(3)
     assert factors["object value"] == PALETTE_GREYS["object"] and factors["background value"] == PALETTE_GREYS["background"]
+    assert factors["object hue"] == 0.0
     assert factors["object radius"] == drawn["object radius"] and factors["object x"] == drawn["object x"]
 
 

@@ -133,13 +133,13 @@ def render_sweep(sweep: KnobSweep) -> list:
 
 
 
-def factors_markdown(runs: dict[str, BundleRun], pool: str = "cls") -> str:
-    """What each run's networks learned besides the class (``factors.json``,
-    :func:`~ib_tutorial.reproduction.run_factors.measure_factors`): one row per run, the k-NN
-    top-1 of the class and of each factor's median split from the ``pool`` token, from the
-    random initialisation to the last measured epoch with that accuracy's 90 % Wilson
-    interval, and a row of each split's chance."""
-    measured = {label: run.factors for label, run in runs.items() if run.factors is not None}
+def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
+    """What each run's networks learned besides the class: ``{label: the run's factors.json}``
+    (:func:`~ib_tutorial.reproduction.run_factors.measure_factors`; None where not measured)
+    as one row per run, the k-NN top-1 of the class and of each factor's median split from
+    the ``pool`` token, from the random initialisation to the last measured epoch with that
+    accuracy's 90 % Wilson interval, and a row of each split's chance."""
+    measured = {label: record for label, record in factors.items() if record is not None}
     if not measured:
         return "No run here has its object factors measured (`ib-tutorial factors RUN_DIR`)."
     names = list(next(iter(measured.values()))["thresholds"])

@@ -403,8 +403,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         high_hue, high_saturation, high_value = hue + draws.uniform(-0.2, 0.2), draws.uniform(0.2, 0.7), draws.uniform(0.35, 0.65)
         high = self._colour("background", high_hue, high_saturation, high_value)
         if factors is not None:
-            factors["background value"] = (self._painted_value("background", low_value)
-                                           + self._painted_value("background", high_value)) / 2
+            factors["background value"] = (PALETTE_GREYS["background"] if self.palette == "grey"
+                                           else (low_value + high_value) / 2)
         return low + (self.clutter * field) * (high - low)
 
     @staticmethod
@@ -439,10 +439,6 @@ class SyntheticWorld(torch.utils.data.Dataset):
         return low + shade * (high - low)
 
     # --- palette --------------------------------------------------------------------
-    def _painted_value(self, role: str, value: float) -> float:
-        """The HSV value painted for a drawn ``value``: ``role``'s grey on a grey palette."""
-        return PALETTE_GREYS[role] if self.palette == "grey" else value
-
     def _colour(self, role: str, hue: float, saturation: float, value: float) -> np.ndarray:
         """The RGB colour painted for a drawn HSV colour in ``role``."""
         return _hsv(0.0, 0.0, PALETTE_GREYS[role]) if self.palette == "grey" else _hsv(hue, saturation, value)

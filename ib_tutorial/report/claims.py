@@ -28,7 +28,10 @@ def plateau_sentence(label: str, result: Plateau) -> str:
     if not result.reached:
         verdict = "was still learning"
     elif result.learned < result.threshold:
-        verdict = f"never rose above its random initialisation ({result.learned:+.1f} points over the run)"
+        verdict = f"ended within the noise of its random initialisation ({result.learned:+.1f} points over the run)"
+        if result.best >= result.threshold:
+            verdict += (f", though it stood {result.best:+.1f} points above it at epoch {result.best_epoch}, "
+                        f"past the threshold of {result.threshold:.1f}, before falling back")
     else:
         verdict = f"reached its plateau after gaining {result.learned:+.1f} points over the run"
     return (f"**{label}** {verdict}; over the last {result.fraction:.0%} of its schedule (epoch "

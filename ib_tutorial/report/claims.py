@@ -195,5 +195,7 @@ def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     lines += [f"| {subject} | " + " | ".join(row.get(claim, "-") for claim in claims_order) + " |"
               for subject, row in cells.items()]
     if any(test.verdict is Verdict.NOT_APPLICABLE for _, test in tested):
-        lines.append(f"\nn/a: {Verdict.NOT_APPLICABLE.value}, by the plateau rule; the claims are about networks that learned.")
+        lines.append(f"\nn/a: {Verdict.NOT_APPLICABLE.value}, by the book's learned rule (a k-NN gain of at least two "
+                     "standard errors and, for DINO, a teacher that did not collapse); the claims are about networks "
+                     "that learned.")
     return "\n".join(lines)

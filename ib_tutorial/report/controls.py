@@ -111,11 +111,13 @@ class RowsComparison:
         markdown: a row per epoch and number of images: the three levels with intervals, the shape.
         largest_shift: the largest change of any level, in EED points, from many images to few.
         same_shapes: whether every epoch keeps its shape on fewer images.
+        images: the two numbers of images, many then few.
     """
 
     markdown: str
     largest_shift: float
     same_shapes: bool
+    images: tuple[int, int]
 
 
 def rows_comparison(many: Mapping[int, MeasurementResult], few: Mapping[int, MeasurementResult]) -> RowsComparison:
@@ -131,4 +133,5 @@ def rows_comparison(many: Mapping[int, MeasurementResult], few: Mapping[int, Mea
                         + f" | {shape} ({share:.0%}) |")
         shifts += [level(fewer, "images", which) - level(many[epoch], "images", which) for which in LEVELS]
         same &= fewer.get("images").shape()[0] == many[epoch].get("images").shape()[0]
-    return RowsComparison("\n".join(rows), max(map(abs, shifts)), same)
+    epoch = next(iter(few))
+    return RowsComparison("\n".join(rows), max(map(abs, shifts)), same, (many[epoch].images, few[epoch].images))

@@ -19,6 +19,7 @@ from ..reproduction.dataset_runs import DatasetRun, longest_run
 from ..reproduction.knob import DINO_HUE_SWEEP, DINO_TIER_ENDS, KnobSweep, recipe_sweep, seeds_by_weight, widest_sweep
 from ..reproduction.learned import Learned, learned_rule
 from ..reproduction.manifest import stored_entry
+from ..reproduction.plateau import knn_standard_error
 from ..reproduction.seeds import SeedSpread
 from ..reproduction.verdicts import knob_end_tests, run_tests, seed_tests
 from .knob import sweep_claims
@@ -262,3 +263,47 @@ def learned_summary(status: ClaimStatus) -> str:
 def u_profiles(status: ClaimStatus) -> list[Network]:
     """The networks whose last profile the shape rule names a U."""
     return [network for network in status.networks if network.last.shape is ProfileShape.U]
+
+
+def knn_gains(found: dict[tuple[str, str], DatasetRun], dataset: str) -> str:
+    """One sentence: the CLS k-NN top-1 of each objective's longest run on ``dataset``, from
+    the random initialisation to the last epoch, with one standard error of the last."""
+    gains = []
+    for objective in OBJECTIVES:
+        if (entry := found.get((dataset, objective))) is not None:
+            first, last = entry.run.knn[0], entry.run.knn[-1]
+            gains.append(f"{objective} {last['top1'] - first['top1']:+.1f} points ({first['top1']:.1f} % -> "
+                         f"{last['top1']:.1f} % in {last['epoch']} epochs; one standard error "
+                         f"{knn_standard_error(last):.1f} points on {last['n_eval']:,} images)")
+    return (f"k-NN top-1 on {dataset} ({DATA[dataset]}), CLS token, random initialisation to last epoch: "
+            + "; ".join(gains) + ".")
+
+
+def status_values(status: ClaimStatus) -> dict[str, float | str]:
+    """What the claims chapter's text glues of the table: the counts of each verdict, the
+    networks that end as a U, the shapes the networks end as, how many networks, and the
+    highest early level (EED%) of any last profile."""
+    counts = status.counts()
+    ends = [network.last for network in status.networks]
+    return {
+        "status_tests": len(status.tests), "status_holds": counts[Verdict.HOLDS], "status_fails": counts[Verdict.FAILS],
+        "status_undetermined": counts[Verdict.UNDETERMINED],
+        "trained_u_runs": "; ".join(f"{network.label}, middle dip {network.last.middle_dip:+.1f} directions"
+                                    for network in u_profiles(status)) or "none",
+        "trained_end_shapes": ", ".join(sorted({str(end.shape) for end in ends})),
+        "trained_networks": len(ends),
+        "trained_early_max": max(end.early for end in ends),
+    }
+
+
+def seed_group_values(group: SeedGroup, prefix: str) -> dict[str, str]:
+    """What a chapter's text glues of two seeds (``prefix`` names them): each seed's last shape
+    with its middle dip, the second's interval on it, its lowest block and the share of
+    bootstrap replicates that give its shape."""
+    first, second = (run.last for run in group.spread.runs[:2])
+    dip = claims.mid_depth_minimum(second)
+    interval = "" if dip.interval is None else f", 90 % interval {dip.interval.low:+.1f} to {dip.interval.high:+.1f}"
+    return {f"{prefix}_seed0_shape": f"{first.shape.value} (middle dip {first.middle_dip:+.1f} directions)",
+            f"{prefix}_seed1_shape": f"{second.shape.value} (middle dip {second.middle_dip:+.1f} directions{interval})",
+            f"{prefix}_seed1_lowest": f"L{second.lowest_block}",
+            f"{prefix}_seed1_share": f"{group.spread.runs[1].shape_share:.0%}"}

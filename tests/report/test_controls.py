@@ -44,3 +44,4 @@ def test_the_controls_and_fewer_rows_on_the_committed_network(measured):
     assert findings.shapes["trained", "images"] == findings.shapes["trained", "phase-scrambled"] == "hump"
     rows = rows_comparison(many, few)
     assert rows.same_shapes and rows.largest_shift < 1 and rows.markdown.count("| epoch") == 4
+    assert rows.images == (512, 144)

@@ -4,7 +4,8 @@ import pytest
 
 from ib_tutorial.measure.shape import Verdict
 from ib_tutorial.report.claims import status_markdown
-from ib_tutorial.report.status import ClaimStatus, claim_status, learned_summary, status_summary, u_profiles
+from ib_tutorial.report.status import (ClaimStatus, claim_status, knn_gains, learned_summary, longest_runs,
+                                      seed_group, seed_group_values, status_summary, status_values, u_profiles)
 from ib_tutorial.reproduction.claims import ClaimTest
 from ib_tutorial.reproduction.manifest import stored_entry
 
@@ -54,3 +55,19 @@ def test_the_dino_networks_that_learned_are_named(status):
 def test_the_u_profiles_are_dino_seed_1_and_the_knob_at_w_005(status):
     assert [network.label for network in u_profiles(status)] == [
         "dino, tiny-imagenet (objects), seed 1, 48 epochs", "supervised knob, w = 0.05, seed 0"]
+
+
+def test_the_gains_of_the_longest_runs_on_the_objects(status):
+    sentence = knn_gains(longest_runs(), "tiny-imagenet")
+    assert "supervised +18.8 points (21.3 % -> 40.1 % in 30 epochs" in sentence
+    assert "dino +3.0 points (21.0 % -> 24.0 % in 48 epochs; one standard error 1.4 points on 1,000 images)" in sentence
+
+
+def test_the_values_the_chapter_glues(status):
+    values = status_values(status)
+    assert values["status_tests"] == len(status.tests) and values["status_holds"] == 3
+    assert values["trained_u_runs"].startswith("dino, tiny-imagenet (objects), seed 1, 48 epochs, middle dip +1.0")
+    assert values["trained_networks"] == len(status.networks) and values["trained_early_max"] < 40
+    seeds = seed_group_values(seed_group("dino-tier-48-seeds", "tiny-imagenet"), "dino")
+    assert seeds["dino_seed0_shape"].startswith("rising (middle dip -1.4") and seeds["dino_seed1_lowest"] == "L3"
+    assert seeds["dino_seed1_shape"] == "U (middle dip +1.0 directions, 90 % interval +0.7 to +1.7)"

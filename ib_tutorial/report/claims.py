@@ -199,3 +199,15 @@ def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
                      "standard errors and, for DINO, a teacher that did not collapse); the claims are about networks "
                      "that learned.")
     return "\n".join(lines)
+
+
+def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
+    """How far the seed moves each region's level against how far other images move one
+    seed's: a table of the level's spread across seeds, the widest bootstrap interval of one
+    seed's level, and their ratio, by region; and the ratios."""
+    ratios = {region: spread.level_spread(region) / spread.widest_level_interval(region) for region in REGIONS}
+    lines = ["| blocks | level spread across seeds (EED points) | widest interval of one seed | ratio |",
+             "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {region} | {spread.level_spread(region):.2f} | {spread.widest_level_interval(region):.2f} | {ratio:.1f} |"
+              for region, ratio in ratios.items()]
+    return "\n".join(lines), ratios

@@ -141,3 +141,15 @@ def test_the_status_table_puts_each_verdict_in_its_network_row_and_claim_column(
 def test_the_status_table_refuses_a_claim_tested_twice_on_one_network():
     with pytest.raises(ValueError, match="tested twice"):
         status_markdown([("run", mid_depth_minimum(DIP)), ("run", mid_depth_minimum(FLAT))])
+
+
+def test_the_level_spread_table_sets_the_seeds_spread_against_one_seeds_interval():
+    from types import SimpleNamespace
+
+    from ib_tutorial.report.claims import level_spread_markdown
+
+    spread = SimpleNamespace(level_spread=lambda region: {"early": 2.0, "middle": 1.0, "late": 0.5}[region],
+                             widest_level_interval=lambda region: 0.5)
+    table, ratios = level_spread_markdown(spread)
+    assert ratios == {"early": 4.0, "middle": 2.0, "late": 1.0}
+    assert "| middle | 1.00 | 0.50 | 2.0 |" in table.splitlines()

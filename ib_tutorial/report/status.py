@@ -8,7 +8,6 @@ its summary (:func:`status_summary`, :func:`learned_summary`), so the two cannot
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..measure.shape import ProfileShape, Verdict

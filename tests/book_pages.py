@@ -26,8 +26,9 @@ rendered words (prose, code and outputs, what sits in a folded toggle not counte
 built page, and its code cells' lengths from the notebook (the folded set-up cell aside).
 
 ``python tests/book_pages.py _build/html`` prints the defects and exits 1 if there are any;
-``python tests/book_pages.py --words _build/html`` prints each chapter's reading budget and
-exits 1 if a chapter or the book is over it.
+``python tests/book_pages.py --words _build/html [REPO]`` prints each chapter's reading budget
+(the code cells read from ``REPO/book``, by default this repository's) and exits 1 if a
+chapter or the book is over it.
 """
 from __future__ import annotations
 
@@ -366,8 +367,9 @@ def budget_table(budgets: list[ChapterBudget]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--words"]:
-        html_folder, repo = Path(argv[1]), Path(__file__).resolve().parents[1]
+    if argv[:1] == ["--words"]:  # --words HTML_FOLDER [REPOSITORY whose book/ was built; default this one]
+        html_folder = Path(argv[1])
+        repo = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parents[1]
         budgets = [chapter_budget(html_folder, repo, source) for source in chapter_sources(repo)
                    if (html_folder / source.with_suffix(".html")).is_file()]
         print(budget_table(budgets))

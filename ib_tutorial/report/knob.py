@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
 from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
+from ..data.synthetic import SyntheticWorld
 from ..measure.bootstrap import LEVEL
 from ..measure.shape import depth_regions, middle_dip
 from ..reproduction.knob import (DINO_HUE_SWEEP, KNOB_DATASET, OBJECT_SEEDS, OBJECT_SWEEP, KnobRecipe, KnobSweep,
@@ -24,7 +26,7 @@ from ..training.dino_step import INFORMATION_FRACTION
 from .captions import profile_caption
 from .claims import (claims_markdown, claims_summary, interval_text, knob_sentence, lowest_text, plateau_sentence,
                      seeds_markdown)
-from .plots import (plot_knn_curves, plot_knob_knn, plot_knob_profiles, plot_knob_shapes, plot_run_comparison,
+from .plots import (add_caption, plot_knn_curves, plot_knob_knn, plot_knob_profiles, plot_knob_shapes, plot_run_comparison,
                     plot_run_epochs, plot_seed_profiles)
 from .result_section import ResultSection, absent
 from .tables import bundle_markdown
@@ -399,3 +401,23 @@ def objectives_section(sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> 
     caption = (f"The texture end (w = {textures:g}) trained with the labels and with DINO, each from its own random "
                f"initialisation. From results/{sweep.bundle.name} and results/{hue_sweep.bundle.name}.")
     return ResultSection(control.markdown, (plot_run_comparison(pair, caption),), values, statements)
+
+
+def worlds_figure(weights=(0, 0.05, 0.2, 0.4, 1), images: int = 6, world: str = OBJECT_SWEEP.world) -> plt.Figure:
+    """The same held-out images of ``synthetic-mix`` at each of ``weights``: one row per weight,
+    from the object (``w = 0``) to the texture (``w = 1``), with the world's other options
+    (``world``, as a spec writes them)."""
+    options = {key: float(value) for key, value in (item.split("=") for item in world.split(",") if item)}
+    fig, axes = plt.subplots(len(weights), images, figsize=(1.2 * images, 1.25 * len(weights)), layout="constrained")
+    for row, weight in zip(axes, weights):
+        shown = SyntheticWorld("val", texture_weight=weight, **options)
+        for ax, index in zip(row, range(images)):
+            image, label = shown[index]
+            ax.imshow(image, interpolation="nearest")
+            ax.set_xticks([]), ax.set_yticks([])
+            if weight == weights[0]:  # a class's shape and texture share its index, not its name
+                ax.set_title(f"class {label}", fontsize="x-small")
+        row[0].set_ylabel(f"w = {weight:g}", fontsize="small")
+    add_caption(fig, f"The same six held-out images of synthetic-mix ({world}) from the object (w = 0) to the "
+                     "texture (w = 1), columns titled by their class. Drawn by ib_tutorial.data.synthetic, 32 px.")
+    return fig

@@ -24,12 +24,10 @@ from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
 from ..training.dino_step import INFORMATION_FRACTION
 from .captions import profile_caption
-from .claims import (claims_markdown, claims_summary, interval_text, knob_sentence, lowest_text, plateau_sentence,
-                     seeds_markdown)
-from .plots import (add_caption, plot_knn_curves, plot_knob_knn, plot_knob_profiles, plot_knob_shapes, plot_run_comparison,
+from .claims import claims_markdown, claims_summary, interval_text, lowest_text, seeds_markdown
+from .plots import (add_caption, plot_knn_curves, plot_knob_knn, plot_knob_profiles, plot_run_comparison,
                     plot_run_epochs, plot_seed_profiles)
 from .result_section import ResultSection, absent
-from .tables import bundle_markdown
 
 
 def knob_command(preset: str, recipe: KnobRecipe, out: str, seed: int = 0) -> str:
@@ -118,28 +116,17 @@ def learned_sentence(sweep: KnobSweep) -> str:
 
 
 def render_sweep(sweep: KnobSweep) -> list:
-    """Everything a chapter shows of ``sweep``, in order, for ``display``: the runs' table,
-    the change of each from its initialisation (:func:`sweep_table`), the k-NN curves with a plateau sentence per weight and which weights learned, the
-    profiles, the two gaps against the knob with their sentence, and the claims' table and
-    summary. The figures stay open in pyplot, since closing one drops the canvas that saves
-    its caption into its PNG: close them once displayed (``plt.close("all")``)."""
+    """What a chapter shows of a sweep it trains itself, in order, for ``display``: each
+    weight's learning and change from its initialisation (:func:`sweep_table`), the k-NN
+    curves, which weights learned, the profiles, and the claims' summary. The figures stay
+    open in pyplot, since closing one drops the canvas that saves its caption into its PNG:
+    close them once displayed (``plt.close("all")``)."""
     caption = sweep_caption(sweep)
     runs = {weight: run for weight, (_, run) in sweep.runs.items()}
-    first = [claims.profile_shape(run.profiles[0]) for run in runs.values()]
-    last = [claims.profile_shape(run.profiles[-1]) for run in runs.values()]
     chance = next(iter(runs.values())).chance  # every weight's world has the same classes
-    table = bundle_markdown(dataclasses.replace(sweep.bundle, runs={spec: run for spec, run in sweep.runs.values()}))
-    tested = sweep_claims(sweep)
-    items = [Markdown(table), Markdown(sweep_table(sweep)),
-             plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption)]
-    items += [Markdown(plateau_sentence(f"w = {w:g}", plateau(run.knn))) for w, run in runs.items()]
-    items.append(Markdown(learned_sentence(sweep)))
-    items += [plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),
-              plot_knob_shapes(sweep.weights, first, last, caption),
-              Markdown(knob_sentence(sweep.weights, first, last)),
-              Markdown(claims_markdown(tested)), Markdown(claims_summary(tested))]
-    return items
-
+    return [Markdown(sweep_table(sweep)), plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption),
+            Markdown(learned_sentence(sweep)), plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),
+            Markdown(claims_summary(sweep_claims(sweep)))]
 
 
 def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
@@ -282,8 +269,10 @@ def u_section(sweep: KnobSweep | None) -> ResultSection:
     statements = {"exactly one network ends as a U": sum(e.shape == "U" for e in ends.values()) == 1,
                   "every claim tested on it holds, and none elsewhere": held == mine and len(mine) == 3,
                   "its lowest block is a middle block": end.lowest_block in depth_regions(len(end.n_eff)).middle}
-    caption = f"The w = {u_weight:g} network's profile at every saved epoch, from its random initialisation. {_provenance(sweep)}"
-    figure = plot_run_epochs(run.profiles, caption, title=f"w = {u_weight:g}")
+    shown = run.profiles[::4]  # a few epochs, so that every line keeps a colour of its own
+    caption = (f"The w = {u_weight:g} network's profile at epochs {', '.join(str(r.epoch) for r in shown)}, from its "
+               f"random initialisation. {_provenance(sweep)}")
+    figure = plot_run_epochs(shown, caption, title=f"w = {u_weight:g}")
     return ResultSection(claims_markdown(mine), (figure,), values, statements)
 
 

@@ -116,5 +116,5 @@ def folder_rows(folder: str | Path, hue_sweep: KnobSweep, same_world: bool = Tru
 
 
 def rows_named(rows: dict[str, KnobRow], prefixes: Iterable[str]) -> dict[str, KnobRow]:
-    """The rows whose names start with one of ``prefixes`` (``"o"``, ``"g"``, ``"t"``...), in order."""
-    return {name: row for name, row in rows.items() if name.startswith(tuple(prefixes))}
+    """The rows named by one of ``prefixes`` and their number (``"o"`` names ``o1-invert``), in order."""
+    return {name: row for name, row in rows.items() if name[:1] in tuple(prefixes) and name[1:2].isdigit()}

@@ -99,7 +99,8 @@ def views_notes(hue_sweep: KnobSweep | None) -> ResultSection:
         "the rule counts its k-NN gain and not its teacher": colour.learned.knn.learned_beyond_noise and not colour.learned.learned,
         "the hue recipe lost the class and read the object's value perfectly, its hue better":
             last["class"] < first["class"] and last["object value"] >= 99 and last["object hue"] > first["object hue"] + 5,
-        "every crop row read the object's value perfectly": all(r.factor("object value", 16) >= 99 for r in crops)}
+        "every crop row read the object's value perfectly": all(r.factor("object value", 16) >= 99 for r in crops),
+        "no row learned": not any(row.learned.learned for row in rows.values())}
     details = factors_markdown({name: row.factors for name, row in rows.items()})
     return ResultSection(rows_table(rows) + "\nWhat each network's CLS token read of the object's factors, from the "
                          "random initialisation to epoch 16 (90 % Wilson intervals):\n\n" + details,
@@ -153,7 +154,8 @@ def step_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
             and sharp.early.knn_cls[-1] < hue.early.knn_cls[-1] + 2
             and sharp.factor("object value", 4) > sharp.factor("object value", 0),
         "a quarter of the learning rate lost the class more slowly": hue.early.knn_cls[-1] < slow.early.knn_cls[-1]
-            < slow.early.knn_cls[0] and slow.changes.get("lr") == 5e-4}
+            < slow.early.knn_cls[0] and slow.changes.get("lr") == 5e-4,
+        "no row learned": not any(row.learned.learned for row in rows.values())}
     return ResultSection(rows_table(rows), values=values, statements=statements)
 
 
@@ -226,7 +228,8 @@ def tone_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
         "the sharpest said several times as much at step 200, every one collapsed, and the class rose the same way":
             ratio > 5 and all(r.early.teacher_information < 0.1 for r in sharpened) and spread < 3,
         "without weight decay t1 moved as it did with it": undecayed.changes == t1.changes | {"weight_decay": 0.0, "weight_decay_end": 0.0}
-            and undecayed.early.teacher_information < 0.1 and len(undecayed.early.knn_cls) == len(t1.early.knn_cls) and gap < 1}
+            and undecayed.early.teacher_information < 0.1 and len(undecayed.early.knn_cls) == len(t1.early.knn_cls) and gap < 1,
+        "no row learned": not any(row.learned.learned for row in rows.values())}
     return ResultSection(rows_table(rows), (tone_views_figure(t1),), values, statements)
 
 
@@ -272,6 +275,7 @@ def palette_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
         "whole-image views brought the teacher back from its dip": whole.lowest_information() < 0.2 and whole.whole.teacher_information > 0.5,
         "both lost the class, whole-image views more": whole.end.estimate < grey.end.estimate < grey.whole.knn_cls[0] - 5,
         "whole-image views kept the object's size and lost its place": whole.factor("object radius", 16) >= whole.factor("object radius", 0)
-            and all(whole.factor(f, 16) < whole.factor(f, 0) - 5 for f in ("object x", "object y"))}
+            and all(whole.factor(f, 16) < whole.factor(f, 0) - 5 for f in ("object x", "object y")),
+        "no row learned": not any(row.learned.learned for row in rows.values())}
     table = rows_table(rows, "(none: the world is grey)") + "\n" + factors_markdown({name: row.factors for name, row in rows.items()})
     return ResultSection(table, (palette_figure(grey),), values, statements)

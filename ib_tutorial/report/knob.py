@@ -222,7 +222,7 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
         "knob_knn_init": _ranges(k[0]["top1"] for k in knn.values()), "knob_knn_end": _ranges(k[-1]["top1"] for k in knn.values()),
         "knob_chance": runs[objects].pruning[-1]["chance"], "knob_still_learning": _listed(still),
         "knob_u_weights": _listed(with_u), "knob_object_lowest": lowest_text(ends[objects]),
-        "knob_end_share": 100 * claims.mid_depth_minimum(ends[objects]).middle_minimum_share,
+        "knob_end_share": _share(claims.mid_depth_minimum(ends[objects])),
         "knob_fall": along.difference, "knob_claim3": along.verdict.value,
         "knob_middle_gain": f"{min(c.estimate for c in change.values()):+.1f} to {max(c.estimate for c in change.values()):+.1f}",
         "knob_level_change": f"{level.change:+.1f}", "knob_level0_change": f"{level0.change:+.1f}",
@@ -265,7 +265,7 @@ def u_section(sweep: KnobSweep | None) -> ResultSection:
               "knob_u_dip": f"{end.middle_dip:+.2f}", "knob_u_rise": f"{end.late_rise:+.1f}",
               "knob_u_knn": f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}",
               "knob_tests": len(counted), "knob_held": len(held),
-              "knob_u_share": 100 * claims.mid_depth_minimum(end).middle_minimum_share}
+              "knob_u_share": _share(claims.mid_depth_minimum(end))}
     statements = {"exactly one network ends as a U": sum(e.shape == "U" for e in ends.values()) == 1,
                   "every claim tested on it holds, and none elsewhere": held == mine and len(mine) == 3,
                   "its lowest block is a middle block": end.lowest_block in depth_regions(len(end.n_eff)).middle}
@@ -302,6 +302,12 @@ def seeds_section(sweep: KnobSweep | None) -> ResultSection:
     caption = f"The object end (w = {objects:g}) from two seeds: each one's last profile and initialisation, and what training changed. {_provenance(sweep)}"
     return ResultSection(seeds_markdown(spreads[objects]), (plot_seed_profiles(spreads[objects], caption),),
                          values, statements, claims_markdown(tests))
+
+
+def _share(test: ClaimTest) -> str:
+    """The share of bootstrap replicates whose lowest block is a middle one, as text."""
+    share = test.middle_minimum_share
+    return "no bootstrap" if share is None else f"{100 * share:.0f} %"
 
 
 def _provenance(sweep: KnobSweep) -> str:

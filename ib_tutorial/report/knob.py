@@ -356,8 +356,14 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
     if spread is not None:
         values |= {"knob_dino_seed_shape": str(spread.shapes[0]), "knob_dino_seed_knn_spread": f"{spread.knn_last_spread():.1f}"}
     chance = hue_sweep.runs[objects][1].chance
+    tier_texture = (region_change(*(claims.profile_shape(tier_sweep.runs[max(tier_sweep.weights)][1].profiles[i]) for i in (0, -1)),
+                                  "middle") if tier_sweep else None)
+    if tier_texture is not None:
+        values["knob_dino_tier_texture_change"] = f"{tier_texture.estimate:+.1f}"
     statements = {
         "with the tier's views neither end learned": tier_sweep is None or not tier_sweep.learned(),
+        "with the tier's views the texture end lost more than five points of middle-block EED":
+            tier_texture is None or tier_texture.high < -5,
         "every hue drawn, the texture end alone learned, by ten points or more":
             hue_sweep.learned() == [textures] and all(r.knn[-1]["top1"] - r.knn[0]["top1"] >= 10 for r in texture_pair),
         "the texture end's second seed learned too": len(texture_pair) == 2 and all(run_learned(run) for run in texture_pair),

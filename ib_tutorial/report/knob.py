@@ -1,6 +1,13 @@
-"""What a chapter renders of a knob sweep (:mod:`ib_tutorial.reproduction.knob`): its runs
-as a table, its k-NN curves, its profiles and the paper's two gaps along the knob, and the
-claims tested on it, for a committed sweep and a live one alike."""
+"""What the knob chapter renders of its sweeps (:mod:`ib_tutorial.reproduction.knob`).
+
+Each section of the chapter is one function that returns a
+:class:`~ib_tutorial.report.result_section.ResultSection`: the table and figures it shows,
+the values its paragraph glues, and the statements that paragraph makes, checked against the
+committed runs: the images along the knob (:func:`worlds_figure`), the supervised sweep
+(:func:`supervised_section`), its one U (:func:`u_section`), its two seeds at the ends
+(:func:`seeds_section`), DINO at the ends (:func:`dino_section`) and the two objectives at the
+texture end (:func:`objectives_section`). A sweep the chapter trains itself is shown by
+:func:`render_sweep`; the claims on any sweep are :func:`sweep_claims`."""
 from __future__ import annotations
 
 import dataclasses
@@ -234,7 +241,8 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
         "the object end was still gaining and the texture end had reached its plateau": objects in still and textures not in still,
         "one weight's last profile is a U, at neither end": len(with_u) == 1 and not {objects, textures} & set(with_u),
         "claim 3 along the knob does not hold": not along.holds,
-        "the middle dip falls towards the textures beyond the margin": along.interval is not None and along.interval.low > claims.MARGIN,
+        "the middle dip falls towards the textures beyond the margin":
+            along.interval is not None and along.interval.low > claims.MARGIN,
         "every middle region gained EED in training": all(c.low > 0 for c in change.values()),
         "the object end's lowest block lies just past the middle blocks":
             0 < ends[objects].lowest_block - max(middle_blocks) <= 2,
@@ -299,7 +307,8 @@ def seeds_section(sweep: KnobSweep | None) -> ResultSection:
                       max(dips.values()) > claims.MARGIN > min(dips.values()),
                   "no claim holds at either end": not any(test.holds for test in verdicts.values()),
                   "the change's minimum fails at the texture end": verdicts[(textures, "change from init")].verdict.value == "fails"}
-    caption = f"The object end (w = {objects:g}) from two seeds: each one's last profile and initialisation, and what training changed. {_provenance(sweep)}"
+    caption = (f"The object end (w = {objects:g}) from two seeds: each one's last profile and initialisation, and what "
+               f"training changed. {_provenance(sweep)}")
     return ResultSection(seeds_markdown(spreads[objects]), (plot_seed_profiles(spreads[objects], caption),),
                          values, statements, claims_markdown(tests))
 
@@ -328,7 +337,8 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
     hue_runs = {(f"every hue drawn, w = {w:g}", 0): run for w, (_, run) in hue_sweep.runs.items()}
     hue_runs |= {(f"every hue drawn, w = {w:g}", run.config.seed): run for w, pair in pairs.items() for run in pair[1:]}
     runs = ({(f"tier's views, w = {w:g}", 0): run for w, (_, run) in tier_sweep.runs.items()} if tier_sweep else {}) | hue_runs
-    lines = ["| DINO recipe, weight | seed | CLS k-NN %: init -> lowest -> end [90 %] | learned | middle blocks' EED change (points, 90 %) |",
+    lines = ["| DINO recipe, weight | seed | CLS k-NN %: init -> lowest -> end [90 %] | learned "
+             "| middle blocks' EED change (points, 90 %) |",
              "| --- | ---: | --- | --- | --- |"]
     for (label, seed), run in runs.items():
         end, change = knn_interval(run.knn[-1]), region_change(
@@ -347,8 +357,10 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
     peak = max(middle, key=lambda record: record["top1_mean"]) if middle else None
     knn_of = lambda run: f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}"
     values = {f"knob_dino_texture_seed{run.config.seed}": knn_of(run) for run in texture_pair}
-    values |= {f"knob_dino_texture_gain{run.config.seed}": f"{run.knn[-1]['top1'] - run.knn[0]['top1']:+.1f}" for run in texture_pair}
-    values |= {"knob_dino_object_knn": knn_of(hue_sweep.runs[objects][1]), "knob_dino_chance": f"{hue_sweep.runs[objects][1].chance:.0f}"}
+    values |= {f"knob_dino_texture_gain{run.config.seed}": f"{run.knn[-1]['top1'] - run.knn[0]['top1']:+.1f}"
+               for run in texture_pair}
+    values |= {"knob_dino_object_knn": knn_of(hue_sweep.runs[objects][1]),
+               "knob_dino_chance": f"{hue_sweep.runs[objects][1].chance:.0f}"}
     if peak:
         values |= {"knob_dino_middle_cls": f"{middle[0]['top1']:.1f} -> {middle[-1]['top1']:.1f}",
                    "knob_dino_middle_patch": f"{middle[0]['top1_mean']:.1f} -> {peak['top1_mean']:.1f}",
@@ -356,8 +368,9 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
     if spread is not None:
         values |= {"knob_dino_seed_shape": str(spread.shapes[0]), "knob_dino_seed_knn_spread": f"{spread.knn_last_spread():.1f}"}
     chance = hue_sweep.runs[objects][1].chance
-    tier_texture = (region_change(*(claims.profile_shape(tier_sweep.runs[max(tier_sweep.weights)][1].profiles[i]) for i in (0, -1)),
-                                  "middle") if tier_sweep else None)
+    tier_end = tier_sweep.runs[max(tier_sweep.weights)][1] if tier_sweep else None
+    tier_texture = (region_change(claims.profile_shape(tier_end.profiles[0]), claims.profile_shape(tier_end.profiles[-1]),
+                                  "middle") if tier_end else None)
     if tier_texture is not None:
         values["knob_dino_tier_texture_change"] = f"{tier_texture.estimate:+.1f}"
     statements = {
@@ -373,7 +386,8 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
             peak is not None and middle[-1]["top1"] < middle[0]["top1"]
             and peak["top1_mean"] - middle[0]["top1_mean"] > 5 > middle[-1]["top1_mean"] - middle[0]["top1_mean"],
         "the texture end's seeds get the same shape, and the minimum fails on both readings":
-            spread is not None and len({str(s) for s in spread.shapes}) == 1 and all(t.verdict.value == "fails" for _, t in tests)}
+            spread is not None and len({str(s) for s in spread.shapes}) == 1
+            and all(t.verdict.value == "fails" for _, t in tests)}
     caption = f"k-NN top-1 of DINO's teacher along training at the knob's ends, every view's hue drawn anew. {_provenance(hue_sweep)}"
     curves = {f"{label}, seed {seed}": run.knn for (label, seed), run in hue_runs.items()}
     figure = plot_knn_curves(curves, caption, chance={label: chance for label in curves})
@@ -396,7 +410,8 @@ def objectives_section(sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> 
             values[f"knob_{name.lower()}_{region}_change"] = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
         values[f"knob_{name.lower()}_shape"] = str(control.shapes[name][1].shape)
     labels, dino, last = control.changes["supervised"], control.changes["DINO"], control.shapes["DINO"][1]
-    statements = {"DINO raised the middle blocks, by less than the labels": 0 < dino["middle"].low and dino["middle"].high < labels["middle"].low,
+    statements = {"DINO raised the middle blocks, by less than the labels":
+                      0 < dino["middle"].low and dino["middle"].high < labels["middle"].low,
                   "at the last blocks the labels raised the EED and DINO lowered it": dino["late"].high < 0 < labels["late"].low,
                   "DINO's last profile is highest in the middle": last.middle > max(last.early, last.late)}
     caption = (f"The texture end (w = {textures:g}) trained with the labels and with DINO, each from its own random "

@@ -193,7 +193,8 @@ def tone_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
         return _missing()
     every = _world_rows(hue_sweep, folder)
     rows = rows_named(every, ("t",))
-    tone, sharpened, undecayed, t1 = [rows[n] for n in TONE_ROWS], [rows[n] for n in SHARPENED], rows[UNDECAYED], rows["t1-tone-curves"]
+    tone, sharpened = [rows[name] for name in TONE_ROWS], [rows[name] for name in SHARPENED]
+    undecayed, t1 = rows[UNDECAYED], rows["t1-tone-curves"]
     toned = {name for name, row in every.items() if row.changes.get("tone_curve", 0) > 0}
     others = max(row.early.knn_cls[-1] for name, row in every.items() if name not in toned)
     spread = max(max(r.early.knn_cls[e] for r in sharpened) - min(r.early.knn_cls[e] for r in sharpened)
@@ -202,14 +203,16 @@ def tone_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
     gap = max(abs(a - b) for a, b in zip(undecayed.early.knn_cls, t1.early.knn_cls))
     info = lambda chosen, step: _listed([f"{row.information_at(step):.2f}" for row in chosen])
     values = {"knob_tone_first_step": t1.information[0][0], "knob_tone_info_first": info(tone, 0),
-              "knob_tone_info_310": info(tone, 310), "knob_tone_info_last": _listed([f"{r.early.teacher_information:.2f}" for r in tone]),
+              "knob_tone_info_310": info(tone, 310),
+              "knob_tone_info_last": _listed([f"{r.early.teacher_information:.2f}" for r in tone]),
               "knob_tone_knn": _listed([f"{r.early.knn_cls[-1]:.1f}" for r in tone]), "knob_tone_others": f"{others:.1f}",
               "knob_sharpened_info_first": info(sharpened, 0), "knob_sharpened_info_200": info(sharpened, 200),
               "knob_sharpened_info_last": _listed([f"{r.early.teacher_information:.2f}" for r in sharpened]),
               "knob_sharpened_knn": _listed([f"{r.early.knn_cls[-1]:.1f}" for r in sharpened]),
               "knob_sharpened_spread": f"{spread:.1f}", "knob_sharpened_ratio": f"{ratio:.0f}",
               "knob_nodecay_knn": _listed([f"{value:.1f}" for value in undecayed.early.knn_cls]),
-              "knob_nodecay_versus": "the same as t1's to the first decimal" if f"{gap:.1f}" == "0.0" else f"within {gap:.1f} points of t1's"}
+              "knob_nodecay_versus": ("the same as t1's to the first decimal" if f"{gap:.1f}" == "0.0"
+                                      else f"within {gap:.1f} points of t1's")}
     for key, row in (("t1", t1), ("t3", rows["t3-tone-curves-whole"])):
         for factor in ("value", "radius"):
             values[f"knob_tone_{key}_{factor}"] = f"{row.factor('object ' + factor, 0):.1f} -> {row.factor('object ' + factor, 4):.1f}"
@@ -221,13 +224,16 @@ def tone_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
             and rows["t2-tone-curves-half"].changes["tone_curve"] == 0.5
             and tone[1].information_at(310) > 2 * max(r.information_at(310) for r in ends),
         "every view curved, the class rose more than in any other row": all(r.early.knn_cls[-1] > others + 5 for r in ends),
-        "so did the object's value and size": all(r.factor(f, 4) > r.factor(f, 0) for r in ends for f in ("object value", "object radius")),
+        "so did the object's value and size":
+            all(r.factor(f, 4) > r.factor(f, 0) for r in ends for f in ("object value", "object radius")),
         "the sharper the teacher, the more it said at the start and at step 200":
             [r.early.changes.get("teacher_temp", 0.04) for r in sharpened] == [0.04, 0.02, 0.01]
-            and all(sharpened[0].information_at(s) < sharpened[1].information_at(s) < sharpened[2].information_at(s) for s in (0, 200)),
+            and all(sharpened[0].information_at(s) < sharpened[1].information_at(s) < sharpened[2].information_at(s)
+                    for s in (0, 200)),
         "the sharpest said several times as much at step 200, every one collapsed, and the class rose the same way":
             ratio > 5 and all(r.early.teacher_information < 0.1 for r in sharpened) and spread < 3,
-        "without weight decay t1 moved as it did with it": undecayed.changes == t1.changes | {"weight_decay": 0.0, "weight_decay_end": 0.0}
+        "without weight decay t1 moved as it did with it":
+            undecayed.changes == t1.changes | {"weight_decay": 0.0, "weight_decay_end": 0.0}
             and undecayed.early.teacher_information < 0.1 and len(undecayed.early.knn_cls) == len(t1.early.knn_cls) and gap < 1,
         "no row learned": not any(row.learned.learned for row in rows.values())}
     return ResultSection(rows_table(rows), (tone_views_figure(t1),), values, statements)
@@ -270,11 +276,14 @@ def palette_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
     statements = {
         "on the grey palette the random network reads the class several times better":
             grey.whole.knn_cls[0] > 90 and grey.whole.knn_cls[0] > 3 * drawn.whole.knn_cls[0],
-        "both rows were evaluated at the same epochs": grey.whole.epochs[::4] == [0, 4, 8, 12, 16] and whole.whole.epochs == grey.whole.epochs,
+        "both rows were evaluated at the same epochs":
+            grey.whole.epochs[::4] == [0, 4, 8, 12, 16] and whole.whole.epochs == grey.whole.epochs,
         "the hue recipe's crops collapsed the teacher": grey.lowest_information() < 0.05 and grey.whole.teacher_information < 0.1,
-        "whole-image views brought the teacher back from its dip": whole.lowest_information() < 0.2 and whole.whole.teacher_information > 0.5,
+        "whole-image views brought the teacher back from its dip":
+            whole.lowest_information() < 0.2 and whole.whole.teacher_information > 0.5,
         "both lost the class, whole-image views more": whole.end.estimate < grey.end.estimate < grey.whole.knn_cls[0] - 5,
-        "whole-image views kept the object's size and lost its place": whole.factor("object radius", 16) >= whole.factor("object radius", 0)
+        "whole-image views kept the object's size and lost its place":
+            whole.factor("object radius", 16) >= whole.factor("object radius", 0)
             and all(whole.factor(f, 16) < whole.factor(f, 0) - 5 for f in ("object x", "object y")),
         "no row learned": not any(row.learned.learned for row in rows.values())}
     table = rows_table(rows, "(none: the world is grey)") + "\n" + factors_markdown({name: row.factors for name, row in rows.items()})

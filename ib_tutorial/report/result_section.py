@@ -22,7 +22,7 @@ class ResultSection:
     Attributes:
         table: Markdown shown first (a table, or a sentence where the results are absent).
         figures: the section's figures, shown after the table.
-        values: name -> value, glued for the paragraph (``{glue:text}`name```).
+        values: name -> value, glued for the paragraph (MyST-NB's ``glue:text`` role).
         statements: what the paragraph says -> whether the data still says it.
         details: Markdown a chapter shows folded (long tables of every test).
     """

@@ -32,8 +32,8 @@ from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
 from ..training.dino_step import INFORMATION_FRACTION
 from .captions import profile_caption
 from .claims import claims_markdown, claims_summary, interval_text, lowest_text, seeds_markdown
-from .plots import (add_caption, plot_knn_curves, plot_knob_knn, plot_knob_profiles, plot_run_comparison,
-                    plot_run_epochs, plot_seed_profiles)
+from .plots import (add_caption, epoch_label, plot_block_profile, plot_knn_curves, plot_knob_knn, plot_knob_profiles,
+                    plot_run_comparison, plot_seed_profiles)
 from .result_section import ResultSection, absent
 
 
@@ -280,7 +280,8 @@ def u_section(sweep: KnobSweep | None) -> ResultSection:
     shown = run.profiles[::4]  # a few epochs, so that every line keeps a colour of its own
     caption = (f"The w = {u_weight:g} network's profile at epochs {', '.join(str(r.epoch) for r in shown)}, from its "
                f"random initialisation. {_provenance(sweep)}")
-    figure = plot_run_epochs(shown, caption, title=f"w = {u_weight:g}")
+    figure = plot_block_profile({epoch_label(record): record.profile for record in shown}, caption,
+                                title=f"w = {u_weight:g}: EED per block at four epochs").figure
     return ResultSection(claims_markdown(mine), (figure,), values, statements)
 
 

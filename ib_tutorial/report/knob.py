@@ -228,7 +228,7 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
         "knob_learned": f"{len(sweep.learned())} of the {len(runs)}", "knob_epochs": sweep.epochs,
         "knob_knn_init": _ranges(k[0]["top1"] for k in knn.values()), "knob_knn_end": _ranges(k[-1]["top1"] for k in knn.values()),
         "knob_chance": runs[objects].pruning[-1]["chance"], "knob_still_learning": _listed(still),
-        "knob_u_weights": _listed(with_u), "knob_object_lowest": lowest_text(ends[objects]),
+        "knob_object_lowest": lowest_text(ends[objects]),
         "knob_end_share": _share(claims.mid_depth_minimum(ends[objects])),
         "knob_fall": along.difference, "knob_claim3": along.verdict.value,
         "knob_middle_gain": f"{min(c.estimate for c in change.values()):+.1f} to {max(c.estimate for c in change.values()):+.1f}",
@@ -367,7 +367,7 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
                    "knob_dino_middle_patch": f"{middle[0]['top1_mean']:.1f} -> {peak['top1_mean']:.1f}",
                    "knob_dino_middle_patch_epoch": peak["epoch"], "knob_dino_middle_patch_last": f"{middle[-1]['top1_mean']:.1f}"}
     if spread is not None:
-        values |= {"knob_dino_seed_shape": str(spread.shapes[0]), "knob_dino_seed_knn_spread": f"{spread.knn_last_spread():.1f}"}
+        values["knob_dino_seed_shape"] = str(spread.shapes[0])
     chance = hue_sweep.runs[objects][1].chance
     tier_end = tier_sweep.runs[max(tier_sweep.weights)][1] if tier_sweep else None
     tier_texture = (region_change(claims.profile_shape(tier_end.profiles[0]), claims.profile_shape(tier_end.profiles[-1]),

@@ -1,26 +1,40 @@
-"""What a chapter renders of a knob sweep (:mod:`ib_tutorial.reproduction.knob`): its runs
-as a table, its k-NN curves, its profiles and the paper's two gaps along the knob, and the
-claims tested on it, for a committed sweep and a live one alike."""
+"""What the knob chapter renders of its sweeps (:mod:`ib_tutorial.reproduction.knob`).
+
+Each section of the chapter is one function that returns a
+:class:`~ib_tutorial.report.result_section.ResultSection`: the table and figures it shows,
+the values its paragraph glues, and the statements that paragraph makes, checked against the
+committed runs: the images along the knob (:func:`worlds_figure`), the supervised sweep
+(:func:`supervised_section`), its one U (:func:`u_section`), its two seeds at the ends
+(:func:`seeds_section`), DINO at the ends (:func:`dino_section`) and the two objectives at the
+texture end (:func:`objectives_section`). A sweep the chapter trains itself is shown by
+:func:`render_sweep`; the claims on any sweep are :func:`sweep_claims`."""
 from __future__ import annotations
 
 import dataclasses
 
+import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
 from ..command_line import command_line, reproduce_argv
 from ..reproduction import claims
 from ..reproduction.claims import ClaimTest
+from ..data.synthetic import SyntheticWorld
 from ..measure.bootstrap import LEVEL
-from ..measure.shape import middle_dip
-from ..reproduction.knob import KNOB_DATASET, KnobRecipe, KnobSweep
+from ..measure.shape import depth_regions, middle_dip
+from ..reproduction.knob import (DINO_HUE_SWEEP, KNOB_DATASET, OBJECT_SEEDS, OBJECT_SWEEP, KnobRecipe, KnobSweep,
+                                 knob_trend, seeds_by_weight)
+from ..reproduction.learned import run_learned
+from ..reproduction.seeds import SeedSpread
+from ..reproduction.verdicts import knob_end_tests
 from ..reproduction.bundles import BundleRun
 from ..reproduction.learning import knn_interval, region_change
 from ..reproduction.plateau import GAIN, NOISE_ERRORS, plateau
 from ..training.dino_step import INFORMATION_FRACTION
 from .captions import profile_caption
-from .claims import claims_markdown, claims_summary, interval_text, knob_sentence, lowest_text, plateau_sentence
-from .plots import plot_knob_knn, plot_knob_profiles, plot_knob_shapes
-from .tables import bundle_markdown
+from .claims import claims_markdown, claims_summary, interval_text, lowest_text, seeds_markdown
+from .plots import (add_caption, epoch_label, plot_block_profile, plot_knn_curves, plot_knob_knn, plot_knob_profiles,
+                    plot_run_comparison, plot_seed_profiles)
+from .result_section import ResultSection, absent
 
 
 def knob_command(preset: str, recipe: KnobRecipe, out: str, seed: int = 0) -> str:
@@ -109,28 +123,17 @@ def learned_sentence(sweep: KnobSweep) -> str:
 
 
 def render_sweep(sweep: KnobSweep) -> list:
-    """Everything a chapter shows of ``sweep``, in order, for ``display``: the runs' table,
-    the change of each from its initialisation (:func:`sweep_table`), the k-NN curves with a plateau sentence per weight and which weights learned, the
-    profiles, the two gaps against the knob with their sentence, and the claims' table and
-    summary. The figures stay open in pyplot, since closing one drops the canvas that saves
-    its caption into its PNG: close them once displayed (``plt.close("all")``)."""
+    """What a chapter shows of a sweep it trains itself, in order, for ``display``: each
+    weight's learning and change from its initialisation (:func:`sweep_table`), the k-NN
+    curves, which weights learned, the profiles, and the claims' summary. The figures stay
+    open in pyplot, since closing one drops the canvas that saves its caption into its PNG:
+    close them once displayed (``plt.close("all")``)."""
     caption = sweep_caption(sweep)
     runs = {weight: run for weight, (_, run) in sweep.runs.items()}
-    first = [claims.profile_shape(run.profiles[0]) for run in runs.values()]
-    last = [claims.profile_shape(run.profiles[-1]) for run in runs.values()]
     chance = next(iter(runs.values())).chance  # every weight's world has the same classes
-    table = bundle_markdown(dataclasses.replace(sweep.bundle, runs={spec: run for spec, run in sweep.runs.values()}))
-    tested = sweep_claims(sweep)
-    items = [Markdown(table), Markdown(sweep_table(sweep)),
-             plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption)]
-    items += [Markdown(plateau_sentence(f"w = {w:g}", plateau(run.knn))) for w, run in runs.items()]
-    items.append(Markdown(learned_sentence(sweep)))
-    items += [plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),
-              plot_knob_shapes(sweep.weights, first, last, caption),
-              Markdown(knob_sentence(sweep.weights, first, last)),
-              Markdown(claims_markdown(tested)), Markdown(claims_summary(tested))]
-    return items
-
+    return [Markdown(sweep_table(sweep)), plot_knob_knn({w: run.knn for w, run in runs.items()}, chance, caption),
+            Markdown(learned_sentence(sweep)), plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),
+            Markdown(claims_summary(sweep_claims(sweep)))]
 
 
 def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
@@ -188,3 +191,250 @@ def objective_pair(pair: dict[str, BundleRun]) -> ObjectivePair:
                                        for region, change in changes[name].items()) + " points"
         for name, run in pair.items())
     return ObjectivePair(shapes, changes, markdown)
+
+
+# --- the chapter's sections: a table, figures, the values its paragraphs glue, and what they say
+
+
+def _ranges(values) -> str:
+    values = list(values)
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+def _listed(weights) -> str:
+    return ", ".join(f"{w:g}" for w in weights)
+
+
+def supervised_section(sweep: KnobSweep | None) -> ResultSection:
+    """The supervised sweep along the knob: its table (:func:`sweep_table`) and profiles, the
+    values its paragraph quotes (how much each network learned, the one U, claim 3 along the
+    knob, the middle level against the input's own statistics) and what that paragraph says."""
+    if sweep is None:
+        return absent(knob_command("laptop", OBJECT_SWEEP, "/tmp/knob"), "supervised sweep of the knob")
+    runs = {w: run for w, (_, run) in sweep.runs.items()}
+    starts = {w: claims.profile_shape(run.profiles[0]) for w, run in runs.items()}
+    ends = {w: claims.profile_shape(run.profiles[-1]) for w, run in runs.items()}
+    knn = {w: run.knn for w, run in runs.items()}
+    raw = {w: run.summary["raw_patch_n_eff"] for w, run in runs.items()}
+    change = {w: region_change(starts[w], ends[w], "middle") for w in runs}
+    objects, textures = min(runs), max(runs)
+    level = knob_trend(sweep.weights, [ends[w].middle for w in sweep.weights])
+    level0 = knob_trend(sweep.weights, [starts[w].middle for w in sweep.weights])
+    along = claims.deeper_along_knob(sweep.weights, list(ends.values()))
+    with_u = [w for w in sweep.weights if ends[w].shape == "U"]
+    still = [w for w in sweep.weights if not plateau(knn[w]).reached]
+    middle_blocks = depth_regions(len(ends[objects].n_eff)).middle
+    values = {
+        "knob_learned": f"{len(sweep.learned())} of the {len(runs)}", "knob_epochs": sweep.epochs,
+        "knob_knn_init": _ranges(k[0]["top1"] for k in knn.values()), "knob_knn_end": _ranges(k[-1]["top1"] for k in knn.values()),
+        "knob_chance": runs[objects].pruning[-1]["chance"], "knob_still_learning": _listed(still),
+        "knob_object_lowest": lowest_text(ends[objects]),
+        "knob_end_share": _share(claims.mid_depth_minimum(ends[objects])),
+        "knob_fall": along.difference, "knob_claim3": along.verdict.value,
+        "knob_middle_gain": f"{min(c.estimate for c in change.values()):+.1f} to {max(c.estimate for c in change.values()):+.1f}",
+        "knob_level_change": f"{level.change:+.1f}", "knob_level0_change": f"{level0.change:+.1f}",
+        "knob_raw": f"{raw[objects]:.1f} to {raw[textures]:.1f}"}
+    statements = {
+        "every network of the sweep learned": sweep.learned() == sweep.weights,
+        "the object end gained more than 30 points": knn[objects][-1]["top1"] - knn[objects][0]["top1"] > 30,
+        "the object end first fell below its initialisation": knn[objects][1]["top1"] < knn[objects][0]["top1"],
+        "the object end was still gaining and the texture end had reached its plateau": objects in still and textures not in still,
+        "one weight's last profile is a U, at neither end": len(with_u) == 1 and not {objects, textures} & set(with_u),
+        "claim 3 along the knob does not hold": not along.holds,
+        "the middle dip falls towards the textures beyond the margin":
+            along.interval is not None and along.interval.low > claims.MARGIN,
+        "every middle region gained EED in training": all(c.low > 0 for c in change.values()),
+        "the object end's lowest block lies just past the middle blocks":
+            0 < ends[objects].lowest_block - max(middle_blocks) <= 2,
+        "the middle level is ordered by w at the random initialisation already, and at the end":
+            level0.rank_correlation > 0.9 and level.rank_correlation > 0.5 and raw[textures] > raw[objects]}
+    caption = (f"Each weight's last profile (solid) and random initialisation (dashed), and what training changed. "
+               f"{_provenance(sweep)}")
+    return ResultSection(sweep_table(sweep), (plot_knob_profiles({w: run.profiles for w, run in runs.items()}, caption),),
+                         values, statements, claims_markdown(sweep_claims(sweep)))
+
+
+def u_section(sweep: KnobSweep | None) -> ResultSection:
+    """The one supervised network whose last profile is a U: its profiles, the claims tested on
+    it, and the sweep's count of the tests that held (:func:`sweep_claims`)."""
+    if sweep is None:
+        return absent(knob_command("laptop", OBJECT_SWEEP, "/tmp/knob"), "supervised sweep of the knob")
+    ends = {w: claims.profile_shape(run.profiles[-1]) for w, (_, run) in sweep.runs.items()}
+    u_weight = next((w for w, end in ends.items() if end.shape == "U"), None)
+    if u_weight is None:
+        return ResultSection("No network of the sweep ends as a U.", statements={"one network ends as a U": False})
+    run, end = sweep.runs[u_weight][1], ends[u_weight]
+    tested = sweep_claims(sweep)
+    subject = f"w = {u_weight:g}, epoch {end.epoch}"
+    mine = [(name, test) for name, test in tested if name == subject]
+    held = [(name, test) for name, test in tested if test.holds]
+    counted = [test for _, test in tested if test.verdict.value != "not applicable"]
+    values = {"knob_u_weight": f"{u_weight:g}", "knob_u_lowest": f"L{end.lowest_block}",
+              "knob_u_dip": f"{end.middle_dip:+.2f}", "knob_u_rise": f"{end.late_rise:+.1f}",
+              "knob_u_knn": f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}",
+              "knob_tests": len(counted), "knob_held": len(held),
+              "knob_u_share": _share(claims.mid_depth_minimum(end))}
+    statements = {"exactly one network ends as a U": sum(e.shape == "U" for e in ends.values()) == 1,
+                  "every claim tested on it holds, and none elsewhere": held == mine and len(mine) == 3,
+                  "its lowest block is a middle block": end.lowest_block in depth_regions(len(end.n_eff)).middle}
+    shown = run.profiles[::4]  # a few epochs, so that every line keeps a colour of its own
+    caption = (f"The w = {u_weight:g} network's profile at epochs {', '.join(str(r.epoch) for r in shown)}, from its "
+               f"random initialisation. {_provenance(sweep)}")
+    figure = plot_block_profile({epoch_label(record): record.profile for record in shown}, caption,
+                                title=f"w = {u_weight:g}: EED per block at four epochs").figure
+    return ResultSection(claims_markdown(mine), (figure,), values, statements)
+
+
+def seeds_section(sweep: KnobSweep | None) -> ResultSection:
+    """The knob's two ends from a second seed: the object end's two seeds' profiles, the
+    mid-depth minimum at both ends on the level and on the change from the initialisation
+    (each seed and together, in ``details``), and what the paragraph says of them."""
+    pairs = seeds_by_weight(sweep) if sweep is not None else {}
+    if not pairs:
+        return absent(knob_command("laptop", OBJECT_SEEDS, "/tmp/knob", seed=1), "second seed of the knob's ends")
+    spreads = {weight: SeedSpread.of(pair) for weight, pair in pairs.items()}
+    tests, verdicts = [], {}
+    for weight, spread in spreads.items():
+        for reading, (per_seed, together) in knob_end_tests(spread, pairs[weight]).items():
+            verdicts[(weight, reading)] = together
+            tests += [(f"w = {weight:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
+            tests.append((f"w = {weight:g}, {reading}, seeds together", together))
+    objects, textures = min(spreads), max(spreads)
+    dips = {run.seed: claims.change_from_initialisation(run.first, run.last).middle_dip for run in spreads[objects].runs}
+    values = {f"knob_change_dip_{seed}": dip for seed, dip in dips.items()}
+    values |= {"knob_seed_knn_spread": f"{spreads[objects].knn_last_spread():.1f}",
+               "knob_seed_level_spread": f"{spreads[objects].level_spread('middle'):.1f}"}
+    statements = {"at the object end one seed's middle gained less than both ends and the other's did not":
+                      max(dips.values()) > claims.MARGIN > min(dips.values()),
+                  "no claim holds at either end": not any(test.holds for test in verdicts.values()),
+                  "the change's minimum fails at the texture end": verdicts[(textures, "change from init")].verdict.value == "fails"}
+    caption = (f"The object end (w = {objects:g}) from two seeds: each one's last profile and initialisation, and what "
+               f"training changed. {_provenance(sweep)}")
+    return ResultSection(seeds_markdown(spreads[objects]), (plot_seed_profiles(spreads[objects], caption),),
+                         values, statements, claims_markdown(tests))
+
+
+def _share(test: ClaimTest) -> str:
+    """The share of bootstrap replicates whose lowest block is a middle one, as text."""
+    share = test.middle_minimum_share
+    return "no bootstrap" if share is None else f"{100 * share:.0f} %"
+
+
+def _provenance(sweep: KnobSweep) -> str:
+    """A figure's provenance line: the bundle, its preset, the objective and the epochs."""
+    return f"From results/{sweep.bundle.name} ({sweep.bundle.preset} preset, {sweep.objective}, epoch {sweep.epochs})."
+
+
+def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> ResultSection:
+    """DINO at the knob's ends: every run of the two recipes (the tier's views, every hue drawn)
+    and the texture end's second seed, one line each (k-NN from the initialisation to the end
+    with its interval, whether it learned by the book's rule, the middle blocks' change), the
+    hue recipe's k-NN curves, and the mid-depth minimum at the texture end from two seeds
+    (``details``)."""
+    if hue_sweep is None:
+        return absent(knob_command("laptop", DINO_HUE_SWEEP, "/tmp/knob"), "DINO run of the knob's ends")
+    pairs = seeds_by_weight(hue_sweep)
+    textures, objects = max(hue_sweep.weights), min(hue_sweep.weights)
+    hue_runs = {(f"every hue drawn, w = {w:g}", 0): run for w, (_, run) in hue_sweep.runs.items()}
+    hue_runs |= {(f"every hue drawn, w = {w:g}", run.config.seed): run for w, pair in pairs.items() for run in pair[1:]}
+    runs = ({(f"tier's views, w = {w:g}", 0): run for w, (_, run) in tier_sweep.runs.items()} if tier_sweep else {}) | hue_runs
+    lines = ["| DINO recipe, weight | seed | CLS k-NN %: init -> lowest -> end [90 %] | learned "
+             "| middle blocks' EED change (points, 90 %) |",
+             "| --- | ---: | --- | --- | --- |"]
+    for (label, seed), run in runs.items():
+        end, change = knn_interval(run.knn[-1]), region_change(
+            claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1]), "middle")
+        lines.append(f"| {label} | {seed} | {run.knn[0]['top1']:.1f} -> {min(r['top1'] for r in run.knn[1:]):.1f} -> "
+                     f"{end.estimate:.1f} {interval_text(end)} | {'yes' if run_learned(run) else 'no'} | "
+                     f"{change.estimate:+.1f} {interval_text(change, signed=True)} |")
+    texture_pair = pairs.get(textures, [hue_sweep.runs[textures][1]])
+    spread = SeedSpread.of(texture_pair) if len(texture_pair) > 1 else None
+    tests = []
+    if spread is not None:
+        for reading, (per_seed, together) in knob_end_tests(spread, texture_pair).items():
+            tests += [(f"w = {textures:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
+            tests.append((f"w = {textures:g}, {reading}, seeds together", together))
+    middle = hue_sweep.runs[0.2][1].knn if 0.2 in hue_sweep.runs else None
+    peak = max(middle, key=lambda record: record["top1_mean"]) if middle else None
+    knn_of = lambda run: f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}"
+    values = {f"knob_dino_texture_seed{run.config.seed}": knn_of(run) for run in texture_pair}
+    values |= {f"knob_dino_texture_gain{run.config.seed}": f"{run.knn[-1]['top1'] - run.knn[0]['top1']:+.1f}"
+               for run in texture_pair}
+    values |= {"knob_dino_object_knn": knn_of(hue_sweep.runs[objects][1]),
+               "knob_dino_chance": f"{hue_sweep.runs[objects][1].chance:.0f}"}
+    if peak:
+        values |= {"knob_dino_middle_cls": f"{middle[0]['top1']:.1f} -> {middle[-1]['top1']:.1f}",
+                   "knob_dino_middle_patch": f"{middle[0]['top1_mean']:.1f} -> {peak['top1_mean']:.1f}",
+                   "knob_dino_middle_patch_epoch": peak["epoch"], "knob_dino_middle_patch_last": f"{middle[-1]['top1_mean']:.1f}"}
+    if spread is not None:
+        values["knob_dino_seed_shape"] = str(spread.shapes[0])
+    chance = hue_sweep.runs[objects][1].chance
+    tier_end = tier_sweep.runs[max(tier_sweep.weights)][1] if tier_sweep else None
+    tier_texture = (region_change(claims.profile_shape(tier_end.profiles[0]), claims.profile_shape(tier_end.profiles[-1]),
+                                  "middle") if tier_end else None)
+    if tier_texture is not None:
+        values["knob_dino_tier_texture_change"] = f"{tier_texture.estimate:+.1f}"
+    statements = {
+        "with the tier's views neither end learned": tier_sweep is None or not tier_sweep.learned(),
+        "with the tier's views the texture end lost more than five points of middle-block EED":
+            tier_texture is None or tier_texture.high < -5,
+        "every hue drawn, the texture end alone learned, by ten points or more":
+            hue_sweep.learned() == [textures] and all(r.knn[-1]["top1"] - r.knn[0]["top1"] >= 10 for r in texture_pair),
+        "the texture end's second seed learned too": len(texture_pair) == 2 and all(run_learned(run) for run in texture_pair),
+        "every object end ended within three points of chance":
+            all(run.knn[-1]["top1"] < chance + 3 for (label, _), run in runs.items() if label.endswith(f"w = {objects:g}")),
+        "at w = 0.2 the CLS token fell while the mean patch token rose by more than five points and lost most of it":
+            peak is not None and middle[-1]["top1"] < middle[0]["top1"]
+            and peak["top1_mean"] - middle[0]["top1_mean"] > 5 > middle[-1]["top1_mean"] - middle[0]["top1_mean"],
+        "the texture end's seeds get the same shape, and the minimum fails on both readings":
+            spread is not None and len({str(s) for s in spread.shapes}) == 1
+            and all(t.verdict.value == "fails" for _, t in tests)}
+    caption = f"k-NN top-1 of DINO's teacher along training at the knob's ends, every view's hue drawn anew. {_provenance(hue_sweep)}"
+    curves = {f"{label}, seed {seed}": run.knn for (label, seed), run in hue_runs.items()}
+    figure = plot_knn_curves(curves, caption, chance={label: chance for label in curves})
+    return ResultSection("\n".join(lines) + f"\n\nChance is {chance:.0f} %.", (figure,), values, statements,
+                         claims_markdown(tests))
+
+
+def objectives_section(sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> ResultSection:
+    """The texture end taught by the labels and by DINO, both learned: each run's profile and its
+    change from its own random initialisation (:func:`objective_pair`)."""
+    if sweep is None or hue_sweep is None:
+        return absent(knob_command("laptop", DINO_HUE_SWEEP, "/tmp/knob"), "supervised and DINO runs of the texture end")
+    textures = max(hue_sweep.weights)
+    pair = {"supervised": sweep.runs[textures][1], "DINO": hue_sweep.runs[textures][1]}
+    control = objective_pair(pair)
+    values = {}
+    for name in pair:
+        for region in ("middle", "late"):
+            change = control.changes[name][region]
+            values[f"knob_{name.lower()}_{region}_change"] = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
+        values[f"knob_{name.lower()}_shape"] = str(control.shapes[name][1].shape)
+    labels, dino, last = control.changes["supervised"], control.changes["DINO"], control.shapes["DINO"][1]
+    statements = {"DINO raised the middle blocks, by less than the labels":
+                      0 < dino["middle"].low and dino["middle"].high < labels["middle"].low,
+                  "at the last blocks the labels raised the EED and DINO lowered it": dino["late"].high < 0 < labels["late"].low,
+                  "DINO's last profile is highest in the middle": last.middle > max(last.early, last.late)}
+    caption = (f"The texture end (w = {textures:g}) trained with the labels and with DINO, each from its own random "
+               f"initialisation. From results/{sweep.bundle.name} and results/{hue_sweep.bundle.name}.")
+    return ResultSection(control.markdown, (plot_run_comparison(pair, caption),), values, statements)
+
+
+def worlds_figure(weights=(0, 0.05, 0.2, 0.4, 1), images: int = 6, world: str = OBJECT_SWEEP.world) -> plt.Figure:
+    """The same held-out images of ``synthetic-mix`` at each of ``weights``: one row per weight,
+    from the object (``w = 0``) to the texture (``w = 1``), with the world's other options
+    (``world``, as a spec writes them)."""
+    options = {key: float(value) for key, value in (item.split("=") for item in world.split(",") if item)}
+    fig, axes = plt.subplots(len(weights), images, figsize=(1.2 * images, 1.25 * len(weights)), layout="constrained")
+    for row, weight in zip(axes, weights):
+        shown = SyntheticWorld("val", texture_weight=weight, **options)
+        for ax, index in zip(row, range(images)):
+            image, label = shown[index]
+            ax.imshow(image, interpolation="nearest")
+            ax.set_xticks([]), ax.set_yticks([])
+            if weight == weights[0]:  # a class's shape and texture share its index, not its name
+                ax.set_title(f"class {label}", fontsize="x-small")
+        row[0].set_ylabel(f"w = {weight:g}", fontsize="small")
+    add_caption(fig, f"The same six held-out images of synthetic-mix ({world}) from the object (w = 0) to the "
+                     "texture (w = 1), columns titled by their class. Drawn by ib_tutorial.data.synthetic, 32 px.")
+    return fig

@@ -304,26 +304,6 @@ def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, co
     return level
 
 
-def plot_knob_shapes(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary],
-                     caption: str, margin: float = MARGIN) -> plt.Figure:
-    """The claims' two statistics against the knob: the middle dip (left: the compression the
-    paper finds deeper for objects) and the late rise (right), in effective directions,
-    at the sweep's last saved epoch (solid) and at the random initialisation (dashed), with
-    the margin a claim must exceed shaded."""
-    fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
-    epoch = last[0].epoch
-    for ax, key in ((dip, "middle_dip"), (rise, "late_rise")):
-        ax.plot(weights, [getattr(shape, key) for shape in last], marker="o", color="C0", label=f"epoch {epoch}")
-        ax.plot(weights, [getattr(shape, key) for shape in first], marker="s", markerfacecolor="none",
-                **{k: v for k, v in line_style("random init").items() if k not in ("marker", "markerfacecolor")},
-                label="random init")
-    style_gap_axes(dip, rise, margin, "texture_weight w (0 = objects, 1 = textures)")
-    for ax in (dip, rise):
-        ax.set_xlim(-0.05, 1.05)
-    add_caption(fig, caption)
-    return fig
-
-
 def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | None, caption: str) -> plt.Figure:
     """k-NN top-1 on the CLS token against epoch for each ``texture_weight`` of a sweep, in
     the colours of :func:`plot_knob_profiles`, with chance (grey; in percent, when known)."""

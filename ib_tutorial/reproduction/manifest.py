@@ -31,6 +31,15 @@ ENTRIES: tuple[Entry, ...] = (
     # --- the Results chapters and `reproduce`
     # --- DINO and the lab notes' recipe search
     # --- the knob and its lab notes
+    Entry("knob-supervised", "laptop-knob-objects",
+          "the supervised sweep along the texture knob (six weights, a second seed at both ends) and DINO at its ends "
+          "with the tier's views", ("knob", "lab_notes_knob")),
+    Entry("knob-dino", "laptop-knob-dino",
+          "DINO at the knob's ends with every view's hue drawn anew, a second seed at the texture end, and three "
+          "changes of views at the object end", ("knob", "lab_notes_knob")),
+    Entry("knob-dino-rows", "laptop-knob-dino-rows",
+          "the knob's DINO rows at the object end: colour, grey views, tokens, teacher temperature, learning rate, "
+          "tone curves, weight decay and the grey palette", ("lab_notes_knob",)),
     # --- claims, trained networks and the intro
     Entry("supervised-seeds", "laptop-supervised-seeds",
           "the supervised ViT-Tiny of Tiny ImageNet from three seeds, measured in front of its controls",

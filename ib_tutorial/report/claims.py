@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import math
 
 from ..measure.bootstrap import Interval
 from ..measure.shape import Verdict, near_lowest
 from ..reproduction.claims import MARGIN, ClaimTest, ShapeSummary
-from ..reproduction.knob import knob_trend
 from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.paper import EARLY, LATE, MIDDLE
 from ..reproduction.plateau import Plateau
@@ -138,23 +136,6 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
         return f"None of the {len(tested)} tests reads a network that learned.{unlearned}"
     which = " on networks that learned" if apart else ""
     return f"Of {counted} tests{which}, {', '.join(parts[:-1])}, and {parts[-1]}.{note}{unlearned}"
-
-
-def knob_sentence(weights: Sequence[float], first: Sequence[ShapeSummary], last: Sequence[ShapeSummary]) -> str:
-    """How the middle blocks' EED and the claims' two statistics move along a knob sweep at its
-    last saved epoch, against the same fits at the random initialisation (one summary per
-    weight, ascending in weight): the change from the initialisation is what learning did,
-    the rest the input's own statistics."""
-    def moved(key: str, shapes: Sequence[ShapeSummary], unit: str) -> str:
-        trend = knob_trend(weights, [getattr(shape, key) for shape in shapes])
-        rho = "undefined" if math.isnan(trend.rank_correlation) else f"{trend.rank_correlation:+.2f}"
-        return (f"from {getattr(shapes[0], key):.1f}{unit} at w = {weights[0]:g} to "
-                f"{getattr(shapes[-1], key):.1f}{unit} at w = {weights[-1]:g} (the fitted line changes "
-                f"{trend.change:+.1f}{unit} over the knob; rank correlation {rho})")
-    return (f"At epoch {last[0].epoch}, the middle blocks' EED ({_blocks(MIDDLE)}) goes {moved('middle', last, ' %')}; "
-            f"at the random initialisation it already goes {moved('middle', first, ' %')}. "
-            f"The middle dip goes {moved('middle_dip', last, ' directions')}, and the late rise "
-            f"{moved('late_rise', last, ' directions')}.")
 
 
 def seeds_markdown(spread: SeedSpread) -> str:

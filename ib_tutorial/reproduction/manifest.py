@@ -33,6 +33,8 @@ ENTRIES: tuple[Entry, ...] = (
     # --- the knob and its lab notes
     # --- claims, trained networks and the intro
     # --- EED, converged networks and beyond the paper
+    Entry("supervised-seeds", "laptop-supervised-seeds",
+          "supervised ViT-Ti seeds that learned, measured every way on three inputs: the level puzzle", ("eed",)),
 )
 
 

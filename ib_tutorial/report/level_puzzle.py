@@ -33,7 +33,7 @@ from ..measure.block_profile import profile_measurements
 from ..models import build_vit
 from ..paths import repository_root
 from ..presets import Preset
-from ..reproduction.learned import learned_rule
+from ..reproduction.learned import Learned, learned_rule
 from ..reproduction.manifest import stored_entry
 from ..reproduction.measurement import (DEFAULT, INPUTS, LEVELS, TOLERANCE, MeasurementResult, control_inputs, near,
                                         paper_levels)
@@ -133,11 +133,11 @@ def committed_measurements(epoch: str = "last", folder: Path | None = None) -> l
     return results
 
 
-def learned_seeds(folder: Path | None = None) -> tuple[int, int]:
-    """How many of the :data:`BUNDLE` runs learned by the book's rule, of how many."""
+def seed_rules(folder: Path | None = None) -> list[Learned]:
+    """The book's rule (:func:`~ib_tutorial.reproduction.learned.learned_rule`) applied to each
+    run of the :data:`BUNDLE` bundle (or of ``folder``), seed by seed."""
     folder = stored_entry(BUNDLE) if folder is None else folder
-    runs = sorted(path.parent for path in folder.glob("*/config.json"))
-    return sum(learned_rule(RunDirectory(run)).learned for run in runs), len(runs)
+    return [learned_rule(RunDirectory(config.parent)) for config in sorted(folder.glob("*/config.json"))]
 
 
 def mean_levels(results: Sequence[MeasurementResult], input: str = INPUTS[0], measurement=DEFAULT

@@ -35,6 +35,12 @@ ENTRIES: tuple[Entry, ...] = (
     # --- EED, converged networks and beyond the paper
     Entry("supervised-seeds", "laptop-supervised-seeds",
           "supervised ViT-Ti seeds that learned, measured every way on three inputs: the level puzzle", ("eed",)),
+    Entry("beyond-real", "laptop-real", "the laptop tier's real-image runs: pruning, objective, measurement and width",
+          ("beyond",)),
+    Entry("beyond-dino-48", "laptop-dino-48", "DINO for 48 epochs, which learned: its last teacher's pruning", ("beyond",)),
+    Entry("beyond-tier-48", "laptop-tier-48", "the 48-epoch tier's seeds, which learned: their pruning", ("beyond",)),
+    Entry("beyond-supervised-real", "laptop-supervised-real", "the supervised control on real images: its pruning",
+          ("beyond",)),
 )
 
 

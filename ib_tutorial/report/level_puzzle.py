@@ -1,9 +1,9 @@
 r"""The level puzzle: why the EED levels measured here sit 5-10 times below the paper's.
 
 The paper reads about 58-60 % EED in the early blocks of a converged DINO ViT-S, a minimum of
-23-31 % in the middle and up to 92.5 % late. The supervised ViT-Ti networks the book trained
-(which learned by the book's rule, :mod:`~ib_tutorial.reproduction.learned`) sit at 12-14 %,
-and their random initialisations at 4-6 %. Four sections, one function each, each returning a
+23-31 % in the middle and up to 92.5 % late; the supervised ViT-Ti networks the book trained
+(which learned by the book's rule, :mod:`~ib_tutorial.reproduction.learned`) and their random
+initialisations sit far lower at every depth. Four sections, one function each, each returning a
 :class:`Section` (a Markdown table, a figure or None, and the values a chapter glues):
 
 * :func:`input_levels`: a random network on real images, on the same images phase-scrambled
@@ -35,8 +35,8 @@ from ..paths import repository_root
 from ..presets import Preset
 from ..reproduction.learned import Learned, learned_rule
 from ..reproduction.manifest import stored_entry
-from ..reproduction.measurement import (DEFAULT, INPUTS, LEVELS, TOLERANCE, MeasurementResult, control_inputs, near,
-                                        paper_levels)
+from ..reproduction.measurement import (DEFAULT, INPUTS, LEVELS, TOLERANCE, MeasurementResult, control_inputs,
+                                        measured_epochs, measurement_path, near, paper_levels)
 from ..reproduction.paper import REPORTED
 from ..reproduction.run_profiles import seeded_subset
 from ..training.augment import eval_transform
@@ -126,10 +126,9 @@ def committed_measurements(epoch: str = "last", folder: Path | None = None) -> l
     its random initialisation (``"first"``), seed by seed; empty where none is committed."""
     folder = stored_entry(BUNDLE) if folder is None else folder
     results = []
-    for run in sorted(path for path in folder.glob("*/measurement") if path.is_dir()):
-        epochs = sorted(int(path.stem) for path in run.glob("*.json") if path.stem.isdigit())
-        if epochs:
-            results.append(MeasurementResult.load(run / f"{epochs[-1 if epoch == 'last' else 0]}.json"))
+    for run in sorted(path.parent for path in folder.glob("*/config.json")):
+        if epochs := measured_epochs(run):
+            results.append(MeasurementResult.load(measurement_path(run, epochs[-1 if epoch == "last" else 0])))
     return results
 
 

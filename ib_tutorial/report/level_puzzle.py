@@ -44,7 +44,7 @@ from ..training.runs import RunDirectory
 from .plots import add_caption, draw_reported
 
 #: The committed networks the puzzle reads: supervised ViT-Ti seeds that learned by the book's rule.
-BUNDLE = "supervised-seeds"
+BUNDLE = "eed-supervised-seeds"
 #: The paper's dataset the levels are set against.
 REFERENCE = "tiny-imagenet"
 #: The architecture, input side and patch side of the committed networks, which the live

@@ -33,7 +33,7 @@ ENTRIES: tuple[Entry, ...] = (
     # --- the knob and its lab notes
     # --- claims, trained networks and the intro
     # --- EED, converged networks and beyond the paper
-    Entry("supervised-seeds", "laptop-supervised-seeds",
+    Entry("eed-supervised-seeds", "laptop-supervised-seeds",
           "supervised ViT-Ti seeds that learned, measured every way on three inputs: the level puzzle", ("eed",)),
     Entry("beyond-real", "laptop-real", "the laptop tier's real-image runs: pruning, objective, measurement and width",
           ("beyond",)),

@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from matplotlib.colors import SymLogNorm
 
+from ..ib.estimators import bin_codes, binned_information, entropy_bits, independence_bias_bits
 from ..ib.experiment import InformationPlane
 from ..ib.model import LAYER_WIDTHS
 from .plots import add_caption
@@ -79,3 +81,42 @@ def plot_layer_eed(epochs: Sequence[int], eed: np.ndarray, caption: str, ax: plt
     if caption:
         add_caption(ax.figure, caption)
     return ax
+
+
+#: Bin counts per unit over (-1, 1) that :func:`plot_binning_bias` sweeps.
+BIN_COUNTS = (2, 3, 5, 8, 12, 20, 30, 50, 80, 130, 200, 400, 1000)
+
+
+def plot_binning_bias(layers: Sequence, labels, shuffled, caption: str, shown: Sequence[int] = (0, 4),
+                      bin_counts: Sequence[int] = BIN_COUNTS) -> tuple[plt.Figure, dict[tuple[int, int], float]]:
+    r"""The binning estimator's bias against the number of bins, on an untrained network's layers.
+
+    Left: :math:`I(X;T)` of each layer of ``shown`` (``layers``: each [N, D], tanh outputs in
+    (-1, 1)) against the bin count. Right: :math:`I(T;Y)` with ``shuffled`` labels (truth: 0),
+    measured, beside the independence bias :math:`(K_T - 1)/(2 N \ln 2)` bits of a table with
+    :math:`K_T` occupied cells. Returns the figure and the spurious :math:`I(T;Y)` in bits by
+    (layer, bins)."""
+    fig, (ax_x, ax_y) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+    spurious_at = {}
+    for layer in shown:
+        values = layers[layer]
+        label = f"T{layer + 1} (D = {values.shape[1]})"
+        i_xt, spurious, predicted = [], [], []
+        for bins in bin_counts:
+            i_xt.append(binned_information(values, labels, bins, value_range=(-1.0, 1.0)).i_xt)
+            spurious_at[layer, bins] = binned_information(values, shuffled, bins, value_range=(-1.0, 1.0)).i_ty
+            spurious.append(spurious_at[layer, bins])
+            occupied = int(bin_codes(values, bins, value_range=(-1.0, 1.0)).max()) + 1
+            predicted.append(independence_bias_bits(occupied, 2, len(labels)))
+        ax_x.plot(bin_counts, i_xt, marker="o", label=label)
+        line = ax_y.plot(bin_counts, spurious, marker="o", label=f"{label}: measured")[0]
+        ax_y.plot(bin_counts, predicted, ls="--", color=line.get_color(), label=f"{label}: (K_T - 1)/(2N ln 2)")
+    ax_x.axhline(np.log2(len(labels)), color="0.4", ls=":", label="log2 N")
+    ax_y.axhline(entropy_bits(torch.bincount(labels)), color="0.4", ls=":", label="H(Y)")
+    for ax, title in ((ax_x, "I(X;T) of the untrained network"), (ax_y, "I(T;Y) with shuffled labels (truth: 0)")):
+        ax.set(xscale="log", xlabel="bins per unit over (-1, 1)", ylabel="bits", title=title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    ax_y.set_ylim(-0.05, 1.1)
+    add_caption(fig, caption)
+    return fig, spurious_at

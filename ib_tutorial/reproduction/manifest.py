@@ -54,6 +54,14 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("gpu-dino-paper-recipe", "gpu-paper-subsets", "DINO ViT-S at the `paper` recipe on one GPU",
           ("claims", "intro")),
     # --- EED, converged networks and beyond the paper
+    Entry("eed-supervised-seeds", "laptop-supervised-seeds",
+          "supervised ViT-Ti seeds that learned, measured every way on three inputs: the level puzzle", ("eed",)),
+    Entry("beyond-real", "laptop-real", "the laptop tier's real-image runs: pruning, objective, measurement and width",
+          ("beyond",)),
+    Entry("beyond-dino-48", "laptop-dino-48", "DINO for 48 epochs, which learned: its last teacher's pruning", ("beyond",)),
+    Entry("beyond-tier-48", "laptop-tier-48", "the 48-epoch tier's seeds, which learned: their pruning", ("beyond",)),
+    Entry("beyond-supervised-real", "laptop-supervised-real", "the supervised control on real images: its pruning",
+          ("beyond",)),
 )
 
 

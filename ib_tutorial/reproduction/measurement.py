@@ -303,6 +303,14 @@ def measurement_path(run_dir: str | os.PathLike, epoch: int, images: int = IMAGE
     return Path(run_dir) / "measurement" / name
 
 
+def measured_epochs(run_dir: str | os.PathLike, images: int = IMAGES) -> list[int]:
+    """The epochs at which :func:`measure_run` measured a run's network on ``images`` images
+    (:func:`measurement_path`), in order; empty for a run never measured."""
+    folder = Path(run_dir) / "measurement"
+    found = (int(path.stem.split("-")[0]) for path in folder.glob("*.json") if path.stem.split("-")[0].isdigit())
+    return sorted(epoch for epoch in set(found) if measurement_path(run_dir, epoch, images).exists())
+
+
 def _first_image(dataset: Dataset) -> Tensor:
     item = dataset[0]
     return item[0] if isinstance(item, (tuple, list)) else item

@@ -175,3 +175,19 @@ def test_the_controls_bracket_the_images_patch_statistics():
     assert scrambled.n_eff == pytest.approx(images.n_eff, rel=0.05)
     assert images.n_eff < 8
     assert patches(GaussianNoiseImages.matching(world)).n_eff > 40
+
+
+def test_phase_scrambling_known_answers_constant_and_grating():
+    """A constant image has no phase to scramble: it comes back unchanged. A cosine grating
+    (one spatial frequency) comes back as a grating of the same frequency and amplitude,
+    shifted: :math:`a\\cos(2\\pi k x / n) \\mapsto a\\cos(2\\pi k x / n + \\varphi)`."""
+    constant = torch.full((3, 8, 8), 0.25, dtype=torch.float64)
+    assert torch.allclose(phase_scramble(constant, np.random.default_rng(0)), constant, atol=1e-12)
+    x = torch.arange(16, dtype=torch.float64)
+    grating = (0.5 + 0.3 * torch.cos(2 * torch.pi * 3 * x / 16)).expand(3, 16, 16).transpose(1, 2).contiguous()
+    scrambled = phase_scramble(grating, np.random.default_rng(2))
+    wave = scrambled[0, :, 0] - 0.5
+    phase = torch.atan2(-(wave * torch.sin(2 * torch.pi * 3 * x / 16)).sum(), (wave * torch.cos(2 * torch.pi * 3 * x / 16)).sum())
+    expected = 0.5 + 0.3 * torch.cos(2 * torch.pi * 3 * x / 16 + phase)
+    assert torch.allclose(scrambled, expected[None, :, None].expand(3, 16, 16), atol=1e-9)
+    assert not torch.allclose(scrambled, grating, atol=1e-3)  # the phase did move

@@ -19,6 +19,7 @@ from ib_tutorial.reproduction.measurement import (
     controls_table,
     measure_controls,
     measure_run,
+    measured_epochs,
     measurement_path,
     measurements,
     near,
@@ -173,3 +174,13 @@ def test_a_runs_saved_network_is_measured_on_its_profile_images_and_kept_in_the_
     assert "| network | input | raw patches" in printed and "near the paper" in printed
     assert MeasurementResult.load(out / "measurement" / "1-16-images.json").label.endswith("epoch 1")
     assert measurement_path(out, 1) == out / "measurement" / "1.json"
+
+
+def test_measured_epochs_are_those_on_the_default_number_of_images(tmp_path):
+    folder = tmp_path / "measurement"
+    folder.mkdir()
+    for name in ("0.json", "15.json", "15-144-images.json", "3-144-images.json", "notes.json"):
+        (folder / name).write_text("{}")
+    assert measured_epochs(tmp_path) == [0, 15]
+    assert measured_epochs(tmp_path, images=144) == [3, 15]
+    assert measured_epochs(tmp_path / "absent") == []

@@ -1,8 +1,8 @@
 """One saved network in front of its controls, as "Networks that learned" and the claims
 chapter read it: the measurements ``ib-tutorial measure`` committed for a run
 (:mod:`~ib_tutorial.reproduction.measurement`), what the controls show, how far the ways of
-measuring the paper leaves open move the levels against the gap to the paper's, and how far
-fewer images (fewer token rows) move them.
+fewer images (fewer token rows) move the levels. How far the ways of measuring move them
+against the gap to the paper's is the level puzzle's (:mod:`~ib_tutorial.report.level_puzzle`).
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..reproduction.measurement import INPUTS, LEVELS, MeasurementResult, measurement_path
-from ..reproduction.paper import REPORTED
 from .claims import interval_text
 
 
@@ -58,49 +57,6 @@ def control_findings(init: MeasurementResult, trained: MeasurementResult) -> Con
     levels = {(name, source, which): level(r, source, which) for name, r in networks.items() for source in INPUTS
               for which in LEVELS}
     return ControlFindings(gap, shapes, levels["init", "noise", "early"] / levels["init", "images", "early"], levels)
-
-
-def paper_level(which: str, reference: str = "tiny-imagenet") -> float:
-    """The middle of the paper's reported range for a level, in EED%."""
-    reported = REPORTED[reference]
-    low, high = {"early": reported.early_eed, "middle": reported.minimum_eed, "late": reported.late_eed}[which]
-    return (low + high) / 2
-
-
-@dataclass(frozen=True)
-class VariantSpan:
-    """How far the ways of measuring move one level, against the gap to the paper's.
-
-    Attributes:
-        span: the largest over the smallest estimate of the level across every measurement
-            of the images (a factor).
-        gap: the paper's level (:func:`paper_level`) over the default measurement's (a factor).
-    """
-
-    span: float
-    gap: float
-
-
-def variant_spans(result: MeasurementResult, reference: str = "tiny-imagenet") -> dict[str, VariantSpan]:
-    """By level, :class:`VariantSpan` of every measurement of ``result``'s images."""
-    spans = {}
-    for which in LEVELS:
-        values = [m.levels()[which].estimate for m in result.profiles if m.input == INPUTS[0]]
-        spans[which] = VariantSpan(max(values) / min(values), paper_level(which, reference) / level(result, "images", which))
-    return spans
-
-
-def variants_sentence(spans: Mapping[str, VariantSpan]) -> str:
-    """What the spans say, level by level: the choices move each level by their factor, and
-    by less or more than the gap to the paper's."""
-    def said(which: str, span: VariantSpan) -> str:
-        compared = "less than" if span.span < span.gap else "more than"
-        return f"the {which} level by a factor of {span.span:.1f}, {compared} the factor of {span.gap:.1f} to the paper's"
-    moved = "; ".join(said(which, span) for which, span in spans.items())
-    more = [which for which, span in spans.items() if span.span >= span.gap]
-    close = (f"for the {' and '.join(more)} level the choices move it further than the gap, for the others less"
-             if more else "no choice of measurement moves a level as far as its gap")
-    return f"The choices the paper leaves open move {moved}: {close}."
 
 
 @dataclass(frozen=True)

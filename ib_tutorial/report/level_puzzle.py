@@ -4,7 +4,7 @@ The paper reads about 58-60 % EED in the early blocks of a converged DINO ViT-S,
 23-31 % in the middle and up to 92.5 % late; the supervised ViT-Ti networks the book trained
 (which learned by the book's rule, :mod:`~ib_tutorial.reproduction.learned`) and their random
 initialisations sit far lower at every depth. Four sections, one function each, each returning a
-:class:`Section` (a Markdown table, a figure or None, and the values a chapter glues):
+:class:`~ib_tutorial.report.result_section.ResultSection` (a Markdown table, its figures, and the values a chapter glues):
 
 * :func:`input_levels`: a random network on real images, on the same images phase-scrambled
   (:class:`~ib_tutorial.data.controls.PhaseScrambled`) and on white noise with their
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -42,6 +42,7 @@ from ..reproduction.run_profiles import seeded_subset
 from ..training.augment import eval_transform
 from ..training.runs import RunDirectory
 from .plots import add_caption, draw_reported
+from .result_section import ResultSection
 
 #: The committed networks the puzzle reads: supervised ViT-Ti seeds that learned by the book's rule.
 BUNDLE = "eed-supervised-seeds"
@@ -57,21 +58,6 @@ ROW_FRACTIONS = (1 / 8, 1 / 4, 1 / 2, 1)
 #: The live inputs of :func:`rows_and_tokens` (the phase-scrambled images read as the images do).
 ROW_INPUTS = ("images", "noise")
 STYLES = {"images": ("tab:blue", "o"), "phase-scrambled": ("tab:orange", "s"), "noise": ("tab:green", "^")}
-
-
-@dataclass(frozen=True)
-class Section:
-    """What one section of the puzzle shows.
-
-    Attributes:
-        table: a Markdown table.
-        figure: the section's figure, or None.
-        values: the numbers its text glues, by name.
-    """
-
-    table: str
-    figure: plt.Figure | None = None
-    values: dict[str, float | str] = field(default_factory=dict)
 
 
 # --- the images ------------------------------------------------------------------------------
@@ -161,7 +147,7 @@ def _row(cells: Sequence) -> str:
 
 # --- 1. inputs ----------------------------------------------------------------------------------
 
-def input_levels(preset: Preset, dataset: Dataset, source: str) -> Section:
+def input_levels(preset: Preset, dataset: Dataset, source: str) -> ResultSection:
     """A random :data:`ARCH` on the images of ``dataset`` (from :func:`real_images`, which names
     their ``source``), phase-scrambled and as noise, live, beside the committed random initialisations and learned networks on the
     same three inputs (512 images, averaged over seeds): a table of the three levels and the
@@ -191,7 +177,7 @@ def input_levels(preset: Preset, dataset: Dataset, source: str) -> Section:
     figure = _inputs_figure(live, learned, f"preset {preset.name}: live random ViT-Ti ({IMG_SIZE} px, patch {PATCH}) on "
                             f"{len(dataset)} {source}; learned: committed laptop-tier supervised ViT-Ti, "
                             f"seed 0, {learned[0].images if learned else 0} images")
-    return Section("\n".join(rows) + "\n", figure, values)
+    return ResultSection("\n".join(rows) + "\n", (figure,), values)
 
 
 def _inputs_figure(live: Mapping[str, Sequence[float]], learned: Sequence[MeasurementResult], provenance: str) -> plt.Figure:
@@ -212,33 +198,75 @@ def _inputs_figure(live: Mapping[str, Sequence[float]], learned: Sequence[Measur
 
 # --- 2. measurement variants ---------------------------------------------------------------------
 
-def variant_levels(results: Sequence[MeasurementResult] | None = None) -> Section:
-    """The measurement variants of the learned networks' images (``results``: default the
-    committed last epochs), per level: the default, the lowest and highest variant (averaged
-    over seeds), their spread (highest / lowest) and the gap from the default to the paper's
-    range (its nearer end over the default)."""
-    results = committed_measurements("last") if results is None else list(results)
-    if not results:
-        return Section("No measurement of the learned networks is committed.\n")
+@dataclass(frozen=True)
+class VariantSpan:
+    """How far the ways of measuring move one level, against the gap to the paper's.
+
+    Attributes:
+        spread: the highest over the lowest variant's level (averaged over seeds; a factor).
+        gap: from the default measurement to the paper's range (its nearer end over the
+            default, or the default over its upper end; a factor).
+        lowest, highest: the variants (covariance variant, tokens) at either end.
+    """
+
+    spread: float
+    gap: float
+    lowest: tuple[str, str]
+    highest: tuple[str, str]
+
+
+def variant_spans(results: Sequence[MeasurementResult]) -> tuple[dict[str, VariantSpan], dict]:
+    """By level, :class:`VariantSpan` of the images' measurement variants in ``results``; and
+    the mean levels of every variant, by variant."""
     measured = [(m.variant, m.tokens) for m in results[0].profiles if m.input == INPUTS[0]]
     levels = {measurement: mean_levels(results, measurement=measurement) for measurement in measured}
-    header = ["level", "paper", "default (tokens, all)", "lowest variant", "highest variant", "spread", "gap to the paper"]
-    rows, values = [_row(header), _row(["---"] * len(header))], {"pz_variants": len(measured)}
+    spans = {}
     for index, (name, paper) in enumerate(zip(LEVELS, _paper_ranges())):
         low = min(measured, key=lambda m: levels[m][index])
         high = max(measured, key=lambda m: levels[m][index])
         default = levels[DEFAULT][index]
-        spread = levels[high][index] / levels[low][index]
         gap = paper[0] / default if default < paper[0] else default / paper[1]
-        rows.append(_row([name, _range_text(paper), default, f"{levels[low][index]:.1f} ({', '.join(low)})",
-                          f"{levels[high][index]:.1f} ({', '.join(high)})", f"x{spread:.1f}", f"x{gap:.1f}"]))
-        values |= {f"pz_spread_{name}": spread, f"pz_gap_{name}": gap, f"pz_highest_{name}": levels[high][index]}
-    return Section("\n".join(rows) + "\n", None, values)
+        spans[name] = VariantSpan(levels[high][index] / levels[low][index], gap, low, high)
+    return spans, levels
+
+
+def variants_sentence(spans: Mapping[str, VariantSpan]) -> str:
+    """What the spans say, level by level: the choices move each level by their factor, and
+    by less or more than the gap to the paper's."""
+    def said(which: str, span: VariantSpan) -> str:
+        compared = "less than" if span.spread < span.gap else "more than"
+        return f"the {which} level by a factor of {span.spread:.1f}, {compared} the factor of {span.gap:.1f} to the paper's"
+    moved = "; ".join(said(which, span) for which, span in spans.items())
+    more = [which for which, span in spans.items() if span.spread >= span.gap]
+    close = (f"for the {' and '.join(more)} level the choices move it further than the gap, for the others less"
+             if more else "no choice of measurement moves a level as far as its gap")
+    return f"The choices the paper leaves open move {moved}: {close}."
+
+
+def variant_levels(results: Sequence[MeasurementResult] | None = None) -> ResultSection:
+    """The measurement variants of the learned networks' images (``results``: default the
+    committed last epochs), per level: the default, the lowest and highest variant (averaged
+    over seeds), their spread (highest / lowest) and the gap from the default to the paper's
+    range (:func:`variant_spans`); ``pz_sentence`` says it in words (:func:`variants_sentence`)."""
+    results = committed_measurements("last") if results is None else list(results)
+    if not results:
+        return ResultSection("No measurement of the learned networks is committed.\n")
+    spans, levels = variant_spans(results)
+    header = ["level", "paper", "default (tokens, all)", "lowest variant", "highest variant", "spread", "gap to the paper"]
+    rows = [_row(header), _row(["---"] * len(header))]
+    values = {"pz_variants": len(levels), "pz_sentence": variants_sentence(spans)}
+    for index, (name, paper) in enumerate(zip(LEVELS, _paper_ranges())):
+        span = spans[name]
+        low, high = levels[span.lowest][index], levels[span.highest][index]
+        rows.append(_row([name, _range_text(paper), levels[DEFAULT][index], f"{low:.1f} ({', '.join(span.lowest)})",
+                          f"{high:.1f} ({', '.join(span.highest)})", f"x{span.spread:.1f}", f"x{span.gap:.1f}"]))
+        values |= {f"pz_spread_{name}": span.spread, f"pz_gap_{name}": span.gap, f"pz_highest_{name}": high}
+    return ResultSection("\n".join(rows) + "\n", (), values)
 
 
 # --- 3. rows and tokens ----------------------------------------------------------------------------
 
-def rows_and_tokens(preset: Preset, dataset: Dataset, source: str) -> Section:
+def rows_and_tokens(preset: Preset, dataset: Dataset, source: str) -> ResultSection:
     """The early level of a random :data:`ARCH` on the images of ``dataset`` (named by
     ``source``) and on noise, live: against the number of rows (:data:`ROW_FRACTIONS` of the
     images, patch :data:`PATCH`) and against the tokens per image (:data:`PATCHES` at
@@ -269,7 +297,7 @@ def rows_and_tokens(preset: Preset, dataset: Dataset, source: str) -> Section:
               "pz_images_highest": max(*by_rows["images"].values(), *by_tokens["images"].values())}
     figure = _rows_figure(by_rows, by_tokens, f"preset {preset.name}: live random ViT-Ti at {IMG_SIZE} px, "
                           f"{len(dataset)} {source} and matched noise; early level = mean of blocks 0-1")
-    return Section("\n".join(table) + "\n", figure, values)
+    return ResultSection("\n".join(table) + "\n", (figure,), values)
 
 
 def _rows_figure(by_rows: Mapping[str, Mapping[int, float]], by_tokens: Mapping[str, Mapping[int, float]],
@@ -296,14 +324,14 @@ def _rows_figure(by_rows: Mapping[str, Mapping[int, float]], by_tokens: Mapping[
 
 # --- 4. the paper's early level ------------------------------------------------------------------
 
-def paper_early_level(results: Sequence[MeasurementResult] | None = None, tolerance: float = TOLERANCE) -> Section:
+def paper_early_level(results: Sequence[MeasurementResult] | None = None, tolerance: float = TOLERANCE) -> ResultSection:
     """Every committed measurement of the learned networks (``results``: default the last
     epochs), input by input and variant by variant, whose early level comes within
     ``tolerance`` points of the paper's early range (:func:`~ib_tutorial.reproduction.measurement.near`,
     on every seed's interval), with the closest on the images beside them."""
     results = committed_measurements("last") if results is None else list(results)
     if not results:
-        return Section("No measurement of the learned networks is committed.\n")
+        return ResultSection("No measurement of the learned networks is committed.\n")
     early = REPORTED[REFERENCE].early_eed
     measured = [(m.input, m.variant, m.tokens) for m in results[0].profiles]
     header = ["input", "variant", "tokens", "early EED% (seed range)", f"near {_range_text(early)} (±{tolerance:g})"]
@@ -320,4 +348,4 @@ def paper_early_level(results: Sequence[MeasurementResult] | None = None, tolera
               "pz_reaching_inputs": ", ".join(sorted({key[0] for key in reaching})) or "none",
               "pz_closest_images": mean_levels(results, closest[0], closest[1:])[0],
               "pz_closest_variant": f"{closest[1]}, {closest[2]}"}
-    return Section("\n".join(rows) + "\n", None, values)
+    return ResultSection("\n".join(rows) + "\n", (), values)

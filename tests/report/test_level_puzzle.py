@@ -84,7 +84,7 @@ def test_rows_cap_the_noise_and_its_level_rises_with_them(generated):
     assert values["pz_noise_few_rows"] <= 100 * (values["pz_rows_few"] - 1) / width
     assert values["pz_noise_most_rows"] > values["pz_noise_few_rows"]
     assert values["pz_noise_patch8"] > 3 * values["pz_images_patch4"]
-    assert section.figure is not None and section.table.count("\n") == 4
+    assert len(section.figures) == 1 and section.table.count("\n") == 4
 
 
 def test_live_inputs_put_noise_far_above_the_images(generated):
@@ -113,3 +113,18 @@ def test_the_committed_numbers_the_chapter_states():
     assert 58 <= noise_early <= 61  # the white-noise control at the paper's early 58-60 %
     assert all(paper_levels(r.get().profile.eed_percent)[0] < 6 for r in first)
     assert level_puzzle.paper_early_level().values["pz_reaching_inputs"] == "noise"
+
+
+def test_the_sentence_says_which_level_the_variants_move_further_than_its_gap():
+    span = lambda spread, gap: level_puzzle.VariantSpan(spread, gap, ("tokens", "all"), ("post_ln", "all"))
+    sentence = level_puzzle.variants_sentence({"early": span(3.3, 4.8), "middle": span(3.2, 2.3), "late": span(2.3, 7.7)})
+    assert "the early level by a factor of 3.3, less than the factor of 4.8 to the paper's" in sentence
+    assert "the middle level by a factor of 3.2, more than the factor of 2.3" in sentence
+    assert sentence.endswith("for the middle level the choices move it further than the gap, for the others less.")
+    assert "no choice" in level_puzzle.variants_sentence({"early": span(2.0, 4.8)})
+
+
+def test_the_spans_name_the_variants_at_either_end(results):
+    spans, levels = level_puzzle.variant_spans(results)
+    assert spans["early"].lowest == ("tokens", "cls") and spans["early"].highest == ("post_ln", "all")
+    assert spans["early"].spread == pytest.approx(20 / 5) and len(levels) == 3

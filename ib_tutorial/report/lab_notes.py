@@ -151,9 +151,9 @@ def line_styles(count: int) -> list[dict]:
 def plot_teacher_information(curves: Mapping[str, Sequence[dict]], title: str, provenance: str,
                              until_step: int | None = None, marks: Mapping[str, int] | None = None) -> plt.Figure:
     """The teacher's information about the image (nats) against the step, a line a run (each
-    its own colour and style, the legend beside the panel), with vertical lines at ``marks``
+    its own colour and style, the legend under the panel), with vertical lines at ``marks``
     (label -> step); ``title`` is the one-sentence caption, ``provenance`` the smaller line."""
-    fig, ax = plt.subplots(figsize=(10, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(10, 4.2 + 0.12 * len(curves)), layout="constrained")
     for (name, records), style in zip(curves.items(), line_styles(len(curves))):
         shown = [r for r in records if until_step is None or r["step"] <= until_step]
         ax.plot([r["step"] for r in shown], [r["teacher_information"] for r in shown], label=name, lw=1.2, **style)
@@ -163,7 +163,7 @@ def plot_teacher_information(curves: Mapping[str, Sequence[dict]], title: str, p
     ax.set_ylabel("teacher information (nats)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="x-small")
     fig.suptitle(title, fontsize="medium")
     add_caption(fig, provenance)
     return fig
@@ -228,13 +228,19 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
         "colour_after": by["r8-colour-half"].information(600), "momentum_after": by["r9-momentum-0.99"].information(600),
         "r12_after": by["r12-colour-2"].information(600), "r13_after": by["r13-every-hue"].information(600),
         "r14_info": by["r14-dtd-every-hue"].recipe.teacher_information,
+        "others_after": max([info(former, 600)] + [row.information(600) for row in rows
+                                                   if not row.name.startswith(("r4-", "r8-"))]),
     }
     values = {key: Value(v, f"{v:+.2f}" if key == "free_change" else f"{v:.1f}" if key == "sharp_ratio"
                          else str(v) if isinstance(v, int) else f"{v:.2f}") for key, v in found.items()}
     for name in ("r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14"):
         full = next(n for n in by if n.split("-")[0] == name)
         values[f"{name}_knn"] = Value(by[full].recipe.gain, knn(full))
+    frozen = [r["teacher_information"] for r in by["r7-prototypes-frozen"].train]
+    peak = frozen.index(max(frozen))
+    values["frozen_dip"] = Value(frozen[peak] - min(frozen[peak:]), f"{frozen[peak] - min(frozen[peak:]):.2f}")
     dtd = by["r11-dtd"]
+    values["r11_falls"] = Value(dtd.recipe.knn_cls == sorted(dtd.recipe.knn_cls, reverse=True), "")
     se = knn_standard_error({"top1": dtd.recipe.knn_cls[-1], "n_eval": dtd.n_eval})
     values["r11_errors"] = Value(-dtd.recipe.gain / se, f"{-dtd.recipe.gain / se:.2f}")
     values["r11_se"] = Value(se, f"{se:.1f}")
@@ -287,7 +293,7 @@ def tier_findings(rows: Mapping[int, Sequence[NoteRow]]) -> dict[str, Value]:
                  "mean": (r.knn_mean[-1] - r.knn_mean[0], f"{r.knn_mean[0]:.1f} -> {r.knn_mean[-1]:.1f}"),
                  "minutes": (r.wall_minutes, f"{r.wall_minutes:.0f}"), "info": (r.teacher_information, f"{r.teacher_information:.2f}"),
                  "peak": (peak, f"{peak:.2f}"), "after": (after, f"{after:.2f}"),
-                 "best": (r.knn_cls[best], f"{r.knn_cls[best]:.1f}"), "best_epoch": (r.epochs[best], str(r.epochs[best])),
+                 "best": (r.knn_cls[best], f"{r.knn_cls[best]:.1f}"), "end": (r.knn_cls[-1], f"{r.knn_cls[-1]:.1f}"), "best_epoch": (r.epochs[best], str(r.epochs[best])),
                  "learned": (row.rule.learned, "yes" if row.rule.learned else "no"),
                  "teacher_kept": (row.rule.teacher_kept, "yes" if row.rule.teacher_kept else "no"),
                  "floor": (row.rule.teacher_floor, f"{row.rule.teacher_floor:.2f}"),

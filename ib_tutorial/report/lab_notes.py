@@ -30,6 +30,10 @@ from ..training.runs import RunDirectory
 from .plots import add_caption
 
 
+#: The level of a table's k-NN interval (Wilson).
+KNN_LEVEL = 0.95
+
+
 @dataclass(frozen=True)
 class Value:
     """A number a paragraph states: ``raw`` for the notebook's asserts, ``text`` to glue."""
@@ -45,7 +49,7 @@ class NoteRow:
     Attributes:
         recipe: the run read as a recipe against the investigation's reference.
         steps: the step of its last k-NN evaluation.
-        knn_end: its last CLS k-NN top-1 with the 95 % Wilson interval (None without ``n_eval``).
+        knn_end: its last CLS k-NN top-1 with its Wilson interval at :data:`KNN_LEVEL` (None without ``n_eval``).
         rule: the learned rule on its records (up to ``until_step`` where one was given).
         train: its logged training records (up to the same step).
         batch_size: its batch.
@@ -90,7 +94,7 @@ def note_row(run_dir: str | os.PathLike, reference: dict, until_step: int | None
     information = teacher_information(train)
     floor = None if information is None else INFORMATION_FRACTION * math.log(config.train.out_dim)
     rule = Learned(plateau(knn), information, floor)
-    return NoteRow(read_recipe(run_dir, reference, until_step), knn[-1]["step"], knn_interval(knn[-1]), rule, train,
+    return NoteRow(read_recipe(run_dir, reference, until_step), knn[-1]["step"], knn_interval(knn[-1], KNN_LEVEL), rule, train,
                    config.train.batch_size, knn[-1].get("n_eval"))
 
 

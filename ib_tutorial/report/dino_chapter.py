@@ -130,7 +130,7 @@ def plot_compute(curves: Sequence[ComputeCurve], published: Sequence[PublishedPo
     ax.set_xlabel("images seen x student tokens per image")
     ax.set_ylabel("CLS k-NN gain (points)")
     ax.grid(alpha=0.3, which="both")
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="x-small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2, fontsize="x-small")  # under the axes, off the data
     fig.suptitle("What DINO needs to learn: the k-NN points a run gained against the tokens it read.", fontsize="medium")
     add_caption(fig, provenance)
     return fig

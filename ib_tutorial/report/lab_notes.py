@@ -167,7 +167,7 @@ def plot_teacher_information(curves: Mapping[str, Sequence[dict]], title: str, p
     ax.set_ylabel("teacher information (nats)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="x-small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3, fontsize="x-small")  # under the axes, off the data
     fig.suptitle(title, fontsize="medium")
     add_caption(fig, provenance)
     return fig

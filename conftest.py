@@ -33,6 +33,8 @@ def share(nodeid: str) -> str:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: minutes rather than seconds; `-m \"not slow\"` leaves it out")
+    config.addinivalue_line("markers", "reading_budget: a chapter's words and code cells within the book's budget; "
+                            "`-m reading_budget` lists the chapters still over it")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

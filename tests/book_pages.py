@@ -21,13 +21,21 @@
 :func:`rendered_math` and :func:`rendered_widgets` open a page in headless Chromium with the
 network shut off and count the formulas MathJax typeset and the widgets the widget manager drew.
 
-``python tests/book_pages.py _build/html`` prints the defects and exits 1 if there are any.
+The reading budget: :func:`chapter_budget` reads one chapter as a reader meets it, its
+rendered words (prose, code and outputs, what sits in a folded toggle not counted) from the
+built page, and its code cells' lengths from the notebook (the folded set-up cell aside).
+
+``python tests/book_pages.py _build/html`` prints the defects and exits 1 if there are any;
+``python tests/book_pages.py --words _build/html [REPO]`` prints each chapter's reading budget
+(the code cells read from ``REPO/book``, by default this repository's) and exits 1 if a
+chapter or the book is over it.
 """
 from __future__ import annotations
 
 import html
 import json
 import re
+import statistics
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -254,7 +262,123 @@ def bar_text(models: dict, progress_id: str) -> str:
     return ""
 
 
-if __name__ == "__main__":
-    found = find_defects(sys.argv[1])
+#: Rendered words a chapter may hold (about twenty minutes of reading), and the whole book.
+CHAPTER_WORDS = 6_000
+BOOK_WORDS = 45_000
+#: Lines a code cell may hold, and the median a chapter's cells may reach.
+CELL_LINES = 20
+MEDIAN_CELL_LINES = 8
+#: What a reader opens on demand: a folded cell input or output (myst-nb's ``<details>``),
+#: a dropdown admonition, a toggled block.
+FOLDED = "details, .dropdown, .toggle-hidden"
+WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class ChapterBudget:
+    """One chapter as a reader meets it.
+
+    Attributes:
+        chapter: the page's path under ``book/``, without its suffix (``"claims"``).
+        words: rendered words outside folded toggles: prose, code and outputs.
+        prose_words: the part of ``words`` outside code cells (their inputs and outputs).
+        cell_lines: the lines of each code cell of the notebook, in order, the folded set-up
+            cell aside; empty for a Markdown page.
+    """
+
+    chapter: str
+    words: int
+    prose_words: int
+    cell_lines: tuple[int, ...]
+
+    @property
+    def longest_cell(self) -> int:
+        return max(self.cell_lines, default=0)
+
+    @property
+    def median_cell(self) -> float:
+        return statistics.median(self.cell_lines) if self.cell_lines else 0
+
+    def over_budget(self) -> list[str]:
+        """What of this chapter is over the budget, in words; empty when nothing is."""
+        over = [f"{self.words:,} rendered words (budget {CHAPTER_WORDS:,})"] if self.words > CHAPTER_WORDS else []
+        over += [f"a code cell of {self.longest_cell} lines (at most {CELL_LINES})"] if self.longest_cell > CELL_LINES else []
+        over += ([f"median code cell {self.median_cell:g} lines (at most {MEDIAN_CELL_LINES})"]
+                 if self.median_cell > MEDIAN_CELL_LINES else [])
+        return over
+
+
+def page_words(page: Path) -> tuple[int, int]:
+    """``(rendered words, prose words)`` of a built page's article, what sits in a folded
+    toggle (:data:`FOLDED`) not counted; prose is what lies outside code cells."""
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    article = soup.select_one("article.bd-article") or soup.select_one("main") or soup
+    for folded in article.select(FOLDED):
+        folded.decompose()
+    for hidden in article.select("script, style, .headerlink"):
+        hidden.decompose()
+    words = len(WORD.findall(article.get_text(" ")))
+    for cell in article.select("div.cell"):
+        cell.decompose()
+    return words, len(WORD.findall(article.get_text(" ")))
+
+
+def is_setup_cell(cell: dict) -> bool:
+    """The chapter's set-up cell: its first code cell, folded (``hide-input``)."""
+    return "hide-input" in cell.get("metadata", {}).get("tags", [])
+
+
+def code_cell_lines(notebook: Path) -> tuple[int, ...]:
+    """The number of lines of each code cell of ``notebook``, in order, the folded set-up
+    cell (:func:`is_setup_cell`, the first code cell) aside."""
+    cells = [cell for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if cell["cell_type"] == "code"]
+    if cells and is_setup_cell(cells[0]):
+        cells = cells[1:]
+    return tuple(len("".join(cell["source"]).strip("\n").splitlines()) for cell in cells)
+
+
+def chapter_budget(html_folder: Path, repo: Path, source: Path) -> ChapterBudget:
+    """The budget of the chapter whose source is ``source`` (``book/claims.ipynb``, relative
+    to ``repo``), read from its page under ``html_folder`` (a Sphinx ``_build/html``) and
+    from the notebook."""
+    words, prose = page_words(html_folder / source.with_suffix(".html"))
+    lines = code_cell_lines(repo / source) if source.suffix == ".ipynb" else ()
+    return ChapterBudget(source.with_suffix("").relative_to("book").as_posix(), words, prose, lines)
+
+
+def chapter_sources(repo: Path) -> list[Path]:
+    """Every chapter of the book, relative to ``repo``: the notebooks and Markdown pages
+    directly under ``book/`` (the API reference's pages are generated, not read)."""
+    return sorted(path.relative_to(repo) for path in (repo / "book").glob("*")
+                  if path.suffix in (".ipynb", ".md"))
+
+
+def budget_table(budgets: list[ChapterBudget]) -> str:
+    """One line per chapter (longest first) and the book's total, as plain text."""
+    rows = [f"{'chapter':<24}{'words':>8}{'prose':>8}{'cells':>7}{'longest':>9}{'median':>8}  over budget"]
+    for budget in sorted(budgets, key=lambda budget: -budget.words):
+        rows.append(f"{budget.chapter:<24}{budget.words:>8,}{budget.prose_words:>8,}{len(budget.cell_lines):>7}"
+                    f"{budget.longest_cell:>9}{budget.median_cell:>8g}  {'; '.join(budget.over_budget())}")
+    total = sum(budget.words for budget in budgets)
+    rows.append(f"{'book':<24}{total:>8,}{sum(b.prose_words for b in budgets):>8,}"
+                f"{sum(len(b.cell_lines) for b in budgets):>7}"
+                + ("" if total <= BOOK_WORDS else f"{'':>17}  {total:,} words (budget {BOOK_WORDS:,})"))
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--words"]:  # --words HTML_FOLDER [REPOSITORY whose book/ was built; default this one]
+        html_folder = Path(argv[1])
+        repo = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parents[1]
+        budgets = [chapter_budget(html_folder, repo, source) for source in chapter_sources(repo)
+                   if (html_folder / source.with_suffix(".html")).is_file()]
+        print(budget_table(budgets))
+        over = any(budget.over_budget() for budget in budgets) or sum(b.words for b in budgets) > BOOK_WORDS
+        return 1 if over else 0
+    found = find_defects(argv[0])
     print("\n".join(map(str, found)) or "no defects")
-    sys.exit(1 if found else 0)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,11 @@
 """The page checker (tests/book_pages.py) on crafted pages, then on the real book."""
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +14,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
-from book_pages import find_defects, rendered_math, rendered_widgets, wide_tables
+from book_pages import (BOOK_WORDS, CELL_LINES, CHAPTER_WORDS, MEDIAN_CELL_LINES, budget_table, chapter_budget,
+                        chapter_sources, code_cell_lines, find_defects, page_words, rendered_math, rendered_widgets,
+                        wide_tables)
 
 from ib_tutorial.report.plots import add_caption
 
@@ -190,20 +194,35 @@ def test_every_module_of_the_package_is_in_the_api_reference():
     assert not modules - documented, f"modules missing from book/api/: {sorted(modules - documented)}"
 
 
-def test_the_built_book_has_no_defects(tmp_path):
+@dataclass(frozen=True)
+class Build:
+    """One build of the book: the process's result and its HTML folder."""
+
+    process: subprocess.CompletedProcess
+    html: Path
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory) -> Build:
     """README command (a), into a temporary folder: the whole book on the `ci` preset with
-    warnings as errors (minutes: every notebook runs), then every page checked, and the
-    formulas of the Beyond chapter and the measurement reference typeset, the results
-    chapter's widgets drawn, and the tables of the chapters with the widest ones within the
-    text's width, with no network."""
+    warnings as errors (minutes: every notebook runs), built once for the tests of its pages."""
+    folder = tmp_path_factory.mktemp("book")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")  # this environment's
     started = time.monotonic()
-    build = subprocess.run(
-        [str(jupyter_book), "build", str(REPO), "--path-output", str(tmp_path), "--warningiserror", "--keep-going"],
+    process = subprocess.run(
+        [str(jupyter_book), "build", str(REPO), "--path-output", str(folder), "--warningiserror", "--keep-going"],
         env={**os.environ, "IB_TUTORIAL_PRESET": "ci"}, capture_output=True, text=True)
     print(f"book built in {time.monotonic() - started:.0f} s")
+    return Build(process, folder / "_build" / "html")
+
+
+def test_the_built_book_has_no_defects(built_book):
+    """Every page checked, and the formulas of the Beyond chapter and the measurement
+    reference typeset, the results chapter's widgets drawn, and the tables of the chapters
+    with the widest ones within the text's width, with no network."""
+    build = built_book.process
     assert build.returncode == 0, f"jupyter-book build failed:\n{build.stdout[-6000:]}\n{build.stderr[-6000:]}"
-    html_folder = tmp_path / "_build" / "html"
+    html_folder = built_book.html
     assert (html_folder / "index.html").is_file()
     defects = find_defects(html_folder)
     assert not defects, f"{len(defects)} defect(s) in the built pages:\n" + "\n".join(map(str, defects))
@@ -219,3 +238,80 @@ def test_the_built_book_has_no_defects(tmp_path):
                  "book/beyond.html", "book/converged.html", "book/appendix_running.html"):
         tables, wide = wide_tables(html_folder / page)
         assert tables > 0 and wide == 0, f"{page}: {wide} of {tables} tables wider than the text at 1280 px"
+
+
+CHAPTERS = chapter_sources(REPO)
+NOTEBOOKS = [source for source in CHAPTERS if source.suffix == ".ipynb"]
+
+
+def test_rendered_words_leave_out_folded_toggles_and_count_prose_apart(tmp_path):
+    """Words of prose, of a code cell's input and output, and none of what a reader opens on
+    demand: a folded input, a folded output, a dropdown."""
+    page = write_page(tmp_path, '<article class="bd-article">'
+                      "<h1>Title two<a class='headerlink' href='#'>#</a></h1><p>three prose words</p>"
+                      '<div class="cell docutils container"><div class="cell_input"><pre>x = 1</pre></div>'
+                      + OUTPUT.format(STREAM.format("four words of output")) + "</div>"
+                      '<div class="cell tag_hide-input docutils container"><details class="hide above-input">'
+                      "<summary>Show code cell source</summary><pre>import many things here</pre></details>"
+                      + OUTPUT.format("shown") + "</div>"
+                      '<div class="admonition dropdown"><p>a folded hint of seven words</p></div></article>'
+                      "<nav>not the article</nav>")
+    assert page_words(page) == (2 + 3 + 3 + 4 + 1, 2 + 3)
+
+
+def test_the_set_up_cell_is_set_aside_and_each_cell_counted_in_lines(tmp_path):
+    def cell(source: str, tags=()) -> dict:
+        return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": source.splitlines(True)}
+
+    notebook = tmp_path / "chapter.ipynb"
+    notebook.write_text(json.dumps({"cells": [
+        cell("import os\nimport sys\nsetup()\n", tags=["hide-input"]),
+        {"cell_type": "markdown", "metadata": {}, "source": ["# many\n", "lines\n", "here\n"]},
+        cell("show_source(plateau)"), cell("a = 1\nb = 2\n\nprint(a + b)\n")]}), encoding="utf-8")
+    assert code_cell_lines(notebook) == (1, 4)
+
+
+def test_the_budget_names_what_is_over_it(tmp_path):
+    """A chapter over the budget in words, in its longest cell and in its median cell is
+    named in the table with each; one within it is not."""
+    html = tmp_path / "_build" / "html"
+    for stem, words in (("long", CHAPTER_WORDS + 1), ("short", 10)):
+        for folder in (html / "book", tmp_path / "book"):
+            folder.mkdir(parents=True, exist_ok=True)
+        (html / "book" / f"{stem}.html").write_text(f"<main><p>{' word' * words}</p></main>", encoding="utf-8")
+        cells = [CELL_LINES + 1, MEDIAN_CELL_LINES + 1, MEDIAN_CELL_LINES + 1] if stem == "long" else [3]
+        (tmp_path / "book" / f"{stem}.ipynb").write_text(json.dumps({"cells": [
+            {"cell_type": "code", "metadata": {}, "source": ["x\n"] * lines} for lines in cells]}), encoding="utf-8")
+    long, short = (chapter_budget(html, tmp_path, Path("book") / f"{stem}.ipynb") for stem in ("long", "short"))
+    assert long.words == CHAPTER_WORDS + 1 and len(long.over_budget()) == 3
+    assert short.over_budget() == [] and short.cell_lines == (3,)
+    table = budget_table([short, long]).splitlines()
+    assert table[1].startswith("long") and f"{CHAPTER_WORDS + 1:,} rendered words" in table[1]
+    assert table[-1].startswith("book") and f"{CHAPTER_WORDS + 11:,}" in table[-1]
+
+
+@pytest.mark.reading_budget
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_every_code_cell_of_a_chapter_is_short(notebook):
+    """At most CELL_LINES lines a code cell and a median of MEDIAN_CELL_LINES, the folded
+    set-up cell aside: a chapter calls the library, it does not hold the analysis."""
+    lines = code_cell_lines(REPO / notebook)
+    assert max(lines, default=0) <= CELL_LINES and statistics.median(lines or [0]) <= MEDIAN_CELL_LINES, \
+        f"{notebook}: code cells of {list(lines)} lines"
+
+
+@pytest.mark.reading_budget
+@pytest.mark.parametrize("source", CHAPTERS, ids=lambda path: path.stem)
+def test_every_chapter_is_within_its_reading_budget(built_book, source):
+    """At most CHAPTER_WORDS rendered words a chapter (prose, code and outputs on `ci`,
+    folded toggles not counted); ``python tests/book_pages.py --words _build/html`` prints
+    the whole table."""
+    budget = chapter_budget(built_book.html, REPO, source)
+    assert budget.words <= CHAPTER_WORDS, f"{budget.chapter}: {budget.words:,} rendered words"
+
+
+@pytest.mark.reading_budget
+def test_the_book_is_within_its_reading_budget(built_book):
+    budgets = [chapter_budget(built_book.html, REPO, source) for source in CHAPTERS]
+    total = sum(budget.words for budget in budgets)
+    assert total <= BOOK_WORDS, f"{total:,} rendered words in the book (budget {BOOK_WORDS:,}):\n{budget_table(budgets)}"

@@ -28,7 +28,10 @@ def plateau_sentence(label: str, result: Plateau) -> str:
     if not result.reached:
         verdict = "was still learning"
     elif result.learned < result.threshold:
-        verdict = f"never rose above its random initialisation ({result.learned:+.1f} points over the run)"
+        verdict = f"ended within the noise of its random initialisation ({result.learned:+.1f} points over the run)"
+        if result.best >= result.threshold:
+            verdict += (f", though it stood {result.best:+.1f} points above it at epoch {result.best_epoch}, "
+                        f"past the threshold of {result.threshold:.1f}, before falling back")
     else:
         verdict = f"reached its plateau after gaining {result.learned:+.1f} points over the run"
     return (f"**{label}** {verdict}; over the last {result.fraction:.0%} of its schedule (epoch "
@@ -192,5 +195,19 @@ def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     lines += [f"| {subject} | " + " | ".join(row.get(claim, "-") for claim in claims_order) + " |"
               for subject, row in cells.items()]
     if any(test.verdict is Verdict.NOT_APPLICABLE for _, test in tested):
-        lines.append(f"\nn/a: {Verdict.NOT_APPLICABLE.value}, by the plateau rule; the claims are about networks that learned.")
+        lines.append(f"\nn/a: {Verdict.NOT_APPLICABLE.value}, by the book's learned rule (a k-NN gain of at least two "
+                     "standard errors and, for DINO, a teacher that did not collapse); the claims are about networks "
+                     "that learned.")
     return "\n".join(lines)
+
+
+def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
+    """How far the seed moves each region's level against how far other images move one
+    seed's: a table of the level's spread across seeds, the widest bootstrap interval of one
+    seed's level, and their ratio, by region; and the ratios."""
+    ratios = {region: spread.level_spread(region) / spread.widest_level_interval(region) for region in REGIONS}
+    lines = ["| blocks | level spread across seeds (EED points) | widest interval of one seed | ratio |",
+             "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {region} | {spread.level_spread(region):.2f} | {spread.widest_level_interval(region):.2f} | {ratio:.1f} |"
+              for region, ratio in ratios.items()]
+    return "\n".join(lines), ratios

@@ -352,6 +352,8 @@ def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: s
         dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=f"C{index}", label=label)
         rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=f"C{index}", label=label)
     style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
+    dip.get_legend().remove()  # above the panels, off the data
+    fig.legend(*dip.get_legend_handles_labels(), loc="outside upper center", ncol=2, fontsize="x-small")
     add_caption(fig, caption)
     return fig
 

@@ -196,7 +196,7 @@ def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
 
 def on_learned(test: ClaimTest, learned: bool) -> ClaimTest:
     """``test`` as a verdict on a network that learned: unchanged where the network(s) it
-    reads learned (by the plateau rule, :attr:`~ib_tutorial.reproduction.plateau.Plateau.learned_beyond_noise`),
+    reads learned (by the book's rule, :mod:`~ib_tutorial.reproduction.learned`),
     else ``not applicable``: the paper's claims are about networks that learned their data,
     and a profile of one that did not says nothing for or against them. The statistic and
     its interval are kept, to be read as such."""

@@ -44,6 +44,18 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("dino-gpu-subsets", "gpu-paper-subsets", "the first GPU run of the paper recipe on the Tiny ImageNet subset", ("dino",)),
     # --- the knob and its lab notes
     # --- claims, trained networks and the intro
+    Entry("supervised-seeds", "laptop-supervised-seeds",
+          "the supervised ViT-Tiny of Tiny ImageNet from three seeds, measured in front of its controls",
+          ("trained", "claims", "intro")),
+    Entry("shuffled-labels-control", "laptop-shuffled-labels",
+          "the same recipe and seed trained on shuffled labels: how far training moves a profile without learning",
+          ("trained",)),
+    Entry("dino-tier-48-seeds", "laptop-tier-48", "DINO's `laptop` tier at 48 epochs, two seeds on each data set",
+          ("claims", "intro")),
+    Entry("dino-48-epochs", "laptop-dino-48", "DINO's `laptop` tier at 48 epochs of 5,000 images",
+          ("claims", "intro")),
+    Entry("gpu-dino-paper-recipe", "gpu-paper-subsets", "DINO ViT-S at the `paper` recipe on one GPU",
+          ("claims", "intro")),
     # --- EED, converged networks and beyond the paper
 )
 

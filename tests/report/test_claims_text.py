@@ -89,7 +89,11 @@ def test_the_plateau_sentence_states_the_gain_and_the_rule():
     assert sentence == ("**run A** reached its plateau after gaining +20.1 points over the run; over the last 25% "
                         "of its schedule (epoch 21 to 30) its k-NN top-1 moved +0.3 points (the rule: under 1.0 points).")
     flat = plateau([{"epoch": 0, "top1": 36.1}, {"epoch": 4, "top1": 31.2}, {"epoch": 6, "top1": 31.9}])
-    assert "never rose above its random initialisation (-4.2 points over the run);" in plateau_sentence("C", flat)
+    assert "ended within the noise of its random initialisation (-4.2 points over the run);" in plateau_sentence("C", flat)
+    # A run that stood at the threshold before it fell back (DINO on DTD's 144 images) says so.
+    peaked = plateau([{"epoch": 0, "top1": 36.1, "n_eval": 144}, {"epoch": 16, "top1": 44.4, "n_eval": 144},
+                      {"epoch": 40, "top1": 43.2, "n_eval": 144}, {"epoch": 48, "top1": 43.1, "n_eval": 144}])
+    assert "(+7.0 points over the run), though it stood +8.3 points above it at epoch 16, past the threshold of 8.3" in plateau_sentence("D", peaked)
     rising = plateau([{"epoch": 0, "top1": 20}, {"epoch": 4, "top1": 30}])
     assert "was still learning" in plateau_sentence("run B", rising)
 
@@ -137,3 +141,15 @@ def test_the_status_table_puts_each_verdict_in_its_network_row_and_claim_column(
 def test_the_status_table_refuses_a_claim_tested_twice_on_one_network():
     with pytest.raises(ValueError, match="tested twice"):
         status_markdown([("run", mid_depth_minimum(DIP)), ("run", mid_depth_minimum(FLAT))])
+
+
+def test_the_level_spread_table_sets_the_seeds_spread_against_one_seeds_interval():
+    from types import SimpleNamespace
+
+    from ib_tutorial.report.claims import level_spread_markdown
+
+    spread = SimpleNamespace(level_spread=lambda region: {"early": 2.0, "middle": 1.0, "late": 0.5}[region],
+                             widest_level_interval=lambda region: 0.5)
+    table, ratios = level_spread_markdown(spread)
+    assert ratios == {"early": 4.0, "middle": 2.0, "late": 1.0}
+    assert "| middle | 1.00 | 0.50 | 2.0 |" in table.splitlines()

@@ -55,3 +55,17 @@ def test_a_run_learned_only_beyond_the_noise():
     assert plateau([{"epoch": 0, "top1": 30.0, "n_eval": 1000}, {"epoch": 6, "top1": 36.0, "n_eval": 1000}]).learned_beyond_noise
     assert knn_standard_error({"top1": 50.0, "n_eval": 100}) == pytest.approx(5.0)
     assert knn_standard_error({"top1": 36.1, "n_eval": 144}) == pytest.approx(4.0, abs=0.05)
+
+
+def test_the_smallest_detectable_gain_is_two_standard_errors_or_the_floor():
+    from ib_tutorial.reproduction.plateau import smallest_detectable_gain
+
+    # 1,000 held-out images: 2 x 100 sqrt(p (1 - p) / 1000) is 2.53 points at 20 %, 3.10 at 40 %.
+    assert smallest_detectable_gain(1000, 20.0) == pytest.approx(2.530, abs=1e-3)
+    assert smallest_detectable_gain(1000, 40.0) == pytest.approx(3.098, abs=1e-3)
+    # DTD's 144 images at 50 %: 8.3 points; a million images: the one-point floor.
+    assert smallest_detectable_gain(144, 50.0) == pytest.approx(8.333, abs=1e-3)
+    assert smallest_detectable_gain(1_000_000, 40.0) == 1.0
+    # The plateau rule's threshold is the same number, at its last accuracy.
+    knn = [{"epoch": 0, "top1": 21.0, "n_eval": 1000}, {"epoch": 48, "top1": 24.0, "n_eval": 1000}]
+    assert plateau(knn).threshold == smallest_detectable_gain(1000, 24.0)

@@ -1,5 +1,5 @@
 """Markdown tables of computed results: the comparison with the paper, a bundle's runs,
-the training recipes, and a run's estimated cost.
+and a run's estimated cost (the recipe runs' tables: :mod:`~ib_tutorial.report.lab_notes`).
 
 Each function takes the records that :mod:`ib_tutorial.reproduction` and
 :mod:`ib_tutorial.training.cost` compute and only formats them.
@@ -7,7 +7,6 @@ Each function takes the records that :mod:`ib_tutorial.reproduction` and
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,6 @@ from ..presets import get_preset
 from ..reproduction.bundles import Bundle, middle_eed
 from ..reproduction.comparison import ComparisonRow, run_comparison
 from ..reproduction.paper import MIDDLE
-from ..reproduction.recipes import Recipe
 from ..training.cost import RunTimeEstimate, crop_pixels
 from ..training.run_config import resolve_settings
 from ..training.run_spec import RunSpec
@@ -93,31 +91,6 @@ def _setting(value) -> str:
         return "(" + ",".join(_setting(item) for item in value) + ")"
     return str(value)
 
-
-def recipe_markdown(recipes: list[Recipe]) -> str:
-    """A Markdown table of the recipes: changes, k-NN at every evaluation, teacher state, time.
-    One dataset per table (say which in the text around it)."""
-    lines = ["| run | settings changed | epochs | k-NN top-1 %, CLS | k-NN top-1 %, mean patch | "
-             "teacher H / log K | teacher information (nats) | wall time |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in recipes:
-        changes = ", ".join(f"{key}={_short(value)}" for key, value in sorted(r.changes.items())) or "(the reference)"
-        info = "-" if r.teacher_information is None else f"{r.teacher_information:.2f}"
-        wall = "-" if r.wall_minutes is None else f"{r.wall_minutes:.0f} min"
-        lines.append(f"| {r.name} | {changes} | {' '.join(map(str, r.epochs))} | {_curve(r.knn_cls)} | "
-                     f"{_curve(r.knn_mean)} | {r.teacher_entropy:.2f} | {info} | {wall} |")
-    return "\n".join(lines)
-
-def _curve(values: list[float]) -> str:
-    """``20.9 22.3``, one value per evaluation; ``-`` for a run that did not measure it (NaN)."""
-    return "-" if all(math.isnan(v) for v in values) else " ".join(f"{v:.1f}" for v in values)
-
-def _short(value) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        return ",".join(_short(v) for v in value)
-    return str(value)
 
 def duration_text(seconds: float) -> str:
     """``"14 min"`` or ``"1.9 h"``."""

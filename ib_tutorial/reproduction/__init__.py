@@ -13,5 +13,7 @@
   resumable command;
 * :mod:`~ib_tutorial.reproduction.bundles`: committed results read back whole;
   :mod:`~ib_tutorial.reproduction.dataset_runs`: a dataset's runs among them;
-* :mod:`~ib_tutorial.reproduction.recipes`: training recipes side by side.
+* :mod:`~ib_tutorial.reproduction.recipes`: training recipes side by side;
+* :mod:`~ib_tutorial.reproduction.dino_compute`: a DINO run's compute (images seen times
+  student tokens) against its k-NN gain, and the published points beside it.
 """

@@ -30,6 +30,18 @@ class Entry:
 ENTRIES: tuple[Entry, ...] = (
     # --- the Results chapters and `reproduce`
     # --- DINO and the lab notes' recipe search
+    Entry("dino-former-tier", "old-laptop-vit-small", "the former laptop tier (ViT-S, synthetic worlds) whose teachers went uniform", ("lab_notes_dino",)),
+    Entry("dino-first-recipes", "laptop-recipes", "the first CPU recipe rows a-h, before the floors", ("lab_notes_dino",)),
+    Entry("dino-tier-6", "laptop-real", "the laptop tier at 6 epochs on the real subsets and both worlds, before the floors", ("lab_notes_dino",)),
+    Entry("dino-tier-48-unfloored", "laptop-dino-48", "the laptop tier for 48 epochs before the floors", ("dino", "lab_notes_dino")),
+    Entry("dino-floor-rows", "laptop-dino-recipes", "rows r1-r9: the floors' recipe, one setting changed a row", ("lab_notes_dino",)),
+    Entry("dino-floor-reference", "laptop-dino-recipes/r1-base", "r1-base: the reference the floors' rows are read against", ("dino", "lab_notes_dino")),
+    Entry("dino-floor-rows-2", "laptop-dino-recipes-2", "rows r10-r11: batches of 64, and DTD", ("lab_notes_dino",)),
+    Entry("dino-floor-rows-3", "laptop-dino-recipes-3", "rows r12-r14: the colour rows", ("lab_notes_dino",)),
+    Entry("dino-long", "laptop-dino-long", "the floors' recipe for thousands of steps on all 10,000 images", ("dino", "lab_notes_dino")),
+    Entry("dino-tier-16", "laptop-tier-16", "the laptop tier with the floors at 16 epochs", ("dino", "lab_notes_dino")),
+    Entry("dino-tier-48", "laptop-tier-48", "the laptop tier with the floors at 48 epochs, two seeds on each real subset", ("dino", "lab_notes_dino")),
+    Entry("dino-gpu-subsets", "gpu-paper-subsets", "the first GPU run of the paper recipe on the Tiny ImageNet subset", ("dino",)),
     # --- the knob and its lab notes
     Entry("knob-supervised", "laptop-knob-objects",
           "the supervised sweep along the texture knob (six weights, a second seed at both ends) and DINO at its ends "

@@ -6,8 +6,8 @@ steps its warm-up and its last-layer freeze lasted (the settings that make them,
 floors in steps, are read as those two numbers: :mod:`ib_tutorial.training.phases`), its
 k-NN accuracy at every evaluation (CLS token and mean-pooled patch tokens), the
 teacher's entropy as a fraction of :math:`\\log K` (1 = uniform collapse, 0 = one-hot)
-and its information about the image, and the wall time and throughput. The DINO
-chapter builds its table of CPU recipes from these rows, read from the committed
+and its information about the image, and the wall time and throughput. The lab
+notes build their tables of CPU recipes from these rows, read from the committed
 metrics; a row can be read as it stood at a given step (``until_step``), so that runs of
 different lengths are compared at the same point.
 """

@@ -6,7 +6,6 @@ import math
 import pytest
 
 from ib_tutorial.presets import get_preset
-from ib_tutorial.report.tables import recipe_markdown
 from ib_tutorial.reproduction.recipes import preset_recipe, read_recipe, read_recipes, recipe_settings
 from ib_tutorial.paths import stored_results
 from ib_tutorial.training.run_config import RunConfig
@@ -36,9 +35,6 @@ def test_a_recipe_lists_only_what_differs_from_the_reference(tmp_path):
     assert faster.gain == pytest.approx(10.0)
     assert faster.teacher_entropy == pytest.approx(2.0 / math.log(64))
     assert faster.wall_minutes == pytest.approx(2.0) and faster.images_per_s == 6.0
-    table = recipe_markdown([base, faster]).splitlines()
-    assert len(table) == 4 and "(the reference)" in table[2]
-    assert "lr=0.004" in table[3] and "| 0 1 2 | 20.0 18.0 30.0 | 21.0 19.0 31.0 |" in table[3]
     # ci's warm-up and freeze: 1 epoch each, of 4 steps (64 images of 16), no floors.
     assert faster.phases.warmup_steps == faster.phases.freeze_steps == 4
 

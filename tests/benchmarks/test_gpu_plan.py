@@ -131,7 +131,7 @@ def test_the_command_runs_the_parts_in_order_and_records_its_shares(command):
     assert record["augmentation_vs_step"] == rates["augmentation_vs_step"] > 0
     assert record["mfu"] is None  # no peak is known for a CPU
     trained = sum(part["train_s"] for part in record["parts"].values())
-    assert 0 < record["train_share"] == pytest.approx(trained / record["seconds"], abs=1e-3) < 1
+    assert record["train_share"] == pytest.approx(trained / record["seconds"], abs=1e-3) and 0 < record["train_share"] < 1
     assert all(part["epoch_images_per_s"] > 0 for part in record["parts"].values())
     returned = sorted(path.name for path in out.iterdir())
     assert returned == [f"gpu-check-{n}-{name}.tar.gz" for n, name in enumerate(ORDER, start=1)] + [record_name(record)]

@@ -461,7 +461,10 @@ def run_part(plan: Plan, number: int, part: Part, rate: float, done: list[str]) 
         "--export", str(plan.staging / RESULTS), *(["--allow-dirty"] if plan.dry_run else [])), plan.left() - EXPORT_S)
     done.extend(specs)
     plan.record["datasets"] = list(done)
-    plan.record["parts"][part.name].update(epoch_rates([out / RunSpec.of(spec).folder for spec in specs]))
+    measured = epoch_rates([out / RunSpec.of(spec).folder for spec in specs])
+    plan.record["parts"][part.name].update(measured)
+    print(f"{part.name}: whole epochs {measured['epoch_images_per_s']} images/s over {measured['train_s']} s of training "
+          f"(the step alone: {plan.record['rates']['step_images_per_s']})", flush=True)
     plan.archive(number, part.name)
 
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The device plan (benchmarks/gpu_plan.py says what each part does):
+# The device plan, one command (benchmarks/gpu_plan.py says what it does):
 #
 #     python benchmarks/gpu_plan.py pack     # here, once: the subsets and wheels into .device/
-#     bash benchmarks/gpu_check.sh 1         # on the GPU machine, carrying .device (at most 8 minutes)
-#     bash benchmarks/gpu_check.sh 2         # right after, on the same machine (at most 8 minutes)
+#     bash benchmarks/gpu_check.sh           # on the GPU machine, carrying .device: at most 8 minutes
 #
-# Each part writes gpu-check-<part>.tar.gz and plan-<part>.json under $OUT (default
-# benchmarks/results/gpu); `tar xzf gpu-check-2.tar.gz` in a checkout puts the bundle under
-# results/gpu-paper-subsets/. `bash benchmarks/gpu_check.sh 1 --dry-run` runs part 1 on a CPU.
+# It writes gpu-check-<n>-<part>.tar.gz (one a part, each complete on its own) and
+# plan-<commit>.json under $OUT (default benchmarks/results/gpu); `tar xzf` the last archive
+# in a checkout puts the bundle under results/gpu-vits8-subsets/ and the record under
+# benchmarks/results/gpu/. `bash benchmarks/gpu_check.sh --dry-run` runs it on a CPU in seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python3 benchmarks/gpu_plan.py "$@"
+exec python3 benchmarks/gpu_plan.py run "$@"

@@ -16,6 +16,7 @@ from .allocator import keep_freed_memory
 from .command_line import option, spoken_as_options, value_parser
 from .data import DATASETS, check_dataset_options, dataset_on_disk, held_out_split, options_on_disk, subsets
 from .data.spec import parse_option
+from .compact import read_json
 from .files import write_json_atomic
 from .ib import saved_information_experiment
 from .measure.block_profile import TOKEN_CHOICES
@@ -195,7 +196,7 @@ def _measure(args: argparse.Namespace) -> None:
 
 def _prune(args: argparse.Namespace) -> None:
     path = prune_run(args.run_dir, epoch=args.epoch, pool=args.pool, root=args.root, download=args.download)
-    record = json.loads(path.read_text())
+    record = read_json(path)
     print(f"{path}: per block, the fewest principal directions that keep {record['keep_fraction']:.0%} of the "
           f"k-NN accuracy ({record['pool']} pooling), beside N_eff")
     for block in record["blocks"]:
@@ -205,7 +206,7 @@ def _prune(args: argparse.Namespace) -> None:
 
 def _factors(args: argparse.Namespace) -> None:
     path = measure_factors(args.run_dir, args.epochs, root=args.root, download=args.download, progress=not args.no_progress)
-    record = json.loads(path.read_text())
+    record = read_json(path)
     names = list(record["thresholds"])
     print(f"{path}: k-NN top-1 (%) of the class and of each factor's median split, on {record['held_out']:,} "
           "held-out images")

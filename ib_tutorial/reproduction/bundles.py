@@ -10,12 +10,12 @@ whatever its working directory; :func:`ib_tutorial.report.tables.bundle_markdown
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..compact import read_json
 from ..paths import stored_results
 from ..training.run_config import RunConfig
 from ..training.run_spec import RunSpec
@@ -106,11 +106,11 @@ def _read_committed_bundle(path: Path, summary_written_ns: int) -> Bundle:
 
 
 def _read_bundle(path: Path) -> Bundle:
-    summary = json.loads((path / "summary.json").read_text())
+    summary = read_json(path / "summary.json")
     runs = {}
     for spec, entry in summary["datasets"].items():
         run = RunDirectory(path / entry["run"])
-        pruning = [json.loads(p.read_text()) for p in sorted((run.path / "pruning").glob("*.json"))]
+        pruning = [read_json(p) for p in sorted((run.path / "pruning").glob("*.json"))]
         variants = {variant_label(tokens, center): load_run_profiles(run.path, tokens, center) for tokens, center in VARIANTS}
         runs[spec] = BundleRun(RunSpec.parse(spec), run.read_config(), entry, load_run_profiles(run.path), run.read_metrics("knn"),
                                run.read_metrics("train"), pruning, {label: recs for label, recs in variants.items() if recs},

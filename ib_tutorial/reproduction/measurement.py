@@ -34,7 +34,6 @@ forward pass per token choice.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from ..command_line import argument
+from ..compact import read_json
 from ..data.controls import GaussianNoiseImages, PatchStatistics, PhaseScrambled, raw_patch_statistics
 from ..files import write_json_atomic
 from ..measure.block_bootstrap import Measurement, bootstrap_blocks
@@ -219,7 +219,7 @@ class MeasurementResult:
     @classmethod
     def load(cls, path: str | os.PathLike) -> MeasurementResult:
         """Read a file :meth:`save` wrote."""
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        return cls.from_dict(read_json(path))
 
 
 def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from ..compact import read_json
 from ..files import write_json_atomic
 from ..measure.block_profile import Profile
 from ..measure.bootstrap import LEVEL, METHODS, BootstrapProfile, StoredReplicates
@@ -174,7 +175,7 @@ def load_profile_record(path: str | os.PathLike) -> ProfileRecord:
     """Read and validate a profile file; the error names the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
         validate_profile_record(data)
     except (json.JSONDecodeError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None

@@ -41,6 +41,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..compact import compact_folder
 from ..files import atomic_folder, write_json_atomic
 from ..paths import data_root, display_path
 from ..models import PROFILE_IMG_SIZE, PretrainedUnavailable
@@ -194,7 +195,8 @@ PRETRAINED_FOLDER = "pretrained"  # <out>/pretrained/<dataset>/<model>/profiles/
 
 def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
     """Copy a reproduction's summary, table, run settings, metrics, profiles, pruning curves
-    and measurements (not its checkpoints or weights) from ``out`` to ``dest``, keeping the layout. An existing
+    and measurements (not its checkpoints or weights) from ``out`` to ``dest``, keeping the layout,
+    the records and logs stored compact (:mod:`ib_tutorial.compact`). An existing
     ``dest`` is replaced whole once the copy is complete, so a failed export leaves it as it was.
 
     Raises:
@@ -231,6 +233,7 @@ def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: 
                     shutil.copytree(run / measured, folder / run.name / measured)
         if (out / PRETRAINED_FOLDER).exists():  # the published models' profiles: JSON only, no weights
             shutil.copytree(out / PRETRAINED_FOLDER, folder / PRETRAINED_FOLDER)
+        compact_folder(folder)  # the records in the form the repository stores (ib_tutorial.compact)
 
     atomic_folder(dest, fill)  # a bundle is replaced whole, or not at all
     return dest

@@ -19,13 +19,13 @@ always centred) is listed as ``constant`` and not split.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..compact import read_json
 from ..data import get_dataset
 from ..data.synthetic import OBJECT_FACTORS, SyntheticWorld
 from ..files import write_json_atomic
@@ -101,7 +101,7 @@ def read_factors(run_dir) -> dict | None:
     """What :func:`measure_factors` wrote in ``run_dir`` (``factors.json``), or None when it
     has not been measured there."""
     path = Path(run_dir) / FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def measure_factors(run_dir, epochs: list[int] | None = None, root=None, download: bool = False,

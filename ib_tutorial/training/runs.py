@@ -38,6 +38,7 @@ except ImportError:  # Windows: byte-range locks from the C runtime
     fcntl = None
     import msvcrt
 
+from ..compact import read_text
 from ..files import DiskFullError, atomic_write, write_json_atomic
 from ..models import build_vit
 from .run_config import RunConfig
@@ -89,7 +90,7 @@ class RunDirectory:
         A last line without its newline was cut short by a kill, and is left out."""
         if not self.metrics_path.exists():
             return []
-        lines = self.metrics_path.read_text().split("\n")[:-1]  # the part after the last newline is unfinished
+        lines = read_text(self.metrics_path).split("\n")[:-1]  # the part after the last newline is unfinished
         records = [json.loads(line) for line in lines if line.strip()]
         return [r for r in records if kind is None or r["kind"] == kind]
 

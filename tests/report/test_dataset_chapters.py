@@ -22,6 +22,7 @@ from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.recipes import tier_changes
 from ib_tutorial.reproduction.bundles import load_bundle
 from ib_tutorial.paths import stored_benchmark, stored_results
+from ib_tutorial.training.runs import RunDirectory
 
 laptop_real = pytest.mark.skipif(not (stored_results("laptop-real") / "summary.json").exists(),
                                  reason="the committed bundle results/laptop-real is not next to this package")
@@ -246,8 +247,7 @@ def test_the_gpu_measurement_is_read_from_the_committed_records():
     record = json.loads(stored_benchmark(GPU_BENCHMARK).read_text())
     assert record["machine"]["cuda"] == "NVIDIA H200"
     [timed] = gpu_epochs()
-    epochs = [json.loads(line) for line in (timed.run.bundle.path / timed.run.run.summary["run"] / "metrics.jsonl")
-              .read_text().splitlines() if '"kind": "epoch"' in line]
+    epochs = RunDirectory(timed.run.bundle.path / timed.run.run.summary["run"]).read_metrics("epoch")
     assert timed.epochs == len(epochs) == timed.run.run.config.train.epochs and timed.device == "NVIDIA H200"
     assert timed.images_per_s == pytest.approx(len(epochs) * 10_000 / sum(r["epoch_s"] for r in epochs))
     for dataset in ("tiny-imagenet", "cifar100", "uc-merced"):

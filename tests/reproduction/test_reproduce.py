@@ -8,6 +8,7 @@ import pytest
 from shared_data import DTD_SAMPLE, needs
 
 from ib_tutorial.cli import main
+from ib_tutorial.compact import is_compact
 from ib_tutorial.data import get_dataset
 from ib_tutorial.data.spec import parse_spec, spec_folder
 from ib_tutorial.presets import get_preset
@@ -141,6 +142,9 @@ def test_export_copies_results_but_no_weights(bundle, tmp_path):
     runs = [entry["run"] for entry in json.loads((dest / "summary.json").read_text())["datasets"].values()]
     assert runs == [spec_folder(d) for d in DATASETS]  # relative to the bundle: no machine's paths
     assert load_run_profiles(dest / "synthetic-objects") == load_run_profiles(bundle / "synthetic-objects")
+    # Stored as the repository stores them: the records and logs compact, what describes a run as text.
+    assert is_compact(dest / "synthetic-objects/profiles/0.json") and is_compact(dest / "synthetic-objects/metrics.jsonl")
+    assert not is_compact(dest / "summary.json") and not is_compact(dest / "synthetic-objects/config.json")
 
 
 def test_pretrained_control_is_skipped_cleanly_offline(bundle, monkeypatch, capsys):

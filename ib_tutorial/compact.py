@@ -1,0 +1,108 @@
+"""Committed results in compact form: a record stored xz-compressed under its own name, and
+the one reader that takes either form.
+
+A bundle's measured records (each profile with its bootstrap's replicates, the pruning
+curves, the measurements) and its training logs are most of the repository's bytes, and
+their digits compress about four-fold. So the files that :func:`compactable` names, every
+``metrics.jsonl`` and every ``.json`` below a ``profiles/``, ``pruning/`` or
+``measurement/`` folder, are stored as the xz stream of their text, under the same name:
+paths, globs and existence checks stay as they are, and what describes a run
+(``config.json``, ``summary.json``, ``factors.json``, ``comparison.md``) stays plain text.
+:func:`read_text` tells the two forms apart by xz's magic bytes, so plain files, those
+written before this form and every file a run writes as it goes, read as before.
+
+``python -m ib_tutorial.compact FOLDER...`` converts what it finds (a no-op on files already
+compact), ``--expand`` writes them back as plain text, byte for byte as they were; ``xz -dcf
+FILE`` prints either form.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import sys
+from pathlib import Path
+
+from .files import atomic_write
+
+#: The first bytes of every xz stream (never the first bytes of JSON text).
+XZ_MAGIC = b"\xfd7zXZ\x00"
+#: Folders whose JSON records are stored compact, and the log stored compact wherever it is.
+COMPACT_FOLDERS = ("profiles", "pruning", "measurement")
+COMPACT_NAMES = ("metrics.jsonl",)
+# xz's default preset, with a dictionary of 1 MiB (a record is at most a few hundred kB): as
+# small as its strongest preset on these files, and a reader allocates 1 MiB, not 64.
+_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 6, "dict_size": 2**20}]
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The text of ``path``, plain or compact."""
+    data = Path(path).read_bytes()
+    return (lzma.decompress(data) if data.startswith(XZ_MAGIC) else data).decode()
+
+
+def read_json(path: str | os.PathLike):
+    """The JSON data of ``path``, plain or compact."""
+    return json.loads(read_text(path))
+
+
+def is_compact(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as file:
+        return file.read(len(XZ_MAGIC)) == XZ_MAGIC
+
+
+def compactable(folder: str | os.PathLike) -> list[Path]:
+    """The files under ``folder`` that are stored compact: ``metrics.jsonl``, and the
+    ``.json`` files below a folder named in :data:`COMPACT_FOLDERS`."""
+    folder = Path(folder)
+    return sorted(path for path in folder.rglob("*") if path.is_file() and (
+        path.name in COMPACT_NAMES
+        or (path.suffix == ".json" and set(path.relative_to(folder).parts[:-1]) & set(COMPACT_FOLDERS))))
+
+
+def compact_file(path: str | os.PathLike) -> None:
+    """Store ``path`` compact, atomically, once its stream is checked to read back as the text."""
+    path = Path(path)
+    if is_compact(path):
+        return
+    text = path.read_bytes()
+    stream = lzma.compress(text, filters=_FILTERS)
+    if lzma.decompress(stream) != text:
+        raise RuntimeError(f"{path}: its xz stream does not read back as the file; the file is unchanged")
+    atomic_write(path, lambda file: file.write(stream))
+
+
+def expand_file(path: str | os.PathLike) -> None:
+    """Store ``path`` as plain text again."""
+    path = Path(path)
+    if is_compact(path):
+        text = read_text(path).encode()
+        atomic_write(path, lambda file: file.write(text))
+
+
+def compact_folder(folder: str | os.PathLike, expand: bool = False) -> tuple[int, int, int]:
+    """Store every :func:`compactable` file under ``folder`` compact (or, with ``expand``,
+    plain); return (files, bytes before, bytes after)."""
+    paths = compactable(folder)
+    before = sum(path.stat().st_size for path in paths)
+    for path in paths:
+        (expand_file if expand else compact_file)(path)
+    return len(paths), before, sum(path.stat().st_size for path in paths)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ib_tutorial.compact", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", type=Path, help="folders of results, e.g. results/")
+    parser.add_argument("--expand", action="store_true", help="write the files back as plain text")
+    args = parser.parse_args(argv)
+    for folder in args.folders:
+        if not folder.is_dir():
+            parser.error(f"{folder} is not a folder")
+        files, before, after = compact_folder(folder, expand=args.expand)
+        print(f"{folder}: {files} files, {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,7 +26,7 @@ from ..models import ARCHITECTURES, MODEL_NAMES
 from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
 from ..reproduction.bundles import Bundle, load_bundles, middle_eed
-from ..reproduction.comparison import compare_profile
+from ..reproduction.comparison import Setting, compare_profile
 from ..reproduction.dataset_runs import GPU_TIERS, DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
 from ..reproduction.learned import Learned, learned_rule
@@ -226,7 +226,7 @@ def comparison_table(entry: DatasetRun) -> str:
     (:func:`~ib_tutorial.reproduction.comparison.compare_profile`), so they read the paper's
     values as :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now; ``summary.json``
     keeps the rows written when the bundle was made, and says which runs are compared."""
-    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1].profile.eed_percent)
+    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1].profile.eed_percent, Setting.of(entry.run.config))
             if entry.run.summary["comparison"] else [])
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."

@@ -23,11 +23,11 @@ from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, dataset_on_disk, held_out_split
 from ..measure.shape import DIRECTIONS, near_lowest
 from ..models import ARCHITECTURES, MODEL_NAMES
-from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, stored_benchmark
+from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, repository_root, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
 from ..reproduction.bundles import Bundle, load_bundles, middle_eed
 from ..reproduction.comparison import Setting, compare_profile
-from ..reproduction.dataset_runs import GPU_TIERS, DatasetRun, Family, dataset_runs
+from ..reproduction.dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
 from ..reproduction.learned import Learned, learned_rule
 from ..reproduction.plateau import GAIN, knn_standard_error
@@ -248,19 +248,51 @@ def _on_disk(spec: RunSpec, split: str, root) -> tuple[object | None, str]:
         return dataset_on_disk(spec.dataset, split, root, **spec.options)
 
 
+def shared_samples() -> Path:
+    """``../shared/data/real`` beside the repository's root: a data root of real images (a
+    Tiny ImageNet and a DTD subset) where the project's machines keep it, never inside the
+    repository. Absent elsewhere; :func:`images_root` then reads the data root alone."""
+    return repository_root().parent / "shared" / "data" / "real"
+
+
+def images_root(spec: str | RunSpec, root=None) -> Path | None:
+    """Where the images of ``spec`` are on disk: the data root when it holds them, else the
+    shared real-data samples (:func:`shared_samples`); None when neither does."""
+    spec = RunSpec.of(spec)
+    for candidate in (data_root(root), shared_samples()):
+        if candidate.is_dir() and _on_disk(spec, "train", candidate)[0] is not None:
+            return candidate
+    return None
+
+
+def _where_text(root: Path) -> str:
+    """A data root as a page names it: the shared samples relative to the repository."""
+    return "../shared/data/real (beside the repository)" if root == shared_samples() else display_path(root)
+
+
+def dataset_overview(spec: str | RunSpec, root=None, preset: str | Preset | None = None) -> tuple[str, plt.Figure | None]:
+    """A dataset chapter's data section for ``spec``: its sizes at every tier
+    (:func:`sizes_markdown`), what is on disk where its images were found (the data root, else
+    the shared samples: :func:`images_root`), and a gallery of them (:func:`gallery`), None
+    when they are nowhere on disk."""
+    where = images_root(spec, root)
+    status = data_status_markdown(spec, root if where is None else where)
+    figure = None if where is None else gallery(spec, root=where, preset=preset)
+    return sizes_markdown(spec) + "\n\n" + status, figure
+
+
 def data_status_markdown(spec: str | RunSpec, root=None) -> str:
-    """What of ``spec`` is on disk under the data root (classes, train and held-out
-    images), or where to put it and how to download it."""
+    """What of ``spec`` is on disk under ``root`` (classes, train and held-out images), or in
+    one sentence, where it goes and how to get it."""
     spec, root = RunSpec.of(spec), data_root(root)
     name, options = spec.dataset, spec.options
-    shown = display_path(root)
-    train, why = _on_disk(spec, "train", root)
+    shown = _where_text(root)
+    train, _ = _on_disk(spec, "train", root)
     if train is None:
-        fetch = ("" if "folder" in options else
-                 f"\n\nTo download it: `python -c \"from ib_tutorial.data import get_dataset; "
-                 f"get_dataset('{name}', 'train', download=True)\"` (or `--download` on any `ib-tutorial` command).")
-        return (f"**`{spec}` is not on disk** under the data root `{shown}` (set `{DATA_ENV_VAR}` to the folder "
-                f"that holds it), so no images are shown.\n\n```text\n{why.replace(str(root), shown)}\n```{fetch}")
+        fetch = (f"a folder of `images/<class>/` there is read as `{spec}`" if "folder" in options else
+                 f"`get_dataset('{name}', 'train', download=True)` (or `--download` on any `ib-tutorial` command) "
+                 "fetches it")
+        return f"`{spec}` is not on disk under `{shown}` (`{DATA_ENV_VAR}` moves the data root); {fetch}."
     split = held_out_split(name, options)
     held, _ = _on_disk(spec, split, root)
     classes = list(train.classes)
@@ -297,11 +329,52 @@ def gallery(spec: str | RunSpec, root=None, classes: int = 8, per_class: int = 3
     sides = sorted(side for size in sizes for side in size)
     stored = f"{sides[0]} x {sides[0]} px" if sides[0] == sides[-1] else f"{sides[0]}-{sides[-1]} px a side"
     view = preset.view(name)
-    fig.suptitle(f"{spec}: {len(labels)} of its {len(dataset.classes)} classes on disk, {per_class} train images each")
-    add_caption(fig, f"images as stored under {display_path(data_root(root))} ({stored}); preset {preset.name} "
+    add_caption(fig, f"images as stored under {_where_text(data_root(root))} ({stored}); preset {preset.name} "
                      f"trains {name} at {view.img_size} px, patch {view.patch_size}, "
-                     f"{MODEL_NAMES.get(_width(preset), 'ViT')} (D = {_width(preset)}); code {code_version()[:10]}")
+                     f"{MODEL_NAMES.get(_width(preset), 'ViT')} (D = {_width(preset)}); code {code_version()[:10]}",
+                what=f"{spec}: {per_class} train images from each of {len(labels)} of its {len(dataset.classes)} "
+                     "classes on disk.")
     return fig
+
+
+#: The real datasets the book trains or names, as the chapters spell them: the Results part's
+#: (CPU spec first) and the rest of the registry's real datasets.
+REAL_SPECS = tuple(dict.fromkeys([spec.text for family in FAMILIES.values() for spec in family.specs]
+                                 + [name for name in DATASETS if not name.startswith("synthetic")]))
+
+
+def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
+    """One row of train images for each real dataset on disk (:func:`images_root`: the data
+    root, else the shared samples), each from another class, named above it; and one sentence
+    naming the datasets on disk nowhere, with how to get them. The figure is None when no
+    real dataset is on disk."""
+    found = {}  # dataset name -> (spec, dataset, where): the first of its specs on disk
+    for spec in map(RunSpec.of, REAL_SPECS):
+        where = images_root(spec, root)
+        if spec.dataset not in found and where is not None:
+            found[spec.dataset] = (spec, _on_disk(spec, "train", where)[0], where)
+    missing = list(dict.fromkeys(RunSpec.of(text).dataset for text in REAL_SPECS if RunSpec.of(text).dataset not in found))
+    text = ("" if not missing else "Not on disk here: " + ", ".join(f"`{name}`" for name in missing) +
+            "; `get_dataset(name, 'train', download=True)` fetches each into the data root.")
+    if not found:
+        return None, text
+    fig, axes = plt.subplots(len(found), columns, figsize=(1.25 * columns, 1.55 * len(found)), layout="constrained",
+                             squeeze=False)
+    sources = set()
+    for row, (spec, dataset, where) in zip(axes, found.values()):
+        targets = np.asarray(dataset.targets)
+        labels = sorted({int(round(x)) for x in np.linspace(0, len(dataset.classes) - 1, min(columns, len(dataset.classes)))})
+        for ax, label in zip(row, labels):
+            ax.imshow(dataset[int(np.flatnonzero(targets == label)[0])][0])
+            ax.set_title(textwrap.shorten(str(dataset.classes[label]).split(",")[0], 14), fontsize=7)
+        for ax in row:
+            ax.set(xticks=[], yticks=[])
+            ax.set_visible(bool(ax.images))
+        row[0].set_ylabel(str(spec), fontsize=8)
+        sources.add(_where_text(where))
+    add_caption(fig, f"the first train image of up to {columns} classes of each, as stored under {', '.join(sorted(sources))}",
+                what="Real images of the datasets on disk, one row each, one class a column.")
+    return fig, text
 
 
 def _width(preset: Preset) -> int:

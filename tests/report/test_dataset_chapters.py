@@ -16,7 +16,8 @@ from archive_builders import TINY_WNIDS, TINY_WORDS, tiny_imagenet_zip
 from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import run_caption
-from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, chapter_runs, data_status_markdown, gallery, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
+from ib_tutorial.report import dataset_chapters
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, gallery, images_root, real_images, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.recipes import tier_changes
@@ -142,9 +143,40 @@ def test_gpu_commands_export_where_the_chapter_looks():
 def test_the_gallery_skips_when_the_data_is_absent(tmp_path):
     assert gallery("tiny-imagenet", root=tmp_path) is None
     status = data_status_markdown("tiny-imagenet", root=tmp_path)
-    assert "is not on disk" in status and "download=True" in status and "wnids.txt" in status
+    assert "is not on disk" in status and "download=True" in status
+    assert "```" not in status and "\n" not in status  # one sentence, not the loader's list of missing files
     folder_status = data_status_markdown("dtd:folder=dtd", root=tmp_path)
     assert "is not on disk" in folder_status and "images/<class>/" in folder_status
+
+
+def test_images_come_from_the_data_root_else_the_shared_samples(tmp_path, monkeypatch):
+    monkeypatch.setattr(dataset_chapters, "shared_samples", lambda: tmp_path / "shared")
+    assert images_root("tiny-imagenet", root=tmp_path / "empty") is None
+    text, figure = dataset_overview("tiny-imagenet", root=tmp_path / "empty", preset="ci")
+    assert figure is None and "is not on disk" in text and "| `laptop` | CPU |" in text
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "tiny.zip")) as archive:
+        archive.extractall(tmp_path / "shared")
+    assert images_root("tiny-imagenet", root=tmp_path / "empty") == tmp_path / "shared"
+    text, figure = dataset_overview("tiny-imagenet", root=tmp_path / "empty", preset="ci")
+    assert figure is not None and "on disk** under `../shared/data/real (beside the repository)`" in text
+    archive_root = tmp_path / "own"
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "own.zip")) as archive:
+        archive.extractall(archive_root)
+    assert images_root("tiny-imagenet", root=archive_root) == archive_root  # the data root comes first
+
+
+def test_real_images_draw_one_row_a_dataset_on_disk_and_name_the_rest_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(dataset_chapters, "shared_samples", lambda: tmp_path / "shared")
+    figure, text = real_images(root=tmp_path / "empty")
+    names = {spec.split(":")[0] for spec in REAL_SPECS}
+    assert figure is None and all(text.count(f"`{name}`") == 1 for name in names)
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "tiny.zip")) as archive:
+        archive.extractall(tmp_path / "empty")
+    figure, text = real_images(root=tmp_path / "empty", columns=4)
+    assert "`tiny-imagenet`" not in text and "`cifar100`" in text
+    shown = [ax for ax in figure.axes if ax.get_visible()]
+    assert len(shown) == len(TINY_WNIDS) and all(len(ax.images) == 1 for ax in shown)
+    assert shown[0].get_ylabel() == "tiny-imagenet"
 
 
 def test_the_gallery_draws_real_files_with_their_class_names(tmp_path):
@@ -155,7 +187,7 @@ def test_the_gallery_draws_real_files_with_their_class_names(tmp_path):
     titles = [ax.get_title().replace("\n", " ") for ax in fig.axes if ax.get_title()]
     assert titles == names  # fewer classes than asked: all of them, in wnids.txt order
     assert sum(len(ax.images) for ax in fig.axes) == 2 * len(names)
-    caption = " ".join(fig.get_supxlabel().split())
+    caption = fig.canvas.print_png.keywords["metadata"]["Description"]
     assert "preset ci" in caption and "64 x 64 px" in caption
     status = data_status_markdown("tiny-imagenet", root=tmp_path / "root")
     assert "3 classes, 9 train and 6 val images" in status and names[0] in status

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import textwrap
 import warnings
 from collections.abc import Iterable
@@ -29,12 +30,16 @@ from ..reproduction.bundles import Bundle, load_bundles, middle_eed
 from ..reproduction.comparison import Setting, compare_profile
 from ..reproduction.dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
+from ..measure.bootstrap import Interval
+from ..reproduction.claims import profile_shape
 from ..reproduction.learned import Learned, learned_rule
+from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.plateau import GAIN, knn_standard_error
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
+from .claims import interval_text
 from .plots import add_caption
 from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
 
@@ -235,6 +240,55 @@ def comparison_table(entry: DatasetRun) -> str:
         table += (f"\nThe paper did not study {entry.spec.dataset}, so every row says \"not studied\"; "
                   "the profile's shape above is what can be set beside the paper's claims.\n")
     return table
+
+
+def run_summary(entry: DatasetRun | None) -> dict[str, float | str]:
+    """The numbers a dataset chapter's closing points glue, of one run (NaN, or "none", for a
+    run that is not there): k-NN from the random initialisation to the end with chance, its
+    standard error and the rule's threshold and verdict, the width, input, epochs and classes,
+    the middle blocks' mean EED, block 0 beside the raw patches, the last profile's lowest and
+    highest blocks, and each region's change with its paired bootstrap interval (:data:`REGIONS`;
+    "n/a" for profiles measured without their bootstrap)."""
+    numbers: dict[str, float | str] = dict.fromkeys(
+        ["knn_first", "knn_last", "chance", "classes", "se", "n_eval", "changed_images", "gain", "threshold", "width",
+         "size", "epochs", "middle_first", "middle_last", "raw", "b0_first", "b0_last", "low", "high", "lowest_block",
+         "highest_block", "spread", "spread_directions"], math.nan)
+    numbers.update(run="none", learning="not measured", near_lowest="not measured",
+                   **{f"{region}_change": "n/a" for region in REGIONS})
+    if entry is None:
+        return numbers
+    run, config = entry.run, entry.run.config
+    first, last, knn = run.profiles[0], run.profiles[-1], run.knn
+    rule = learned_rule(run)
+    eed = last.profile.eed_percent
+    numbers.update(
+        run=entry.label, knn_first=knn[0]["top1"], knn_last=knn[-1]["top1"], se=knn_standard_error(knn[-1]),
+        n_eval=knn[-1]["n_eval"], changed_images=abs(knn[-1]["top1"] - knn[0]["top1"]) * knn[-1]["n_eval"] / 100,
+        gain=rule.knn.learned, threshold=rule.knn.threshold, width=config.model["embed_dim"], size=config.view.img_size,
+        epochs=knn[-1]["epoch"], middle_first=middle_eed(first), middle_last=middle_eed(last),
+        raw=run.summary["raw_patch_n_eff"], b0_first=first.profile.n_eff[0], b0_last=last.profile.n_eff[0],
+        low=min(eed), high=max(eed), lowest_block=eed.index(min(eed)), highest_block=eed.index(max(eed)),
+        spread=max(eed) - min(eed), spread_directions=max(last.profile.n_eff) - min(last.profile.n_eff),
+        learning="learned by the book's rule" if rule.learned else "did not learn by the book's rule",
+        near_lowest=", ".join(f"L{block}" for block in near_lowest(last.profile.n_eff)) or "no other block")
+    if entry.chance:
+        numbers.update(chance=entry.chance, classes=100 / entry.chance)
+    start, end = profile_shape(first), profile_shape(last)
+    if start.bootstrap is not None and end.bootstrap is not None:
+        for region in REGIONS:
+            change = region_change(start, end, region)
+            numbers[f"{region}_change"] = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
+    return numbers
+
+
+def region_changes(entry: DatasetRun) -> dict[str, Interval] | None:
+    """Each region's EED change from the random initialisation to the last profile, with its
+    paired bootstrap interval (:func:`~ib_tutorial.reproduction.learning.region_change`);
+    None for profiles measured without their bootstrap."""
+    start, end = profile_shape(entry.run.profiles[0]), profile_shape(entry.run.profiles[-1])
+    if start.bootstrap is None or end.bootstrap is None:
+        return None
+    return {region: region_change(start, end, region) for region in REGIONS}
 
 
 # --- the data ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
 from ..reproduction.learning import block_changes
 from ..reproduction.records import ProfileRecord
 from ..reproduction.seeds import SeedSpread
-from .captions import CAPTION_KEY, add_caption, bundle_caption
+from .captions import CAPTION_KEY, add_caption, bundle_caption  # noqa: F401 (CAPTION_KEY: read from here by the book check)
 
 
 def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
@@ -179,7 +179,9 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
 
 
 def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str = "",
-                    reported: ReportedProfile | None = None, what: str | None = None) -> plt.Figure:
+                    reported: ReportedProfile | None = None,
+                    what: str = "EED of every block at every saved epoch of one run, as lines and as a heatmap.",
+                    ) -> plt.Figure:
     """One run's profile at every saved epoch (``records``, epoch 0 the random
     initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
     the same numbers; with the paper's ranges when ``reported`` is given."""
@@ -195,7 +197,8 @@ def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str =
 
 
 def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11),
-                 what: str | None = None) -> plt.Figure:
+                 what: str = "k-NN accuracy after projecting each block's tokens onto their top k principal "
+                             "directions, and the fewest directions that keep most of it.") -> plt.Figure:
     """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record, the
     record's label over its row: k-NN accuracy against the number of principal directions
     kept for a few blocks, each block's N_eff marked on its curve; and per block, the fewest
@@ -489,7 +492,7 @@ def plot_knn_curves(
     curves: Mapping[str, Sequence[Mapping]],
     caption: str,
     chance: Mapping[str, float] | None = None,
-    what: str | None = None,
+    what: str = "k-NN top-1 accuracy of each run's frozen features at every evaluation, from the random initialisation.",
 ) -> plt.Figure:
     """k-NN top-1 accuracy against epoch, one panel per labelled run: the CLS token (solid)
     and mean-pooled patch tokens (dashed), the random initialisation (epoch 0) marked by a

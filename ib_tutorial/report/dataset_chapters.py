@@ -463,26 +463,34 @@ def sizes_markdown(spec: str | RunSpec) -> str:
 def paper_row_markdown(dataset: str) -> str:
     """The paper's reported EED% for ``dataset`` (:data:`~ib_tutorial.reproduction.paper.REPORTED`) as a
     table row, or a line saying that the paper did not study it."""
-    reported = REPORTED.get(dataset)
-    if reported is None:
+    if dataset not in REPORTED:
         return (f"The paper did not study `{dataset}`; its datasets are "
                 + ", ".join(f"`{name}`" for name in PAPER_DATASETS) + ".")
+    return paper_table_markdown([dataset])
 
-    def span(key, blocks, values):
+
+def paper_table_markdown(datasets) -> str:
+    """The paper's reported EED% for each of ``datasets`` (all of them studied by the paper), one
+    row each, and what the numbers are: a converged ViT-S's, with our tolerance where the paper
+    states one value."""
+
+    def span(reported, key, blocks, values):
         if values is None:
             return "-"
         where = late_label(reported) if key == "late" else f"L{blocks[0]}-L{blocks[-1]}"
         return f"{values[0]:.1f}-{values[1]:.1f} % ({where}; {reported.band_note(key, values)})"
 
-    flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
-    return "\n".join([
-        "| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |",
-        f"| `{dataset}` | {span('early', reported.early_blocks, reported.early_eed)} | "
-        f"{span('minimum', reported.middle_blocks, reported.minimum_eed)} | "
-        f"{span('late', reported.late_blocks, reported.late_eed)} | {flat} |",
-    ]) + ("\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384; a dash is a value it does not "
-          f"state as a number. Where it states one value (\"about x\"), the band is ours: x ± {ABOUT_TOLERANCE:g} "
-          "points.")
+    lines = ["| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |"]
+    for dataset in datasets:
+        reported = REPORTED[dataset]
+        flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
+        lines.append(f"| `{dataset}` | {span(reported, 'early', reported.early_blocks, reported.early_eed)} | "
+                     f"{span(reported, 'minimum', reported.middle_blocks, reported.minimum_eed)} | "
+                     f"{span(reported, 'late', reported.late_blocks, reported.late_eed)} | {flat} |")
+    return "\n".join(lines) + (
+        "\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384, and states no input or patch "
+        f"size; a dash is a value it does not state as a number. Where it states one value (\"about x\"), the band "
+        f"is ours: x ± {ABOUT_TOLERANCE:g} points.")
 
 
 # --- run it yourself -----------------------------------------------------------------

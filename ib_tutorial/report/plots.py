@@ -502,7 +502,7 @@ def plot_knn_curves(
         curves: label -> the run's ``"knn"`` records of ``metrics.jsonl``.
         chance: label -> chance accuracy in percent (100 / number of classes).
     """
-    fig, axes = panel_grid(len(curves), 4.5, 3.2)
+    fig, axes = panel_grid(len(curves), 6.5 if len(curves) == 1 else 4.5, 3.2)  # one panel: the page's width
     for ax, (label, records) in zip(axes, curves.items()):
         epochs = [r["epoch"] for r in records]
         ax.plot(epochs, [r["top1"] for r in records], marker="o", label="CLS token")

@@ -83,8 +83,8 @@ def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) 
     return "\n".join([
         f"DINO ViT-S ran {facts.epochs} epochs of the `{entry.tier}` recipe, {facts.steps:,} steps of {facts.batch} "
         f"images, and its CLS k-NN accuracy went from {facts.knn_first:.1f} % to {facts.knn_last:.1f} % (one standard "
-        f"error {facts.knn_se:.1f} points): **{outcome}** by the book's rule. Why is not known. The run differs from "
-        "the runs that learned in four ways at once, and none was changed alone:",
+        f"error {facts.knn_se:.1f} points): **{outcome}** by the book's rule. Why is not known. Four features of the "
+        "run are candidate causes, and no run has changed one of them alone:",
         "",
         f"1. **Short phases.** Its recipe states the warm-up and the last layer's freeze in epochs, so cutting the run "
         f"to {facts.epochs} epochs cut them to {facts.warmup_steps} and {facts.freeze_steps} steps. On a CPU the book "

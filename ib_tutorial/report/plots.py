@@ -1,6 +1,7 @@
 """Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -17,11 +18,10 @@ from ..reproduction.seeds import SeedSpread
 from .captions import CAPTION_KEY, add_caption, bundle_caption  # noqa: F401 (CAPTION_KEY: read from here by the book check)
 
 
-def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
+def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4", top: float = math.inf) -> None:
     """The paper's reported EED% ranges as a reference over the blocks they refer to: a grey
-    box where the range lies inside the axis, and where it lies above (the axis is scaled to
-    the data drawn), its numbers and an arrow above the frame. Call after the y limits are set."""
-    top = ax.get_ylim()[1]
+    box where the range lies under ``top`` (the axis's upper limit, when it is scaled to the
+    data drawn), and for the ranges above it, their numbers and an arrow over the frame."""
     spans = [(reported.early_blocks, reported.early_eed), (reported.middle_blocks, reported.minimum_eed),
              (reported.late_blocks, reported.late_eed)]
     above = []
@@ -91,7 +91,7 @@ def plot_block_profile(
     ax.set_ylim(0, 100 if full_range else min(100.0, 1.15 * highest + 1.0))
     ax.set_title(title)
     if reported is not None:
-        draw_reported(ax, reported)
+        draw_reported(ax, reported, top=ax.get_ylim()[1])
     ax.grid(alpha=0.3)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption or what:

@@ -42,7 +42,7 @@ def _chapter_key(key: str) -> str:
 def reading_chapters(bundles: Iterable[Bundle]) -> dict[str, list[str]]:
     """For each bundle, the chapters that read it: the Results chapters that show one of its
     runs (:func:`~ib_tutorial.report.dataset_chapters.chapter_runs`) and the chapters the
-    manifest names for it (:data:`~ib_tutorial.reproduction.manifest.ENTRIES`)."""
+    manifest names for it (``ENTRIES`` of ``ib_tutorial.reproduction.manifest``)."""
     bundles = list(bundles)
     readers: dict[str, list[str]] = {bundle.name: [] for bundle in bundles}
     for key, family in FAMILIES.items():

@@ -6,7 +6,7 @@ a block sees: a ViT-Ti at 32 px set against the paper's ViT-S prints a "deviatio
 measures the difference of networks, not of results. So a profile is compared like for like
 (:func:`setting_difference`) only when its architecture is the paper's and its input is the
 paper's as the ``paper`` preset reads it (the paper states no input or patch size:
-:data:`~ib_tutorial.presets.PAPER_OPEN_CHOICES`); otherwise the paper's values stand beside
+``PAPER_OPEN_CHOICES`` in :mod:`ib_tutorial.presets`); otherwise the paper's values stand beside
 it as a reference, with no verdict and no deviation.
 """
 from __future__ import annotations

@@ -95,14 +95,14 @@ def add_caption(figure: plt.Figure, provenance: str, what: str | None = None) ->
     also carries the caption as text under :data:`CAPTION_KEY`, so a check of the built
     book (``tests/book_pages.py``) can tell a captioned figure from one without."""
     width = figure.get_figwidth()
-    lines = textwrap.wrap(provenance, width=int(width * 16)) or [""]
+    lines = textwrap.wrap(provenance, width=int(width * 16), break_on_hyphens=False) or [""]
     if what is None:
         figure.supxlabel("\n".join(lines), fontsize="x-small", color="0.35")
     else:
         # The sentence is the figure's x label; blank lines under it keep the provenance's room,
         # and the provenance is anchored to the sentence, so the layout moves both together.
-        sentence = figure.supxlabel("\n".join(textwrap.wrap(what, width=int(width * 13)) + [" "] * len(lines)),
-                                    fontsize="small")
+        said = textwrap.wrap(what, width=int(width * 13), break_on_hyphens=False)
+        sentence = figure.supxlabel("\n".join(said + [" "] * len(lines)), fontsize="small")
         figure.add_artist(Annotation("\n".join(lines), xy=(0.5, 0), xycoords=sentence, xytext=(0, 1),
                                      textcoords="offset points", ha="center", va="bottom", fontsize="x-small",
                                      color="0.35", annotation_clip=False))

@@ -173,7 +173,7 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
         ax.grid(alpha=0.3)
     percent.set_title("EED per block, as a share of the width")
     directions.set_title("effective directions per block")
-    percent.legend(fontsize="x-small")
+    fig.legend(*percent.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
     add_caption(fig, caption)
     return fig
 
@@ -243,15 +243,15 @@ def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: 
     epoch (solid), in one colour per measurement."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    for index, (label, records) in enumerate(profiles.items()):
+    for colour, (label, records) in zip(distinct_colours(len(profiles)), profiles.items()):
         first, last = records[0], records[-1]
-        ax.plot(last.profile.eed_percent, marker="o", color=f"C{index}", label=f"{label}, epoch {last.epoch}")
-        ax.plot(first.profile.eed_percent, linestyle="--", color=f"C{index}", alpha=0.7)
+        ax.plot(last.profile.eed_percent, marker="o", color=colour, label=f"{label}, epoch {last.epoch}")
+        ax.plot(first.profile.eed_percent, linestyle="--", color=colour, alpha=0.7)
     ax.plot([], [], linestyle="--", color="0.4", label="dashed: random init")
     ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)", title=title)
     ax.set_xticks(range(last.profile.depth))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax
@@ -281,7 +281,7 @@ def plot_texture_knob(
     ax.set_ylabel(f"mean EED of blocks L{min(blocks)}-L{max(blocks)} (% of width D)")
     ax.set_title("Middle-block EED across the texture knob")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax
@@ -372,7 +372,7 @@ def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | Non
     ax.set(xlabel="epoch (0 = random init)", ylabel="k-NN top-1 on the CLS token (%)",
            title="Learning along the texture knob")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     add_caption(fig, caption)
     return fig
 
@@ -383,10 +383,10 @@ def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: s
     late rise (right), in effective directions, with the margin a claim must exceed
     shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
-    for index, (label, run) in enumerate(shapes.items()):
+    for colour, (label, run) in zip(distinct_colours(len(shapes)), shapes.items()):
         epochs = [shape.epoch for shape in run]
-        dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=f"C{index}", label=label)
-        rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=f"C{index}", label=label)
+        dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=colour, label=label)
+        rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=colour, label=label)
     style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
     add_caption(fig, caption)
     return fig
@@ -404,7 +404,7 @@ def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) ->
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
-    dip.legend(fontsize="x-small")
+    dip.figure.legend(*dip.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
 
 
 def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
@@ -429,7 +429,8 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small")
+    # One legend beside the panels: the right panel's lines are the left's seeds, in the same colours.
+    fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
     levels.set_ylim(bottom=0)
     add_caption(fig, caption + f" Bands: {spread.runs[0].last.bootstrap.level:.0%} bootstrap intervals over the images.")
     return fig
@@ -482,7 +483,7 @@ def plot_companions(profile: Profile, caption: str, ax: plt.Axes | None = None,
     ax.set_ylabel("dimensions (of D = %d)" % profile.dim)
     ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax

@@ -17,7 +17,7 @@ from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import run_caption
 from ib_tutorial.report import dataset_chapters
-from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, gallery, images_root, real_images, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.recipes import tier_changes
@@ -212,7 +212,7 @@ def test_a_run_is_drawn_at_every_saved_epoch():
     curves, heatmap = fig.axes[:2]
     assert len(curves.get_lines()) == len(run.run.profiles)
     assert heatmap.images[0].get_array().shape == (12, len(run.run.profiles))
-    assert "bundle laptop-real" in " ".join(fig.get_supxlabel().split())
+    assert "bundle laptop-real" in fig.canvas.print_png.keywords["metadata"][plots.CAPTION_KEY]
 
 
 @laptop_real
@@ -290,3 +290,16 @@ def test_the_gpu_measurement_is_read_from_the_committed_records():
     assert "Whole epochs, augmentation included, went slower" in gpu_timing_markdown("tiny-imagenet")
     assert "No whole epoch of cifar100 was timed on a GPU" in gpu_timing_markdown("cifar100")
     assert "not on dtd" in gpu_timing_markdown("dtd")
+
+
+def test_the_papers_table_holds_every_dataset_once_with_what_its_numbers_are():
+    table = paper_table_markdown(["cifar100", "tiny-imagenet", "uc-merced"])
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == ["| `cifar100`", "| `tiny-imagenet`", "| `uc-merced`"]
+    assert "22.0-24.0 % (L2-L4" in rows[0] and "above 90 % at every block" in rows[2]
+    assert "states no input or patch size" in table and table.count("The paper gives these") == 1
+
+
+def test_a_run_summary_reads_one_run_and_is_empty_without_one():
+    empty = run_summary(None)
+    assert empty["run"] == "none" and empty["middle_change"] == "n/a" and empty["knn_first"] != empty["knn_first"]  # NaN

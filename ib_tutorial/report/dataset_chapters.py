@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import textwrap
 import warnings
 from collections.abc import Iterable
@@ -23,18 +24,22 @@ from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, dataset_on_disk, held_out_split
 from ..measure.shape import DIRECTIONS, near_lowest
 from ..models import ARCHITECTURES, MODEL_NAMES
-from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, stored_benchmark
+from ..paths import DATA_ENV_VAR, data_root, display_path, in_repository, repository_root, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
 from ..reproduction.bundles import Bundle, load_bundles, middle_eed
-from ..reproduction.comparison import compare_profile
-from ..reproduction.dataset_runs import GPU_TIERS, DatasetRun, Family, dataset_runs
+from ..reproduction.comparison import Setting, compare_profile
+from ..reproduction.dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
 from ..reproduction.paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
+from ..measure.bootstrap import Interval
+from ..reproduction.claims import profile_shape
 from ..reproduction.learned import Learned, learned_rule
+from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.plateau import GAIN, knn_standard_error
 from ..reproduction.records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
+from .claims import interval_text
 from .plots import add_caption
 from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
 
@@ -226,7 +231,7 @@ def comparison_table(entry: DatasetRun) -> str:
     (:func:`~ib_tutorial.reproduction.comparison.compare_profile`), so they read the paper's
     values as :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now; ``summary.json``
     keeps the rows written when the bundle was made, and says which runs are compared."""
-    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1].profile.eed_percent)
+    rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1].profile.eed_percent, Setting.of(entry.run.config))
             if entry.run.summary["comparison"] else [])
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
@@ -235,6 +240,55 @@ def comparison_table(entry: DatasetRun) -> str:
         table += (f"\nThe paper did not study {entry.spec.dataset}, so every row says \"not studied\"; "
                   "the profile's shape above is what can be set beside the paper's claims.\n")
     return table
+
+
+def run_summary(entry: DatasetRun | None) -> dict[str, float | str]:
+    """The numbers a dataset chapter's closing points glue, of one run (NaN, or "none", for a
+    run that is not there): k-NN from the random initialisation to the end with chance, its
+    standard error and the rule's threshold and verdict, the width, input, epochs and classes,
+    the middle blocks' mean EED, block 0 beside the raw patches, the last profile's lowest and
+    highest blocks, and each region's change with its paired bootstrap interval (:data:`REGIONS`;
+    "n/a" for profiles measured without their bootstrap)."""
+    numbers: dict[str, float | str] = dict.fromkeys(
+        ["knn_first", "knn_last", "chance", "classes", "se", "n_eval", "changed_images", "gain", "threshold", "width",
+         "size", "epochs", "middle_first", "middle_last", "raw", "b0_first", "b0_last", "low", "high", "lowest_block",
+         "highest_block", "spread", "spread_directions"], math.nan)
+    numbers.update(run="none", learning="not measured", near_lowest="not measured",
+                   **{f"{region}_change": "n/a" for region in REGIONS})
+    if entry is None:
+        return numbers
+    run, config = entry.run, entry.run.config
+    first, last, knn = run.profiles[0], run.profiles[-1], run.knn
+    rule = learned_rule(run)
+    eed = last.profile.eed_percent
+    numbers.update(
+        run=entry.label, knn_first=knn[0]["top1"], knn_last=knn[-1]["top1"], se=knn_standard_error(knn[-1]),
+        n_eval=knn[-1]["n_eval"], changed_images=abs(knn[-1]["top1"] - knn[0]["top1"]) * knn[-1]["n_eval"] / 100,
+        gain=rule.knn.learned, threshold=rule.knn.threshold, width=config.model["embed_dim"], size=config.view.img_size,
+        epochs=knn[-1]["epoch"], middle_first=middle_eed(first), middle_last=middle_eed(last),
+        raw=run.summary["raw_patch_n_eff"], b0_first=first.profile.n_eff[0], b0_last=last.profile.n_eff[0],
+        low=min(eed), high=max(eed), lowest_block=eed.index(min(eed)), highest_block=eed.index(max(eed)),
+        spread=max(eed) - min(eed), spread_directions=max(last.profile.n_eff) - min(last.profile.n_eff),
+        learning="learned by the book's rule" if rule.learned else "did not learn by the book's rule",
+        near_lowest=", ".join(f"L{block}" for block in near_lowest(last.profile.n_eff)) or "no other block")
+    if entry.chance:
+        numbers.update(chance=entry.chance, classes=100 / entry.chance)
+    start, end = profile_shape(first), profile_shape(last)
+    if start.bootstrap is not None and end.bootstrap is not None:
+        for region in REGIONS:
+            change = region_change(start, end, region)
+            numbers[f"{region}_change"] = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
+    return numbers
+
+
+def region_changes(entry: DatasetRun) -> dict[str, Interval] | None:
+    """Each region's EED change from the random initialisation to the last profile, with its
+    paired bootstrap interval (:func:`~ib_tutorial.reproduction.learning.region_change`);
+    None for profiles measured without their bootstrap."""
+    start, end = profile_shape(entry.run.profiles[0]), profile_shape(entry.run.profiles[-1])
+    if start.bootstrap is None or end.bootstrap is None:
+        return None
+    return {region: region_change(start, end, region) for region in REGIONS}
 
 
 # --- the data ------------------------------------------------------------------------
@@ -248,19 +302,51 @@ def _on_disk(spec: RunSpec, split: str, root) -> tuple[object | None, str]:
         return dataset_on_disk(spec.dataset, split, root, **spec.options)
 
 
+def shared_samples() -> Path:
+    """``../shared/data/real`` beside the repository's root: a data root of real images (a
+    Tiny ImageNet and a DTD subset) where the project's machines keep it, never inside the
+    repository. Absent elsewhere; :func:`images_root` then reads the data root alone."""
+    return repository_root().parent / "shared" / "data" / "real"
+
+
+def images_root(spec: str | RunSpec, root=None) -> Path | None:
+    """Where the images of ``spec`` are on disk: the data root when it holds them, else the
+    shared real-data samples (:func:`shared_samples`); None when neither does."""
+    spec = RunSpec.of(spec)
+    for candidate in (data_root(root), shared_samples()):
+        if candidate.is_dir() and _on_disk(spec, "train", candidate)[0] is not None:
+            return candidate
+    return None
+
+
+def _where_text(root: Path) -> str:
+    """A data root as a page names it: the shared samples relative to the repository."""
+    return "../shared/data/real (beside the repository)" if root == shared_samples() else display_path(root)
+
+
+def dataset_overview(spec: str | RunSpec, root=None, preset: str | Preset | None = None) -> tuple[str, plt.Figure | None]:
+    """A dataset chapter's data section for ``spec``: its sizes at every tier
+    (:func:`sizes_markdown`), what is on disk where its images were found (the data root, else
+    the shared samples: :func:`images_root`), and a gallery of them (:func:`gallery`), None
+    when they are nowhere on disk."""
+    where = images_root(spec, root)
+    status = data_status_markdown(spec, root if where is None else where)
+    figure = None if where is None else gallery(spec, root=where, preset=preset)
+    return sizes_markdown(spec) + "\n\n" + status, figure
+
+
 def data_status_markdown(spec: str | RunSpec, root=None) -> str:
-    """What of ``spec`` is on disk under the data root (classes, train and held-out
-    images), or where to put it and how to download it."""
+    """What of ``spec`` is on disk under ``root`` (classes, train and held-out images), or in
+    one sentence, where it goes and how to get it."""
     spec, root = RunSpec.of(spec), data_root(root)
     name, options = spec.dataset, spec.options
-    shown = display_path(root)
-    train, why = _on_disk(spec, "train", root)
+    shown = _where_text(root)
+    train, _ = _on_disk(spec, "train", root)
     if train is None:
-        fetch = ("" if "folder" in options else
-                 f"\n\nTo download it: `python -c \"from ib_tutorial.data import get_dataset; "
-                 f"get_dataset('{name}', 'train', download=True)\"` (or `--download` on any `ib-tutorial` command).")
-        return (f"**`{spec}` is not on disk** under the data root `{shown}` (set `{DATA_ENV_VAR}` to the folder "
-                f"that holds it), so no images are shown.\n\n```text\n{why.replace(str(root), shown)}\n```{fetch}")
+        fetch = (f"a folder of `images/<class>/` there is read as `{spec}`" if "folder" in options else
+                 f"`get_dataset('{name}', 'train', download=True)` (or `--download` on any `ib-tutorial` command) "
+                 "fetches it")
+        return f"`{spec}` is not on disk under `{shown}` (`{DATA_ENV_VAR}` moves the data root); {fetch}."
     split = held_out_split(name, options)
     held, _ = _on_disk(spec, split, root)
     classes = list(train.classes)
@@ -297,11 +383,52 @@ def gallery(spec: str | RunSpec, root=None, classes: int = 8, per_class: int = 3
     sides = sorted(side for size in sizes for side in size)
     stored = f"{sides[0]} x {sides[0]} px" if sides[0] == sides[-1] else f"{sides[0]}-{sides[-1]} px a side"
     view = preset.view(name)
-    fig.suptitle(f"{spec}: {len(labels)} of its {len(dataset.classes)} classes on disk, {per_class} train images each")
-    add_caption(fig, f"images as stored under {display_path(data_root(root))} ({stored}); preset {preset.name} "
+    add_caption(fig, f"images as stored under {_where_text(data_root(root))} ({stored}); preset {preset.name} "
                      f"trains {name} at {view.img_size} px, patch {view.patch_size}, "
-                     f"{MODEL_NAMES.get(_width(preset), 'ViT')} (D = {_width(preset)}); code {code_version()[:10]}")
+                     f"{MODEL_NAMES.get(_width(preset), 'ViT')} (D = {_width(preset)}); code {code_version()[:10]}",
+                what=f"{spec}: {per_class} train images from each of {len(labels)} of its {len(dataset.classes)} "
+                     "classes on disk.")
     return fig
+
+
+#: The real datasets the book trains or names, as the chapters spell them: the Results part's
+#: (CPU spec first) and the rest of the registry's real datasets.
+REAL_SPECS = tuple(dict.fromkeys([spec.text for family in FAMILIES.values() for spec in family.specs]
+                                 + [name for name in DATASETS if not name.startswith("synthetic")]))
+
+
+def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
+    """One row of train images for each real dataset on disk (:func:`images_root`: the data
+    root, else the shared samples), each from another class, named above it; and one sentence
+    naming the datasets on disk nowhere, with how to get them. The figure is None when no
+    real dataset is on disk."""
+    found = {}  # dataset name -> (spec, dataset, where): the first of its specs on disk
+    for spec in map(RunSpec.of, REAL_SPECS):
+        where = images_root(spec, root)
+        if spec.dataset not in found and where is not None:
+            found[spec.dataset] = (spec, _on_disk(spec, "train", where)[0], where)
+    missing = list(dict.fromkeys(RunSpec.of(text).dataset for text in REAL_SPECS if RunSpec.of(text).dataset not in found))
+    text = ("" if not missing else "Not on disk here: " + ", ".join(f"`{name}`" for name in missing) +
+            "; `get_dataset(name, 'train', download=True)` fetches each into the data root.")
+    if not found:
+        return None, text
+    fig, axes = plt.subplots(len(found), columns, figsize=(1.25 * columns, 1.55 * len(found)), layout="constrained",
+                             squeeze=False)
+    sources = set()
+    for row, (spec, dataset, where) in zip(axes, found.values()):
+        targets = np.asarray(dataset.targets)
+        labels = sorted({int(round(x)) for x in np.linspace(0, len(dataset.classes) - 1, min(columns, len(dataset.classes)))})
+        for ax, label in zip(row, labels):
+            ax.imshow(dataset[int(np.flatnonzero(targets == label)[0])][0])
+            ax.set_title(textwrap.shorten(str(dataset.classes[label]).split(",")[0], 14), fontsize=7)
+        for ax in row:
+            ax.set(xticks=[], yticks=[])
+            ax.set_visible(bool(ax.images))
+        row[0].set_ylabel(str(spec), fontsize=8)
+        sources.add(_where_text(where))
+    add_caption(fig, f"the first train image of up to {columns} classes of each, as stored under {', '.join(sorted(sources))}",
+                what="Real images of the datasets on disk, one row each, one class a column.")
+    return fig, text
 
 
 def _width(preset: Preset) -> int:
@@ -336,26 +463,34 @@ def sizes_markdown(spec: str | RunSpec) -> str:
 def paper_row_markdown(dataset: str) -> str:
     """The paper's reported EED% for ``dataset`` (:data:`~ib_tutorial.reproduction.paper.REPORTED`) as a
     table row, or a line saying that the paper did not study it."""
-    reported = REPORTED.get(dataset)
-    if reported is None:
+    if dataset not in REPORTED:
         return (f"The paper did not study `{dataset}`; its datasets are "
                 + ", ".join(f"`{name}`" for name in PAPER_DATASETS) + ".")
+    return paper_table_markdown([dataset])
 
-    def span(key, blocks, values):
+
+def paper_table_markdown(datasets) -> str:
+    """The paper's reported EED% for each of ``datasets`` (all of them studied by the paper), one
+    row each, and what the numbers are: a converged ViT-S's, with our tolerance where the paper
+    states one value."""
+
+    def span(reported, key, blocks, values):
         if values is None:
             return "-"
         where = late_label(reported) if key == "late" else f"L{blocks[0]}-L{blocks[-1]}"
         return f"{values[0]:.1f}-{values[1]:.1f} % ({where}; {reported.band_note(key, values)})"
 
-    flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
-    return "\n".join([
-        "| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |",
-        f"| `{dataset}` | {span('early', reported.early_blocks, reported.early_eed)} | "
-        f"{span('minimum', reported.middle_blocks, reported.minimum_eed)} | "
-        f"{span('late', reported.late_blocks, reported.late_eed)} | {flat} |",
-    ]) + ("\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384; a dash is a value it does not "
-          f"state as a number. Where it states one value (\"about x\"), the band is ours: x ± {ABOUT_TOLERANCE:g} "
-          "points.")
+    lines = ["| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |"]
+    for dataset in datasets:
+        reported = REPORTED[dataset]
+        flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
+        lines.append(f"| `{dataset}` | {span(reported, 'early', reported.early_blocks, reported.early_eed)} | "
+                     f"{span(reported, 'minimum', reported.middle_blocks, reported.minimum_eed)} | "
+                     f"{span(reported, 'late', reported.late_blocks, reported.late_eed)} | {flat} |")
+    return "\n".join(lines) + (
+        "\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384, and states no input or patch "
+        f"size; a dash is a value it does not state as a number. Where it states one value (\"about x\"), the band "
+        f"is ours: x ± {ABOUT_TOLERANCE:g} points.")
 
 
 # --- run it yourself -----------------------------------------------------------------

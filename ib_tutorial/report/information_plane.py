@@ -1,6 +1,6 @@
 """Figures of the Information Bottleneck toy: information-plane trajectories and the EED
 of every layer over training. Like every figure of the book, each carries a caption line
-naming what produced it (:func:`ib_tutorial.report.plots.add_caption`)."""
+naming what produced it (:func:`ib_tutorial.report.captions.add_caption`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -1,13 +1,12 @@
 """Figures of per-block profiles. Every figure carries a caption line naming what produced it."""
 from __future__ import annotations
 
-import functools
-import textwrap
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib import ticker
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ..measure.block_profile import Profile
 from ..reproduction.bundles import Bundle, BundleRun
@@ -16,25 +15,36 @@ from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
 from ..reproduction.learning import block_changes
 from ..reproduction.records import ProfileRecord
 from ..reproduction.seeds import SeedSpread
-from .captions import bundle_caption
-
-#: The PNG text keyword (one the PNG standard defines) under which :func:`add_caption`
-#: also saves a figure's caption: drawn into the pixels, it cannot be read from a built page.
-CAPTION_KEY = "Description"
+from .captions import CAPTION_KEY, add_caption, bundle_caption  # noqa: F401 (CAPTION_KEY: read from here by the book check)
 
 
-def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4") -> None:
-    """The paper's reported EED% ranges as grey boxes over the blocks they refer to."""
-    spans = [(reported.early_blocks, reported.early_eed, "paper: early"),
-             (reported.middle_blocks, reported.minimum_eed, "paper: minimum"),
-             (reported.late_blocks, reported.late_eed, "paper: late")]
-    for blocks, values, _name in spans:
+def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4", top: float = math.inf) -> None:
+    """The paper's reported EED% ranges as a reference over the blocks they refer to: a grey
+    box where the range lies under ``top`` (the axis's upper limit, when it is scaled to the
+    data drawn), and for the ranges above it, their numbers and an arrow over the frame."""
+    spans = [(reported.early_blocks, reported.early_eed), (reported.middle_blocks, reported.minimum_eed),
+             (reported.late_blocks, reported.late_eed)]
+    above = []
+    for blocks, values in spans:
         if values is None:
             continue
         low, high = values
-        ax.fill_between([min(blocks) - 0.3, max(blocks) + 0.3], low, high, color=color, alpha=0.25, lw=0)
+        if low < top:
+            ax.fill_between([min(blocks) - 0.3, max(blocks) + 0.3], low, high, color=color, alpha=0.25, lw=0)
+        else:
+            above.append((min(blocks), f"L{min(blocks)}-L{max(blocks)} {low:g}-{high:g} %"))
     if reported.flat_above is not None:
-        ax.axhline(reported.flat_above, color=color, ls="--", lw=1)
+        if reported.flat_above < top:
+            ax.axhline(reported.flat_above, color=color, ls="--", lw=1)
+        else:
+            above.append((0, f"flat, above {reported.flat_above:g} % at every block"))
+    if above:
+        ax.annotate("\u2191 paper, above this axis: " + "; ".join(text for _, text in sorted(above)), xy=(0.5, 1.0),
+                    xycoords="axes fraction", xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                    fontsize="x-small", color=color)
+        ax.set_title(ax.get_title(), pad=14)  # room for the note above the frame
+    if len(above) == len(spans) - [v for _, v in spans].count(None) + (reported.flat_above is not None):
+        return  # nothing drawn inside the axes: no legend entry
     ours = any(key in reported.tolerance_bands for key in ("early", "minimum", "late"))
     ax.plot([], [], color=color, alpha=0.5, lw=6,
             label=f"paper's value (±{ABOUT_TOLERANCE:g} around an \"about\": our tolerance)" if ours else "paper's reported range")
@@ -47,27 +57,32 @@ def plot_block_profile(
     title: str = "Effective Encoding Dimension per block",
     reported: ReportedProfile | None = None,
     full_range: bool = False,
+    what: str | None = None,
 ) -> plt.Axes:
-    """EED% against block index, one line per labelled profile.
+    """EED% against block index, one line per labelled profile, the legend beside the axes.
 
     Args:
         profiles: label -> :class:`~ib_tutorial.measure.block_profile.Profile`. A label containing
-            "random init" is drawn dashed and grey, so it stays visible under the others.
+            "random init" is drawn dashed and grey, so it stays visible under the others; the
+            others each get a colour of their own (:func:`distinct_colours`).
         caption: what was run (preset, data, model, number of images); drawn under the axes.
         ax: axes to draw on; a new figure when omitted.
-        reported: the paper's values for this dataset, drawn as reference boxes.
-        full_range: a 0-100 % axis; by default the axis ends a little above the highest
-            value drawn (profiles and reported boxes), so small differences stay visible.
+        reported: the paper's values for this dataset, drawn as a reference
+            (:func:`draw_reported`): boxes inside the axis, numbers above it.
+        full_range: a 0-100 % axis; by default the axis is scaled to the profiles drawn, so
+            that small differences stay visible.
+        what: the caption's sentence, what the figure shows (:func:`add_caption`).
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+        _, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    trained = [label for label in profiles if "random init" not in label]
+    colours = dict(zip(trained, distinct_colours(len(trained))))
     highest = 0.0
-    if reported is not None:
-        draw_reported(ax, reported)
-        highest = max([v[1] for v in (reported.early_eed, reported.minimum_eed, reported.late_eed) if v is not None]
-                      + [reported.flat_above or 0.0])
     for label, profile in profiles.items():
-        ax.plot(range(profile.depth), profile.eed_percent, label=label, **line_style(label))
+        style = line_style(label)
+        if label in colours:
+            style["color"] = colours[label]
+        ax.plot(range(profile.depth), profile.eed_percent, label=label, **style)
         highest = max(highest, max(profile.eed_percent))
     depth = max(p.depth for p in profiles.values())
     ax.set_xticks(range(depth))
@@ -75,11 +90,21 @@ def plot_block_profile(
     ax.set_ylabel("EED (% of width D)")
     ax.set_ylim(0, 100 if full_range else min(100.0, 1.15 * highest + 1.0))
     ax.set_title(title)
+    if reported is not None:
+        draw_reported(ax, reported, top=ax.get_ylim()[1])
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    if caption:
-        add_caption(ax.figure, caption)
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if caption or what:
+        add_caption(ax.figure, caption, what)
     return ax
+
+
+def distinct_colours(count: int) -> list:
+    """``count`` colours no two alike: the ten of the default cycle, or for more lines, as many
+    evenly spaced along viridis (ordered, as epochs are)."""
+    if count <= 10:
+        return [f"C{index}" for index in range(count)]
+    return [plt.cm.viridis(0.95 * index / (count - 1)) for index in range(count)]
 
 
 def line_style(label: str) -> dict:
@@ -148,13 +173,15 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
         ax.grid(alpha=0.3)
     percent.set_title("EED per block, as a share of the width")
     directions.set_title("effective directions per block")
-    percent.legend(fontsize="x-small")
+    fig.legend(*percent.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
     add_caption(fig, caption)
     return fig
 
 
 def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str = "",
-                    reported: ReportedProfile | None = None) -> plt.Figure:
+                    reported: ReportedProfile | None = None,
+                    what: str = "EED of every block at every saved epoch of one run, as lines and as a heatmap.",
+                    ) -> plt.Figure:
     """One run's profile at every saved epoch (``records``, epoch 0 the random
     initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
     the same numbers; with the paper's ranges when ``reported`` is given."""
@@ -163,40 +190,49 @@ def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str =
     plot_block_profile({epoch_label(r): r.profile for r in records}, caption="", ax=curves,
                        title=f"{title}: EED per block, every saved epoch" if title else "EED per block, every saved epoch",
                        reported=reported)
-    if len(records) > 6:  # a long run's legend beside its panel, where it hides no line
-        curves.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     plot_eed_heatmap([r.epoch for r in records], [r.profile.eed_percent for r in records], caption="",
                      ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
-    add_caption(fig, caption)
+    add_caption(fig, caption, what)
     return fig
 
 
-def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11)) -> plt.Figure:
-    """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record: k-NN
-    accuracy against the number of principal directions kept for a few blocks, each
-    block's N_eff marked on its curve; and per block, the fewest directions that keep 95 %
-    of the unpruned accuracy beside N_eff."""
-    fig, axes = plt.subplots(len(records), 2, figsize=(9.5, 3.4 * len(records)), layout="constrained", squeeze=False)
-    for (curves, sufficient), (label, record) in zip(axes, records.items()):
+def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11),
+                 what: str = "k-NN accuracy after projecting each block's tokens onto their top k principal "
+                             "directions, and the fewest directions that keep most of it.") -> plt.Figure:
+    """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record, the
+    record's label over its row: k-NN accuracy against the number of principal directions
+    kept for a few blocks, each block's N_eff marked on its curve; and per block, the fewest
+    directions that keep 95 % of the unpruned accuracy beside N_eff. Log axes are labelled in
+    plain numbers (1, 10, 100)."""
+    fig = plt.figure(figsize=(10, 3.6 * len(records)), layout="constrained")
+    rows = np.atleast_1d(fig.subfigures(len(records), 1))
+    for row, (label, record) in zip(rows, records.items()):
+        curves, sufficient = row.subplots(1, 2)
+        row.suptitle(label, fontsize="medium")
         by_block = {b["block"]: b for b in record["blocks"]}
         for index, block in enumerate(blocks):
             entry = by_block[block]
             line, = curves.plot(entry["ks"], entry["accuracy"], label=f"L{block}", color=f"C{index}")
             curves.axvline(entry["n_eff"], color=line.get_color(), linestyle=":", lw=1)
         curves.set_xscale("log")
-        curves.set(xlabel="principal directions kept, k (log scale; dotted: N_eff)", ylabel="k-NN top-1 (%)",
-                   title=f"{label}: accuracy of pruned features")
-        curves.legend(fontsize="x-small")
+        curves.set(xlabel="principal directions kept, k (dotted: N_eff)", ylabel="k-NN top-1 (%)",
+                   title="accuracy of pruned features")
+        curves.legend(fontsize="x-small", title="block", title_fontsize="x-small", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0))
         order = sorted(by_block)
-        sufficient.plot(order, [by_block[b]["sufficient_k"] for b in order], marker="o",
-                        label=f"fewest k keeping {record['keep_fraction']:.0%} of the accuracy")
-        sufficient.plot(order, [by_block[b]["n_eff"] for b in order], marker="s", linestyle="--", label="N_eff of the tokens")
-        sufficient.set(xlabel="block index l", ylabel="directions", title=f"{label}: directions needed", yscale="log")
+        sufficient.plot(order, [by_block[b]["sufficient_k"] for b in order], marker="o", color="C0",
+                        label=f"fewest k keeping {record['keep_fraction']:.0%}\nof the accuracy")
+        sufficient.plot(order, [by_block[b]["n_eff"] for b in order], marker="s", linestyle="--", color="C1",
+                        label="N_eff of the tokens")
+        sufficient.set(xlabel="block index l", ylabel="directions", title="directions needed", yscale="log")
         sufficient.set_xticks(order)
-        sufficient.legend(fontsize="x-small")
-        for ax in (curves, sufficient):
+        sufficient.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        for ax, axis in ((curves, curves.xaxis), (sufficient, sufficient.yaxis)):
+            axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+            axis.set_minor_formatter(ticker.NullFormatter())
             ax.grid(alpha=0.3, which="both")
-    add_caption(fig, caption)
+    add_caption(fig, caption, what)
     return fig
 
 
@@ -207,15 +243,15 @@ def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: 
     epoch (solid), in one colour per measurement."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    for index, (label, records) in enumerate(profiles.items()):
+    for colour, (label, records) in zip(distinct_colours(len(profiles)), profiles.items()):
         first, last = records[0], records[-1]
-        ax.plot(last.profile.eed_percent, marker="o", color=f"C{index}", label=f"{label}, epoch {last.epoch}")
-        ax.plot(first.profile.eed_percent, linestyle="--", color=f"C{index}", alpha=0.7)
+        ax.plot(last.profile.eed_percent, marker="o", color=colour, label=f"{label}, epoch {last.epoch}")
+        ax.plot(first.profile.eed_percent, linestyle="--", color=colour, alpha=0.7)
     ax.plot([], [], linestyle="--", color="0.4", label="dashed: random init")
     ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)", title=title)
     ax.set_xticks(range(last.profile.depth))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax
@@ -245,7 +281,7 @@ def plot_texture_knob(
     ax.set_ylabel(f"mean EED of blocks L{min(blocks)}-L{max(blocks)} (% of width D)")
     ax.set_title("Middle-block EED across the texture knob")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax
@@ -316,7 +352,7 @@ def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | Non
     ax.set(xlabel="epoch (0 = random init)", ylabel="k-NN top-1 on the CLS token (%)",
            title="Learning along the texture knob")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     add_caption(fig, caption)
     return fig
 
@@ -327,10 +363,10 @@ def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: s
     late rise (right), in effective directions, with the margin a claim must exceed
     shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
-    for index, (label, run) in enumerate(shapes.items()):
+    for colour, (label, run) in zip(distinct_colours(len(shapes)), shapes.items()):
         epochs = [shape.epoch for shape in run]
-        dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=f"C{index}", label=label)
-        rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=f"C{index}", label=label)
+        dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=colour, label=label)
+        rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=colour, label=label)
     style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
     dip.get_legend().remove()  # above the panels, off the data
     fig.legend(*dip.get_legend_handles_labels(), loc="outside upper center", ncol=2, fontsize="x-small")
@@ -350,7 +386,7 @@ def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) ->
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
-    dip.legend(fontsize="x-small")
+    dip.figure.legend(*dip.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
 
 
 def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
@@ -375,7 +411,8 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small")
+    # One legend beside the panels: the right panel's lines are the left's seeds, in the same colours.
+    fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
     levels.set_ylim(bottom=0)
     add_caption(fig, caption + f" Bands: {spread.runs[0].last.bootstrap.level:.0%} bootstrap intervals over the images.")
     return fig
@@ -428,7 +465,7 @@ def plot_companions(profile: Profile, caption: str, ax: plt.Axes | None = None,
     ax.set_ylabel("dimensions (of D = %d)" % profile.dim)
     ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax
@@ -438,6 +475,7 @@ def plot_knn_curves(
     curves: Mapping[str, Sequence[Mapping]],
     caption: str,
     chance: Mapping[str, float] | None = None,
+    what: str = "k-NN top-1 accuracy of each run's frozen features at every evaluation, from the random initialisation.",
 ) -> plt.Figure:
     """k-NN top-1 accuracy against epoch, one panel per labelled run: the CLS token (solid)
     and mean-pooled patch tokens (dashed), the random initialisation (epoch 0) marked by a
@@ -447,7 +485,7 @@ def plot_knn_curves(
         curves: label -> the run's ``"knn"`` records of ``metrics.jsonl``.
         chance: label -> chance accuracy in percent (100 / number of classes).
     """
-    fig, axes = panel_grid(len(curves), 4.5, 3.2)
+    fig, axes = panel_grid(len(curves), 6.5 if len(curves) == 1 else 4.5, 3.2)  # one panel: the page's width
     for ax, (label, records) in zip(axes, curves.items()):
         epochs = [r["epoch"] for r in records]
         ax.plot(epochs, [r["top1"] for r in records], marker="o", label="CLS token")
@@ -460,9 +498,9 @@ def plot_knn_curves(
         ax.set_ylabel("k-NN top-1 (%)")
         ax.set_title(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="x-small")
+    axes[-1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("k-NN accuracy over training (of the teacher, for DINO runs)")
-    add_caption(fig, caption)
+    add_caption(fig, caption, what)
     return fig
 
 
@@ -477,19 +515,3 @@ def panel_grid(count: int, width: float, height: float, sharey: bool = False) ->
     for ax in flat[count:]:
         ax.set_visible(False)
     return fig, flat[:count]
-
-
-def add_caption(figure: plt.Figure, caption: str) -> None:
-    """Write ``caption`` (what was run) under the whole figure, wrapped to its width; the
-    constrained layout leaves room for it without squeezing the axes.
-
-    On an Agg canvas (pyplot's, and a notebook's inline display) every PNG of the figure
-    also carries the caption as text under :data:`CAPTION_KEY`, so a check of the built
-    book (``tests/book_pages.py``) can tell a captioned figure from one without."""
-    wrapped = textwrap.fill(caption, width=int(figure.get_figwidth() * 15))
-    figure.supxlabel(wrapped, fontsize="small", color="0.35")
-    # Matplotlib takes PNG metadata only as an argument of each save: the figure's own
-    # canvas supplies it by default (an explicit ``metadata=`` still wins). A Figure made
-    # without pyplot has no such canvas; saving it borrows a new one, without the caption.
-    if isinstance(figure.canvas, FigureCanvasAgg):
-        figure.canvas.print_png = functools.partial(figure.canvas.print_png, metadata={CAPTION_KEY: caption})

@@ -20,10 +20,18 @@ from ..reproduction.paper import MIDDLE
 from ..training.cost import RunTimeEstimate, crop_pixels
 from ..training.run_config import resolve_settings
 from ..training.run_spec import RunSpec
+from ..training.runs import RunDirectory
 
 
 def comparison_markdown(rows: list[ComparisonRow]) -> str:
-    """The rows as a Markdown table."""
+    """The rows as a Markdown table. When no row is like for like
+    (:func:`~ib_tutorial.reproduction.comparison.setting_difference`), the paper's values stand
+    beside ours as a reference, under the reason, without verdict or deviation columns."""
+    if rows and all(r.unlike for r in rows):
+        reasons = "\n\n".join(dict.fromkeys(r.unlike for r in rows))
+        lines = ["| dataset | statistic | ours | paper's value, for reference |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} |" for r in rows]
+        return reasons + "\n\n" + "\n".join(lines) + "\n"
     lines = ["| dataset | statistic | ours | paper | verdict | deviation |", "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} | {r.verdict} | {r.deviation} |"
               for r in rows]
@@ -132,13 +140,13 @@ def estimate_markdown(estimate: RunTimeEstimate) -> str:
 
 def write_comparison_table(out: str | os.PathLike) -> Path:
     """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.reproduction.reproduce.reproduce`):
-    the final network of each DINO run against the paper's reported values as
+    the final network of each DINO run, at the setting its ``config.json`` records, against the paper's reported values as
     :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now, recomputed from the final
     profiles its ``summary.json`` records (whose stored rows name the runs compared)."""
     out = Path(out)
     summary = json.loads((out / "summary.json").read_text())
     rows = [row for spec, entry in summary["datasets"].items() if entry["comparison"]
-            for row in run_comparison(spec, entry["final_eed_percent"])]
+            for row in run_comparison(spec, entry["final_eed_percent"], RunDirectory(out / entry["run"]).read_config())]
     table = (f"Preset `{summary['preset']}`: final teacher of each run against the paper's reported values "
              f"(EED% of the model's width D: 384 for ViT-S, 192 for ViT-Ti; all tokens, centred).\n\n"
              + comparison_markdown(rows))

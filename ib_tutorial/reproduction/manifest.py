@@ -29,6 +29,14 @@ class Entry:
 
 ENTRIES: tuple[Entry, ...] = (
     # --- the Results chapters and `reproduce`
+    Entry("walkthrough", "laptop-tier-48", "the bundle `reproduce` walks through end to end: the laptop tier "
+          "at 48 epochs on the Tiny ImageNet and DTD subsets, two seeds each", ("reproduce",)),
+    Entry("gpu-run", "gpu-paper-subsets", "the one committed GPU run: DINO ViT-S at the paper recipe on the Tiny "
+          "ImageNet subset, cut to 12 epochs, which did not learn", ("reproduce",)),
+    Entry("floors-without", "laptop-dino-48", "the laptop recipe before the warm-up and freeze floors, 48 epochs: "
+          "what the floors are set against", ("reproduce",)),
+    Entry("worlds-raw-patches", "laptop-real", "the synthetic worlds' raw-patch N_eff, measured by the laptop "
+          "tier's first real-image bundle", ("data",)),
     # --- DINO and the lab notes' recipe search
     Entry("dino-former-tier", "old-laptop-vit-small", "the former laptop tier (ViT-S, synthetic worlds) whose teachers went uniform", ("lab_notes_dino",)),
     Entry("dino-first-recipes", "laptop-recipes", "the first CPU recipe rows a-h, before the floors", ("lab_notes_dino",)),

@@ -93,7 +93,8 @@ def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = Fals
     run = RunDirectory(run_dir)
     knn = run.read_metrics("knn")
     raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
-    rows = run_comparison(str(spec), last.profile.eed_percent) if run.read_config().objective.compared_with_paper else []
+    config = run.read_config()
+    rows = run_comparison(str(spec), last.profile.eed_percent, config) if config.objective.compared_with_paper else []
     return {
         "run": str(run_dir),
         "epochs": [r.epoch for r in records],

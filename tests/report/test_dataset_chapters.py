@@ -16,7 +16,8 @@ from archive_builders import TINY_WNIDS, TINY_WORDS, tiny_imagenet_zip
 from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import run_caption
-from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, chapter_runs, data_status_markdown, gallery, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
+from ib_tutorial.report import dataset_chapters
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.recipes import tier_changes
@@ -143,9 +144,40 @@ def test_gpu_commands_export_where_the_chapter_looks():
 def test_the_gallery_skips_when_the_data_is_absent(tmp_path):
     assert gallery("tiny-imagenet", root=tmp_path) is None
     status = data_status_markdown("tiny-imagenet", root=tmp_path)
-    assert "is not on disk" in status and "download=True" in status and "wnids.txt" in status
+    assert "is not on disk" in status and "download=True" in status
+    assert "```" not in status and "\n" not in status  # one sentence, not the loader's list of missing files
     folder_status = data_status_markdown("dtd:folder=dtd", root=tmp_path)
     assert "is not on disk" in folder_status and "images/<class>/" in folder_status
+
+
+def test_images_come_from_the_data_root_else_the_shared_samples(tmp_path, monkeypatch):
+    monkeypatch.setattr(dataset_chapters, "shared_samples", lambda: tmp_path / "shared")
+    assert images_root("tiny-imagenet", root=tmp_path / "empty") is None
+    text, figure = dataset_overview("tiny-imagenet", root=tmp_path / "empty", preset="ci")
+    assert figure is None and "is not on disk" in text and "| `laptop` | CPU |" in text
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "tiny.zip")) as archive:
+        archive.extractall(tmp_path / "shared")
+    assert images_root("tiny-imagenet", root=tmp_path / "empty") == tmp_path / "shared"
+    text, figure = dataset_overview("tiny-imagenet", root=tmp_path / "empty", preset="ci")
+    assert figure is not None and "on disk** under `../shared/data/real (beside the repository)`" in text
+    archive_root = tmp_path / "own"
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "own.zip")) as archive:
+        archive.extractall(archive_root)
+    assert images_root("tiny-imagenet", root=archive_root) == archive_root  # the data root comes first
+
+
+def test_real_images_draw_one_row_a_dataset_on_disk_and_name_the_rest_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(dataset_chapters, "shared_samples", lambda: tmp_path / "shared")
+    figure, text = real_images(root=tmp_path / "empty")
+    names = {spec.split(":")[0] for spec in REAL_SPECS}
+    assert figure is None and all(text.count(f"`{name}`") == 1 for name in names)
+    with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "tiny.zip")) as archive:
+        archive.extractall(tmp_path / "empty")
+    figure, text = real_images(root=tmp_path / "empty", columns=4)
+    assert "`tiny-imagenet`" not in text and "`cifar100`" in text
+    shown = [ax for ax in figure.axes if ax.get_visible()]
+    assert len(shown) == len(TINY_WNIDS) and all(len(ax.images) == 1 for ax in shown)
+    assert shown[0].get_ylabel() == "tiny-imagenet"
 
 
 def test_the_gallery_draws_real_files_with_their_class_names(tmp_path):
@@ -156,7 +188,7 @@ def test_the_gallery_draws_real_files_with_their_class_names(tmp_path):
     titles = [ax.get_title().replace("\n", " ") for ax in fig.axes if ax.get_title()]
     assert titles == names  # fewer classes than asked: all of them, in wnids.txt order
     assert sum(len(ax.images) for ax in fig.axes) == 2 * len(names)
-    caption = " ".join(fig.get_supxlabel().split())
+    caption = fig.canvas.print_png.keywords["metadata"]["Description"]
     assert "preset ci" in caption and "64 x 64 px" in caption
     status = data_status_markdown("tiny-imagenet", root=tmp_path / "root")
     assert "3 classes, 9 train and 6 val images" in status and names[0] in status
@@ -181,7 +213,7 @@ def test_a_run_is_drawn_at_every_saved_epoch():
     curves, heatmap = fig.axes[:2]
     assert len(curves.get_lines()) == len(run.run.profiles)
     assert heatmap.images[0].get_array().shape == (12, len(run.run.profiles))
-    assert "bundle laptop-real" in " ".join(fig.get_supxlabel().split())
+    assert "bundle laptop-real" in fig.canvas.print_png.keywords["metadata"][plots.CAPTION_KEY]
 
 
 @laptop_real
@@ -258,3 +290,16 @@ def test_the_gpu_measurement_is_read_from_the_committed_records():
     assert "Whole epochs, augmentation included, went slower" in gpu_timing_markdown("tiny-imagenet")
     assert "No whole epoch of cifar100 was timed on a GPU" in gpu_timing_markdown("cifar100")
     assert "not on dtd" in gpu_timing_markdown("dtd")
+
+
+def test_the_papers_table_holds_every_dataset_once_with_what_its_numbers_are():
+    table = paper_table_markdown(["cifar100", "tiny-imagenet", "uc-merced"])
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == ["| `cifar100`", "| `tiny-imagenet`", "| `uc-merced`"]
+    assert "22.0-24.0 % (L2-L4" in rows[0] and "above 90 % at every block" in rows[2]
+    assert "states no input or patch size" in table and table.count("The paper gives these") == 1
+
+
+def test_a_run_summary_reads_one_run_and_is_empty_without_one():
+    empty = run_summary(None)
+    assert empty["run"] == "none" and empty["middle_change"] == "n/a" and empty["knn_first"] != empty["knn_first"]  # NaN

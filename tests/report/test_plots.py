@@ -47,7 +47,51 @@ def test_every_figure_carries_its_caption_under_the_axes():
         plot_layer_eed([0, 1, 10], np.ones((3, 6)), "run F").figure,
     ]
     for figure, caption in zip(figures, "ABCDEF"):
-        assert figure.get_supxlabel() == f"run {caption}"
+        assert figure.canvas.print_png.keywords["metadata"][plots.CAPTION_KEY].endswith(f"run {caption}")
+
+
+def test_a_caption_is_a_sentence_over_one_smaller_provenance_line():
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    plots.add_caption(fig, "preset laptop; tiny-imagenet; code abc", what="EED per block of one run.")
+    assert fig.get_supxlabel().splitlines() == ["EED per block of one run.", " "]  # the blank line keeps room
+    provenance = [text for text in fig.artists if text.get_text() == "preset laptop; tiny-imagenet; code abc"]
+    assert len(provenance) == 1
+    assert provenance[0].get_fontsize() < fig._supxlabel.get_fontsize()
+    fig.canvas.draw()
+    assert provenance[0].get_window_extent().y1 <= fig._supxlabel.get_window_extent().y1  # under the sentence
+
+
+def test_many_lines_never_share_a_colour_and_the_legend_sits_beside_the_axes():
+    profiles = {f"epoch {e}": make_record(e).profile for e in range(14)}
+    ax = plots.plot_block_profile(profiles, "run")
+    colours = [tuple(matplotlib.colors.to_rgba(line.get_color())) for line in ax.get_lines()]
+    assert len(set(colours)) == len(colours) == 14
+    legend = ax.get_legend()
+    ax.figure.canvas.draw()
+    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_the_axis_follows_the_data_and_the_papers_bands_above_it_are_named_over_the_frame():
+    profiles = {"epoch 4": make_record(4, n_eff=[10.0] * 12).profile}  # 2.6 % of 384
+    ax = plots.plot_block_profile(profiles, "run", reported=REPORTED["tiny-imagenet"])
+    assert ax.get_ylim()[1] < 10
+    notes = [text.get_text() for text in ax.texts]
+    assert notes == ["\u2191 paper, above this axis: L0-L1 58-60 %; L2-L4 29.5-31.5 %; L9-L11 91.5-93.5 %"]
+    assert not ax.collections  # no band drawn off the axis
+    high = {"epoch 4": make_record(4, n_eff=[230.0] * 12).profile}  # 60 %: the early and minimum bands inside
+    ax = plots.plot_block_profile(high, "run", reported=REPORTED["tiny-imagenet"])
+    assert len(ax.collections) == 2 and "L9-L11 91.5-93.5 %" in ax.texts[0].get_text()
+
+
+def test_pruning_rows_are_titled_apart_and_log_axes_read_plain_numbers():
+    block = {"ks": [1, 2, 5, 10, 20, 50, 100], "accuracy": [5, 8, 12, 15, 17, 18, 18], "n_eff": 12.0, "sufficient_k": 20}
+    record = {"blocks": [dict(block, block=b) for b in range(12)], "keep_fraction": 0.95}
+    fig = plots.plot_pruning({"seed 0": record, "seed 1": record}, "run")
+    assert [sub._suptitle.get_text() for sub in fig.subfigs] == ["seed 0", "seed 1"]
+    fig.canvas.draw()
+    curves = fig.subfigs[0].axes[0]
+    labels = [label.get_text() for label in curves.get_xticklabels() if label.get_text()]
+    assert "10" in labels and not any("times" in label or "^" in label for label in labels)
 
 
 def test_knob_plot_styles_the_random_init_as_the_profiles_do_and_joins_only_three_or_more_points():

@@ -2,7 +2,13 @@
 import pytest
 
 from ib_tutorial.report.tables import comparison_markdown
-from ib_tutorial.reproduction.comparison import compare_profile
+from ib_tutorial.reproduction import comparison
+from ib_tutorial.reproduction.comparison import Setting, paper_setting, setting_difference
+
+
+def compare_profile(dataset, eed_percent, setting=None):
+    """The comparison at the paper's own setting for ``dataset``, unless another is given."""
+    return comparison.compare_profile(dataset, eed_percent, setting or paper_setting(dataset))
 
 
 def u_shape(early, minimum, at, late):
@@ -73,3 +79,30 @@ def test_datasets_beyond_the_paper_are_marked_not_reported():
 @pytest.mark.parametrize("dataset", ["cifar100", "tiny-imagenet", "uc-merced"])
 def test_every_paper_dataset_has_rows(dataset):
     assert len(compare_profile(dataset, [60.0] * 12)) >= 3
+
+
+def test_the_papers_setting_is_vit_small_at_the_paper_presets_input():
+    assert paper_setting("tiny-imagenet") == Setting("vit_small", 64, 8)
+    assert paper_setting("cifar100") == Setting("vit_small", 32, 4)
+    assert setting_difference("tiny-imagenet", Setting("vit_small", 64, 8)) is None
+
+
+@pytest.mark.parametrize("setting, named", [
+    (Setting("vit_tiny", 32, 8), "ViT-Ti (D = 192) at 32 px, patch 8"),  # the laptop tier: width and input differ
+    (Setting("vit_small", 32, 8), "ViT-S (D = 384) at 32 px, patch 8"),  # the paper's width, a smaller input
+    (Setting("vit_tiny", 64, 8), "ViT-Ti (D = 192) at 64 px, patch 8"),  # the paper's input, another width
+])
+def test_a_profile_unlike_the_paper_gets_no_verdict_and_no_deviation(setting, named):
+    far = u_shape(5.0, 3.0, 3, 6.0)  # 50 to 90 points under every band: a deviation, were it printed
+    rows = compare_profile("tiny-imagenet", far, setting)
+    assert rows and all(row.verdict == "reference only" and row.deviation == "-" for row in rows)
+    assert all(named in row.unlike and "ViT-S (D = 384) at 64 px, patch 8" in row.unlike for row in rows)
+    assert [row.paper_text for row in rows] == [row.paper_text for row in compare_profile("tiny-imagenet", far)]
+    table = comparison_markdown(rows)
+    assert table.startswith("Not like for like") and "| deviation |" not in table and "points" not in table
+    assert compare_profile("tiny-imagenet", far)[0].deviation.startswith("-53.0 points")  # alike, it is printed
+
+
+def test_datasets_beyond_the_paper_say_not_reported_at_any_setting():
+    rows = compare_profile("dtd", [5.0] * 12, Setting("vit_tiny", 32, 8))
+    assert all(row.verdict == "not reported" and row.unlike is None for row in rows)

@@ -1,0 +1,102 @@
+"""What the chapter "From runs to results" shows: one committed bundle walked through end to
+end (the command that made it, what each run learned), every other committed bundle in one
+table that links to the chapter that reads it, and the committed GPU run with what is and
+is not known about why it did not learn (:mod:`ib_tutorial.reproduction.gpu_run`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..command_line import command_line, reproduce_argv
+from ..reproduction.bundles import Bundle, load_bundles
+from ..reproduction.dataset_runs import FAMILIES, DatasetRun
+from ..reproduction.gpu_run import FloorsTest, GpuRunFacts
+from ..reproduction.learned import learned_rule
+from ..reproduction.manifest import ENTRIES
+from .dataset_chapters import chapter_runs
+
+
+def bundle_command(bundle: Bundle) -> str:
+    """The ``ib-tutorial reproduce`` command that makes ``bundle``: its preset and its runs,
+    exported where the book finds it (the data root is the reader's: ``--root``)."""
+    return command_line(reproduce_argv(bundle.preset, list(bundle.runs), out=f"/tmp/{bundle.name}",
+                                       export=f"results/{bundle.name}"))
+
+
+def learned_markdown(bundle: Bundle) -> str:
+    """One line a run of ``bundle``: whether it learned by the book's rule, and why
+    (:meth:`~ib_tutorial.reproduction.learned.Learned.reason`)."""
+    lines = []
+    for spec, run in bundle.runs.items():
+        rule = learned_rule(run)
+        lines.append(f"- `{spec}`: **{'learned' if rule.learned else 'did not learn'}**; {rule.reason()}.")
+    return "\n".join(lines)
+
+
+def _chapter_key(key: str) -> str:
+    """A Results chapter's notebook, from its family's key (``tiny-imagenet`` -> ``results_tiny_imagenet``)."""
+    return "results_" + key.replace("-", "_")
+
+
+def reading_chapters(bundles: Iterable[Bundle]) -> dict[str, list[str]]:
+    """For each bundle, the chapters that read it: the Results chapters that show one of its
+    runs (:func:`~ib_tutorial.report.dataset_chapters.chapter_runs`) and the chapters the
+    manifest names for it (``ENTRIES`` of ``ib_tutorial.reproduction.manifest``)."""
+    bundles = list(bundles)
+    readers: dict[str, list[str]] = {bundle.name: [] for bundle in bundles}
+    for key, family in FAMILIES.items():
+        for entry in chapter_runs(family, bundles):
+            readers[entry.bundle.name].append(_chapter_key(key))
+    for entry in ENTRIES:
+        bundle = Path(entry.folder).parts[0]
+        if bundle in readers:
+            readers[bundle] += entry.chapters
+    return {name: list(dict.fromkeys(chapters)) for name, chapters in readers.items()}
+
+
+def bundles_markdown(bundles: Iterable[str | Path | Bundle] | None = None, skip: Iterable[str] = ()) -> str:
+    """Every committed bundle (default: all under ``results/``) but those named in ``skip``,
+    one row each: its preset, its runs, how many learned by the book's rule, and the chapters
+    that read it (:func:`reading_chapters`)."""
+    loaded = [bundle for bundle in load_bundles(bundles) if bundle.name not in set(skip)]
+    readers = reading_chapters(loaded)
+    lines = ["| bundle | preset | runs: datasets | learned (the book's rule) | read in |", "| --- | --- | --- | --- | --- |"]
+    for bundle in loaded:
+        datasets = ", ".join(dict.fromkeys(f"`{run.spec.dataset}`" for run in bundle.runs.values()))
+        runs = f"{len(bundle.runs)}: {datasets}"
+        learned = sum(learned_rule(run).learned for run in bundle.runs.values())
+        chapters = ", ".join(f"{{doc}}`{chapter}`" for chapter in readers[bundle.name]) or "-"
+        lines.append(f"| `{bundle.name}` | `{bundle.preset}` | {runs} | {learned} of {len(bundle.runs)} | {chapters} |")
+    return "\n".join(lines)
+
+
+def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) -> str:
+    """What the committed GPU run did, and why it did not learn stated as what it is: open.
+    The candidates are the ways the run differs from runs that learned, each with its number;
+    none was changed alone, and the one the book tested on a CPU (the floors) made no
+    measurable difference there."""
+    outcome = "it learned" if facts.learned else "it did not learn"
+    floors_said = ("neither helped nor hurt measurably" if floors.within_noise else
+                   f"{'helped' if floors.difference < 0 else 'hurt'} by more than two standard errors")
+    low, high = facts.teacher_share
+    return "\n".join([
+        f"DINO ViT-S ran {facts.epochs} epochs of the `{entry.tier}` recipe, {facts.steps:,} steps of {facts.batch} "
+        f"images, and its CLS k-NN accuracy went from {facts.knn_first:.1f} % to {facts.knn_last:.1f} % (one standard "
+        f"error {facts.knn_se:.1f} points): **{outcome}** by the book's rule. Why is not known. Four features of the "
+        "run are candidate causes, and no run has changed one of them alone:",
+        "",
+        f"1. **Short phases.** Its recipe states the warm-up and the last layer's freeze in epochs, so cutting the run "
+        f"to {facts.epochs} epochs cut them to {facts.warmup_steps} and {facts.freeze_steps} steps. On a CPU the book "
+        f"tested the floors that lengthen them: two `laptop` runs of {floors.steps:,} steps from one initialisation, "
+        f"warm-up {floors.warmup_steps[0]} against {floors.warmup_steps[1]} steps, gained {floors.gain_without:+.1f} "
+        f"points without the floors and {floors.gain_with:+.1f} with them, a gap of {floors.difference:.1f} points "
+        f"against one standard error of {floors.difference_se:.1f}: the floors {floors_said} at that length "
+        "({ref}`lab-notes-dino`).",
+        f"2. **A head wider than the data.** K = {facts.out_dim:,} outputs for {facts.train_images:,} training "
+        f"images, {facts.outputs_per_image:.1f} per image. Untested.",
+        f"3. **Few steps.** {facts.steps:,} in all. Untested.",
+        f"4. **A teacher near uniform throughout.** Its entropy stayed at {100 * low:.0f}-{100 * high:.0f} % of log K at "
+        "every logged step: a teacher that spreads its output over almost every prototype tells the student little "
+        "about the image. A symptom as much as a cause; untested.",
+    ])

@@ -325,7 +325,8 @@ def check_floors(epochs: int, images_per_epoch: int) -> None:
     """Assert that the plan's run of ``epochs`` (at the `paper` tier, whatever tier the
     command runs) trains at least :data:`MIN_STEPS` steps with the tier's warm-up and
     freeze floors, so that the dry run checks the schedule the GPU would train."""
-    from ib_tutorial.training.phases import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS, Phases
+    from ib_tutorial.presets import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS
+    from ib_tutorial.training.schedules import Phases
 
     epochs = max(epochs, least_epochs(images_per_epoch))
     train = dataclasses.replace(get_preset("paper").train, **schedule(epochs, dry_run=False))

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from ..data import DATASETS
 from ..presets import TrainSettings, ViewSettings, get_preset
 from ..paths import stored_benchmark
-from .run_config import resolve_settings
-from .objectives import get_objective
+from .run_config import get_objective, resolve_settings
 
 # The records the estimate reads: FLOPs, fraction of the matmul peak and augmentation rate
 # of each CPU tier's step (benchmarks/bench_utilisation.py).

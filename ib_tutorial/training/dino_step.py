@@ -20,13 +20,12 @@ from .dino import (
     DINOLoss,
     DINOLossOutput,
     MultiCropWrapper,
-    Schedules,
     cancel_last_layer_gradients,
     update_teacher,
 )
 from .flops import backbone_flops, head_flops, tokens_per_crop
-from .objective import Objective
-from .phases import Phases, phase_notes, phase_warnings
+from .objective import Objective, apply_schedules, clip_gradients
+from .schedules import Phases, Schedules, phase_notes, phase_warnings
 
 #: Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot)
 #: is a collapse (DINOTraining.collapse_warning).
@@ -62,8 +61,8 @@ class DINOTraining(Objective):
     """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
     everything one step changes and a checkpoint holds.
 
-    One step is :meth:`forward` (the loss, which also moves the centre), then, if the
-    loss is finite, :meth:`update` (student, then teacher).
+    One step is :meth:`forward` (the loss), then, if the loss is finite, :meth:`update`
+    (student, teacher, centre).
     """
 
     name = "dino"
@@ -71,6 +70,7 @@ class DINOTraining(Objective):
     network = "teacher"
     compared_with_paper = True
     uses_labels = False
+    phase_floors = True
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):
@@ -79,9 +79,7 @@ class DINOTraining(Objective):
         self.teacher = teacher.to(device)
         self.loss_fn = DINOLoss(self.settings.out_dim, self.settings.student_temp,
                                 self.settings.center_momentum).to(device)
-        phases = self.phases(train, schedules.steps_per_epoch)
-        self.freeze_steps = phases.freeze_steps
-        self.watch = InformationWatch(phases)
+        self.watch = InformationWatch(schedules.phases)
         self._optimise(student.to(device))
 
     @property
@@ -91,18 +89,31 @@ class DINOTraining(Objective):
 
     def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int) -> DINOLossOutput:
         """Teacher on the two global views, student on all of them, then the DINO loss (the
-        labels are not used)."""
+        labels are not used). The teacher's output is kept for the centre, which moves after the step."""
         views = [v.to(self.device, non_blocking=True) for v in views]
         with autocast(self.device, self.precision):
-            teacher_output = self.teacher(views[:2])
+            self.teacher_output = self.teacher(views[:2])
             student_output = self.student(views)
-        return self.loss_fn(student_output, teacher_output, float(self.schedules.teacher_temp[epoch]))
+        return self.loss_fn(student_output, self.teacher_output, float(self.schedules.teacher_temp[epoch]))
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """Back-propagate, clip, freeze the last layer while due, take the AdamW step with
-        this step's learning rate and weight decay, then move the teacher (EMA)."""
-        self.step_optimiser(loss, step, lambda: cancel_last_layer_gradients(self.student_module, step, self.freeze_steps))
+        """One step of DINO's ``train_one_epoch`` after the loss (``step`` counts from 0)."""
+        # this step's learning rate and weight decay
+        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
+        # student update: back-propagation, each parameter's gradient clipped, the last layer frozen while due
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.settings.clip_grad:
+            self.scaler.unscale_(self.optimizer)  # fp16: clip the true gradients, not the scaled ones
+            clip_gradients(self.student_module, self.settings.clip_grad)
+        if step < self.schedules.phases.freeze_steps:
+            cancel_last_layer_gradients(self.student_module)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        # EMA update for the teacher
         update_teacher(self.student_module, self.teacher, float(self.schedules.momentum[step]))
+        # the centre follows the teacher's batch mean
+        self.loss_fn.update_center(self.teacher_output)
 
     @staticmethod
     def statistics(result: DINOLossOutput) -> dict[str, torch.Tensor]:
@@ -127,16 +138,11 @@ class DINOTraining(Objective):
         falling = self.watch.update(record["step"], record["teacher_information"])  # every logged step feeds the watch
         return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim) or falling
 
-    @classmethod
-    def phases(cls, train: TrainSettings, steps_per_epoch: int) -> Phases:
-        """The warm-up and the last-layer freeze, each the longer of its epochs and its floor."""
-        return Phases.of(train, steps_per_epoch)
-
     @staticmethod
-    def start_messages(train: TrainSettings, steps_per_epoch: int) -> tuple[list[str], list[str]]:
+    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
         """The phases a floor lengthened (notes), and those shorter than the recipes that
-        learn keep (warnings): :mod:`ib_tutorial.training.phases`."""
-        return phase_notes(train, steps_per_epoch), phase_warnings(train, steps_per_epoch)
+        learn keep (warnings): :mod:`ib_tutorial.training.schedules`."""
+        return phase_notes(train, schedules), phase_warnings(train, schedules)
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:

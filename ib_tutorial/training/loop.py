@@ -2,17 +2,15 @@
 as it goes.
 
 One function, :func:`train`, runs everything. It resolves the preset and overrides into
-one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the run's objective (an
+one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the multi-crop data
+(:mod:`ib_tutorial.training.augment`), the run's schedules once
+(:class:`~ib_tutorial.training.schedules.Schedules`) and its objective (an
 :class:`~ib_tutorial.training.objective.Objective`: DINO's student and teacher,
-:mod:`ib_tutorial.training.dino_step`) and the multi-crop data (:mod:`ib_tutorial.training.augment`), then
-for every DINO step:
-
-1. sets this step's learning rate and weight decay;
-2. runs the teacher on the two global views and the student on all views;
-3. computes the DINO loss (which also moves the centre) and stops on a non-finite value;
-4. back-propagates, clips gradients, drops the last layer's gradients in the first
-   epoch(s), and takes an AdamW step;
-5. moves the teacher towards the student (EMA).
+:mod:`ib_tutorial.training.dino_step`), then for every step runs the objective's
+``forward`` (the loss; a non-finite one stops the run before it changes any weight) and
+its ``update`` (for DINO, :meth:`~ib_tutorial.training.dino_step.DINOTraining.update`:
+back-propagation, clipping, the last layer's freeze, AdamW's step, the teacher's EMA and
+the centre).
 
 With ``objective="supervised"`` the same loop trains the same backbone with a linear
 classifier by cross-entropy on the two global views (:mod:`ib_tutorial.training.supervised_step`).
@@ -49,10 +47,10 @@ from .data import TrainingData, build_data, build_loader
 from .disk import check_disk_space, run_writes
 from .distributed import Processes, restarted
 from .memory import out_of_memory
-from .objective import Objective, build_schedules
-from .phases import ScheduleWarning
+from .objective import Objective
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory
+from .schedules import Schedules, ScheduleWarning
 from .stopping import StopRequests, TrainingStopped, resume_command
 
 class NonFiniteLossError(RuntimeError):
@@ -131,8 +129,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
         saved = run.read_config()
         config.check_resumable(saved, run.path)
         config = dataclasses.replace(config, profile=saved.profile)  # profiled as it was set up to be
-    state = config.objective(config.train, config.view, config.precision, build_schedules(config.train, len(loader)),
-                             device, data.num_classes)
+    schedules = Schedules.of(config.train, len(loader), config.objective.phase_floors)  # once, for the whole run
+    state = config.objective(config.train, config.view, config.precision, schedules, device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:
@@ -142,7 +140,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             run.remove_unfinished_files()
             tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
-        _announce_phases(config, start)
+        _announce_phases(config, schedules, start)
     if processes.distributed:
         state.distribute()
     recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
@@ -282,13 +280,13 @@ class RunRecorder:
         self.bar.close()
 
 
-def _announce_phases(config: RunConfig, start: "Position") -> None:
+def _announce_phases(config: RunConfig, schedules: Schedules, start: "Position") -> None:
     """When a run starts (not when it resumes): the phases a floor lengthened, and a
-    :class:`~ib_tutorial.training.phases.ScheduleWarning` for each phase shorter than the
+    :class:`~ib_tutorial.training.schedules.ScheduleWarning` for each phase shorter than the
     recipes that learn keep; an illustrative tier's few steps are exempt from the warning."""
     if start.step:
         return
-    notes, problems = config.objective.start_messages(config.train, config.steps_per_epoch)
+    notes, problems = config.objective.start_messages(config.train, schedules)
     for note in notes:
         tqdm.write(note)
     tier = PRESETS.get(config.preset)

@@ -104,7 +104,7 @@ def test_a_part_without_the_packed_data_names_the_command_that_packs_it(tmp_path
 def test_the_plans_schedule_keeps_the_floors(monkeypatch):
     sys.path.insert(0, str(REPO / "benchmarks"))
     import gpu_plan
-    from ib_tutorial.training.phases import Phases
+    from ib_tutorial.training.schedules import Phases
 
     # The 10,000 images of the Tiny ImageNet subset make 78 steps of 128 an epoch.
     assert gpu_plan.least_epochs(10_000) == 52  # 4,056 steps

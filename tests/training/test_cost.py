@@ -8,7 +8,7 @@ from ib_tutorial.presets import get_preset
 from ib_tutorial.paths import stored_benchmark
 from ib_tutorial.report.tables import estimate_markdown
 from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time, saved_epochs
-from ib_tutorial.training.objectives import get_objective
+from ib_tutorial.training.run_config import get_objective
 from ib_tutorial.training.run_config import resolve_settings
 
 stored = stored_benchmark(UTILISATION_RECORD)

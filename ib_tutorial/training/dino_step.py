@@ -23,7 +23,6 @@ from .dino import (
     cancel_last_layer_gradients,
     update_teacher,
 )
-from .flops import backbone_flops, head_flops, tokens_per_crop
 from .objective import Objective, apply_schedules, clip_gradients
 from .schedules import Phases, Schedules, phase_notes, phase_warnings
 
@@ -146,17 +145,23 @@ class DINOTraining(Objective):
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
-        """FLOPs one training image costs in one DINO step.
+        r"""FLOPs one training image costs in one DINO step, counted from the shapes as
+        ``torch.utils.flop_counter`` counts them (the benchmarks use it): ``2 m n k`` for every
+        matrix product, elementwise work not counted. A linear layer of ``a`` inputs and ``b``
+        outputs costs ``2 a b`` per token forward and twice that backward, so one token through
+        one block of width :math:`D` costs :math:`2\,(3D^2 + D^2 + 4D^2 + 4D^2) = 24 D^2`, plus
+        :math:`4 T D` for attention over :math:`T` tokens.
 
-        Per crop of :math:`T` tokens: teacher forward (global crops only) plus student forward
-        and backward (every crop, three forwards), the head on the CLS token; the patch
-        embedding's backward computes its weight gradient only (the images need none)
-        (:mod:`ib_tutorial.training.flops`).
+        Per crop: teacher forward (global crops only) plus student forward and backward (every
+        crop, three forwards), the head on the CLS token (``in -> hidden -> hidden -> bottleneck
+        -> K``); the patch embedding's backward computes its weight gradient only (the images
+        need none).
 
         Args:
             view: the crops' geometry (global and local side, patch size).
             train: the backbone (``arch``), the number of local crops and the head's shape.
-            attention: count the attention products (``False``: as the CPU benchmark counted).
+            attention: count the attention products (``False``: as the CPU benchmark counted,
+                where PyTorch's fused attention is not counted; a test checks both records).
         """
         shape = ARCHITECTURES[train.arch]
         width, depth = shape["embed_dim"], shape["depth"]
@@ -166,6 +171,25 @@ class DINOTraining(Objective):
             forward = blocks + head_flops(width, train)
             total += crops * (3 * forward + 2 * embedding + ((forward + embedding) if teacher_sees else 0.0))
         return total
+
+
+def tokens_per_crop(side: int, patch_size: int) -> int:
+    """Patch tokens of a square crop plus the CLS token: ``(side / patch)^2 + 1``."""
+    return (side // patch_size) ** 2 + 1
+
+
+def backbone_flops(width: int, depth: int, tokens: int, patch_size: int, attention: bool = True) -> tuple[float, float]:
+    """(FLOPs of the transformer blocks, FLOPs of the patch embedding) of one crop's forward
+    pass: ``depth (24 D^2 T + 4 T^2 D)`` and ``2 (3 p^2) D (T - 1)``."""
+    blocks = depth * (24 * width**2 * tokens + (4 * tokens**2 * width if attention else 0))
+    embedding = 2 * 3 * patch_size**2 * width * (tokens - 1)
+    return float(blocks), float(embedding)
+
+
+def head_flops(width: int, train: TrainSettings) -> float:
+    """FLOPs of the DINO head's forward pass on one CLS token."""
+    hidden, bottleneck = train.hidden_dim, train.bottleneck_dim
+    return 2.0 * (width * hidden + hidden * hidden + hidden * bottleneck + bottleneck * train.out_dim)
 
 
 def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:

@@ -41,10 +41,11 @@ from ib_tutorial.training.augment import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     REFERENCE_SIZE,
+    BatchMultiCrop,
+    DecodedImages,
     MultiCropAugmentation,
     MultiCropDataset,
 )
-from ib_tutorial.training.batch_augment import BatchMultiCrop, DecodedImages
 from ib_tutorial.training.dino_step import DINOTraining
 from ib_tutorial.training.run_config import RunConfig
 from ib_tutorial.training.schedules import Schedules
@@ -132,7 +133,7 @@ def augmentation_images_per_second(view, local_crops: int, native_side: int, cou
     images of the native side: this package's loader path (one worker, seeded per
     sample), DINO's reference pipeline (one worker), the loader path making only the two
     global views (what the supervised objective uses), and the batched path on ``device``
-    (:mod:`ib_tutorial.training.batch_augment`, batches of ``batch``, images decoded once
+    (:class:`ib_tutorial.training.augment.BatchMultiCrop`, batches of ``batch``, images decoded once
     beforehand)."""
     images = get_dataset("synthetic-objects", "train", img_size=native_side, size=count)
     pictures = [images[index][0] for index in range(count)]

@@ -197,7 +197,7 @@ class TrainSettings:
         augmentation: where the multi-crop views are made: ``loader`` (DINO's own PIL
             pipeline, image by image, in ``num_workers`` CPU processes) or ``batched`` (the
             same recipe on a whole batch on the training device, from images decoded once:
-            :mod:`ib_tutorial.training.batch_augment`; for a GPU that few CPU cores cannot
+            :class:`~ib_tutorial.training.augment.BatchMultiCrop`; for a GPU that few CPU cores cannot
             keep fed). The two draw the same distributions but not the same pixels.
         label_shuffle_seed: for an objective that reads labels (``supervised``): train on the
             training images' labels permuted among them by this seed, so that the class counts

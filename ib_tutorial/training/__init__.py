@@ -2,8 +2,8 @@
 
 In the order a run uses them: :mod:`~ib_tutorial.training.run_config` (one run's resolved
 settings and the table of objectives), :mod:`~ib_tutorial.training.run_spec` (a run named by
-its settings), :mod:`~ib_tutorial.training.augment` and
-:mod:`~ib_tutorial.training.batch_augment` (multi-crop views, in the loader or in batches),
+its settings), :mod:`~ib_tutorial.training.augment` (multi-crop views, in the loader or in batches on the
+device),
 :mod:`~ib_tutorial.training.data` (the loop's images and k-NN sets),
 :mod:`~ib_tutorial.training.schedules` (warm-up, freeze, learning rate, weight decay, momentum
 and teacher temperature, built once per run), :mod:`~ib_tutorial.training.objective` (what

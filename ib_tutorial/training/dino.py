@@ -44,15 +44,8 @@ class DINOHead(nn.Module):
     Shapes: [N, in_dim] -> [N, out_dim].
     """
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        hidden_dim: int = 2048,
-        bottleneck_dim: int = 256,
-        layers: int = 3,
-        norm_last_layer: bool = True,
-    ):
+    def __init__(self, in_dim: int, out_dim: int, hidden_dim: int = 2048, bottleneck_dim: int = 256, layers: int = 3,
+                 norm_last_layer: bool = True):
         super().__init__()
         if layers < 2:
             raise ValueError(f"the DINO head needs at least 2 layers, got {layers}")

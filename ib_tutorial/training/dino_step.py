@@ -96,16 +96,18 @@ class DINOTraining(Objective):
         return self.loss_fn(student_output, self.teacher_output, float(self.schedules.teacher_temp[epoch]))
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """One step of DINO's ``train_one_epoch`` after the loss (``step`` counts from 0)."""
-        # this step's learning rate and weight decay
+        """What DINO's ``train_one_epoch`` does after the loss, at step ``step`` (from 0): the
+        student's AdamW step at this step's learning rate and weight decay (zero-grad, backward,
+        each parameter's gradient clipped, the last layer's dropped while it is frozen), then
+        the teacher's EMA and the centre."""
         apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
-        # student update: back-propagation, each parameter's gradient clipped, the last layer frozen while due
+        # student update
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        self.scaler.scale(loss).backward()  # the loss scaler does nothing unless training in fp16
         if self.settings.clip_grad:
-            self.scaler.unscale_(self.optimizer)  # fp16: clip the true gradients, not the scaled ones
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
             clip_gradients(self.student_module, self.settings.clip_grad)
-        if step < self.schedules.phases.freeze_steps:
+        if step < self.schedules.phases.freeze_steps:  # the prototypes stay put while the rest settles
             cancel_last_layer_gradients(self.student_module)
         self.scaler.step(self.optimizer)
         self.scaler.update()
@@ -116,7 +118,6 @@ class DINOTraining(Objective):
 
     @staticmethod
     def statistics(result: DINOLossOutput) -> dict[str, torch.Tensor]:
-        """What a logged step records of its output (averaged over processes)."""
         return {"teacher_entropy": result.teacher_entropy, "student_entropy": result.student_entropy,
                 "kl": result.kl, "teacher_usage": result.teacher_usage,
                 "teacher_information": result.teacher_information}
@@ -128,7 +129,6 @@ class DINOTraining(Objective):
                 "center_norm": self.loss_fn.center.norm().item()}
 
     def checkpointed(self) -> dict[str, torch.nn.Module]:
-        """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
 
     def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:

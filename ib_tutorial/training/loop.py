@@ -61,17 +61,9 @@ class CollapseWarning(UserWarning):
 
 
 # ============ the run ============
-def train(
-    dataset: str,
-    preset: str | Preset | None = None,
-    out: str | os.PathLike | None = None,
-    resume: bool = False,
-    root: str | os.PathLike | None = None,
-    download: bool = False,
-    dataset_options: dict | None = None,
-    progress: bool = True,
-    **overrides,
-) -> Path:
+def train(dataset: str, preset: str | Preset | None = None, out: str | os.PathLike | None = None, resume: bool = False,
+          root: str | os.PathLike | None = None, download: bool = False, dataset_options: dict | None = None,
+          progress: bool = True, **overrides) -> Path:
     """Train a ViT (ViT-Small by default) with DINO on ``dataset`` and return the run directory
     (with labels instead when the override ``objective="supervised"`` is given).
 

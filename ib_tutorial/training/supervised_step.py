@@ -90,9 +90,7 @@ class SupervisedTraining(Objective):
 
     @staticmethod
     def statistics(result: SupervisedOutput) -> dict[str, torch.Tensor]:
-        """What a logged step records of its output (averaged over processes)."""
         return {"train_accuracy": result.train_accuracy}
 
     def checkpointed(self) -> dict[str, nn.Module]:
-        """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module}

@@ -26,7 +26,7 @@ from bench_train import make_step
 from common import interleaved_medians, machine, write_json
 
 from ib_tutorial.presets import get_preset, resolve_device
-from ib_tutorial.training.dino import parameter_groups
+from ib_tutorial.training.objective import parameter_groups
 from ib_tutorial.training.dino_step import DINOTraining
 from ib_tutorial.training.run_config import RunConfig
 

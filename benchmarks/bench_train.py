@@ -41,26 +41,27 @@ from ib_tutorial.training.augment import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     REFERENCE_SIZE,
+    BatchMultiCrop,
+    DecodedImages,
     MultiCropAugmentation,
     MultiCropDataset,
 )
-from ib_tutorial.training.batch_augment import BatchMultiCrop, DecodedImages
 from ib_tutorial.training.dino_step import DINOTraining
-from ib_tutorial.training.objective import build_schedules
 from ib_tutorial.training.run_config import RunConfig
+from ib_tutorial.training.schedules import Schedules
 
 
 def make_step(config: RunConfig, device: torch.device, change=None):
     """One full training step of a fresh DINO state on random views of the configured shapes;
     ``change(state)``, if given, alters the state first (a variant of ``bench_step.py``)."""
-    state = DINOTraining(config.train, config.view, config.precision, build_schedules(config.train, steps_per_epoch=100),
+    state = DINOTraining(config.train, config.view, config.precision, Schedules.of(config.train, 100),
                          device, num_classes=0)
     if change is not None:
         change(state)
     batch, global_side, local_side = config.train.batch_size, config.view.img_size, config.view.local_crop_size
     views = [torch.randn(batch, 3, global_side, global_side, device=device) for _ in range(2)]
     views += [torch.randn(batch, 3, local_side, local_side, device=device) for _ in range(config.train.local_crops_number)]
-    step = {"index": state.freeze_steps}  # the steps after the last layer's release: every parameter trains
+    step = {"index": state.schedules.phases.freeze_steps}  # the steps after the last layer's release: every parameter trains
 
     def one_step():
         result = state.forward(views, None, epoch=1)  # no labels for DINO
@@ -132,7 +133,7 @@ def augmentation_images_per_second(view, local_crops: int, native_side: int, cou
     images of the native side: this package's loader path (one worker, seeded per
     sample), DINO's reference pipeline (one worker), the loader path making only the two
     global views (what the supervised objective uses), and the batched path on ``device``
-    (:mod:`ib_tutorial.training.batch_augment`, batches of ``batch``, images decoded once
+    (:class:`ib_tutorial.training.augment.BatchMultiCrop`, batches of ``batch``, images decoded once
     beforehand)."""
     images = get_dataset("synthetic-objects", "train", img_size=native_side, size=count)
     pictures = [images[index][0] for index in range(count)]

@@ -67,7 +67,7 @@ from common import interleaved_medians  # noqa: E402
 from ib_tutorial.data import get_dataset  # noqa: E402
 from ib_tutorial.data.spec import parse_spec  # noqa: E402
 from ib_tutorial.presets import get_preset  # noqa: E402
-from ib_tutorial.training.batch_augment import BatchMultiCrop  # noqa: E402
+from ib_tutorial.training.augment import BatchMultiCrop  # noqa: E402
 from ib_tutorial.training.cost import epochs_within  # noqa: E402
 from ib_tutorial.training.dino_step import DINOTraining  # noqa: E402
 from ib_tutorial.training.run_config import RunConfig  # noqa: E402
@@ -246,7 +246,8 @@ def check_floors(epochs: int, images_per_epoch: int) -> dict:
     """Assert that the plan's run of ``epochs`` (at the `paper` tier, whatever tier the
     command runs) trains at least :data:`MIN_STEPS` steps with the tier's warm-up and
     freeze floors, so that the dry run checks the schedule the GPU would train; its steps."""
-    from ib_tutorial.training.phases import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS, Phases
+    from ib_tutorial.presets import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS
+    from ib_tutorial.training.schedules import Phases
 
     epochs = max(epochs, least_epochs(images_per_epoch))
     train = dataclasses.replace(get_preset("paper").train, **schedule(epochs, dry_run=False))
@@ -370,7 +371,7 @@ def rate_config(dry_run: bool) -> RunConfig:
 
 def measure_rates(config: RunConfig, repeats: int) -> dict:
     """The training step alone (random views of the run's shapes, the loop's own DINO step)
-    and the batched views alone (:class:`~ib_tutorial.training.batch_augment.BatchMultiCrop`
+    and the batched views alone (:class:`~ib_tutorial.training.augment.BatchMultiCrop`
     on stored uint8 images on the device), timed in turn: images/s of each, the step's
     model-FLOP utilisation where the GPU's peak is known (:data:`bench_step.PEAKS`), and
     ``augmentation_vs_step``, the seconds a batch's views take over those of its step (under

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import errno
 import functools
-import json
 import os
 import sys
 import traceback
@@ -41,8 +40,7 @@ from .reproduction.reproduce import export_bundle, reproduce
 from .reproduction.run_profiles import profile_run, raw_patch_eed
 from .reproduction.run_factors import measure_factors
 from .reproduction.run_pruning import prune_run
-from .training.loop import NonFiniteLossError, train
-from .training.memory import TrainingOutOfMemory
+from .training.loop import NonFiniteLossError, TrainingOutOfMemory, train
 from .training.run_spec import RunSpec
 from .training.runs import CheckpointError, RunLockedError
 from .training.stopping import TrainingStopped

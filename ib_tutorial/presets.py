@@ -13,7 +13,7 @@ Tiers, from smallest to largest:
 ``laptop``
     CPU, about 80 minutes per dataset on two cores (two hours on one), with ViT-Tiny
     (D = 192) instead of ViT-Small: DINO runs a whole (short) schedule on real images,
-    with the warm-up and freeze floors of :mod:`ib_tutorial.training.phases`, long enough
+    with the warm-up and freeze floors of :mod:`ib_tutorial.training.schedules`, long enough
     for its k-NN accuracy to rise beyond noise on the Tiny ImageNet subset.
 ``quick``
     One GPU, minutes per dataset.
@@ -33,10 +33,15 @@ import torch
 
 from .command_line import argument
 from .data import DATASETS
-from .training.phases import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
+# The shortest warm-up and last-layer freeze, in steps, that DINO recipes known to learn on
+# small data keep (:mod:`ib_tutorial.training.schedules`; the CPU recipe table in the DINO
+# chapter): the floors ``warmup_min_steps`` and ``freeze_min_steps`` of the tiers that train
+# to learn, and what a run with shorter phases is warned against.
+WARMUP_ANCHOR_STEPS = 800
+FREEZE_ANCHOR_STEPS = 400
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,7 @@ class TrainSettings:
         min_lr: learning rate at the end of the cosine decay.
         warmup_epochs: epochs of linear learning-rate warm-up from 0.
         warmup_min_steps: DINO's warm-up lasts at least this many steps (a floor for small data
-            sets, where few epochs are few steps: :mod:`ib_tutorial.training.phases`); the
+            sets, where few epochs are few steps: :mod:`ib_tutorial.training.schedules`); the
             supervised control warms up for its epochs.
         weight_decay, weight_decay_end: AdamW weight decay, cosine from the first to the second.
         momentum_teacher: teacher EMA momentum at step 0; cosine to 1 at the end.
@@ -192,7 +197,7 @@ class TrainSettings:
         augmentation: where the multi-crop views are made: ``loader`` (DINO's own PIL
             pipeline, image by image, in ``num_workers`` CPU processes) or ``batched`` (the
             same recipe on a whole batch on the training device, from images decoded once:
-            :mod:`ib_tutorial.training.batch_augment`; for a GPU that few CPU cores cannot
+            :class:`~ib_tutorial.training.augment.BatchMultiCrop`; for a GPU that few CPU cores cannot
             keep fed). The two draw the same distributions but not the same pixels.
         label_shuffle_seed: for an objective that reads labels (``supervised``): train on the
             training images' labels permuted among them by this seed, so that the class counts
@@ -426,7 +431,7 @@ PRESETS: dict[str, Preset] = {
         # decay 0.04 -> 0.4, clipping 3.0, last layer frozen for 1 epoch, drop path 0.1;
         # input and patch size per dataset from PAPER_VIEWS. On a small data set those epochs
         # are few steps: the warm-up and the freeze keep the floors in steps that recipes
-        # which learn on small data keep (ib_tutorial.training.phases).
+        # which learn on small data keep (ib_tutorial.training.schedules).
         train=TrainSettings(epochs=100, batch_size=256, warmup_min_steps=WARMUP_ANCHOR_STEPS,
                             freeze_min_steps=FREEZE_ANCHOR_STEPS),
         worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),

@@ -45,7 +45,7 @@ from urllib.parse import unquote
 from bs4 import BeautifulSoup, Tag
 from PIL import Image
 
-from ib_tutorial.report.plots import CAPTION_KEY
+from ib_tutorial.report.captions import CAPTION_KEY
 
 EXCERPT_CHARS = 120
 TRACEBACK = "Traceback (most recent call last)"

@@ -47,21 +47,9 @@ class DatasetInfo:
 
 
 def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callable:
-    def load(
-        split: str,
-        root=None,
-        download: bool = False,
-        transform: Callable | None = None,
-        *,
-        img_size: int = 32,
-        num_classes: int = 10,
-        size: int | None = None,
-        seed: int = 0,
-        texture_weight: float | None = None,
-        object_scale: float = 1.0,
-        clutter: float = 1.0,
-        palette: str = "random",
-    ) -> SyntheticWorld:
+    def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *, img_size: int = 32,
+             num_classes: int = 10, size: int | None = None, seed: int = 0, texture_weight: float | None = None,
+             object_scale: float = 1.0, clutter: float = 1.0, palette: str = "random") -> SyntheticWorld:
         # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
         if fixed_texture_weight is None:
             texture_weight = 0.5 if texture_weight is None else texture_weight
@@ -129,14 +117,8 @@ DATASETS: dict[str, DatasetInfo] = {
 }
 
 
-def get_dataset(
-    name: str,
-    split: str = "train",
-    root=None,
-    download: bool = False,
-    transform: Callable | None = None,
-    **options,
-):
+def get_dataset(name: str, split: str = "train", root=None, download: bool = False, transform: Callable | None = None,
+                **options):
     """A torch ``Dataset`` of ``(PIL RGB image, int label)`` pairs (or
     ``(transform(image), label)``), with a ``classes`` list of names.
 

@@ -190,15 +190,8 @@ def missing_files(folder: Path, required: Sequence[str]) -> list[str]:
     return [name for name in required if not (folder / name).exists()]
 
 
-def prepare(
-    archive: RemoteArchive,
-    into: Path,
-    folder: str,
-    required: Sequence[str],
-    download: bool,
-    dataset: str,
-    layout: str,
-) -> Path:
+def prepare(archive: RemoteArchive, into: Path, folder: str, required: Sequence[str], download: bool, dataset: str,
+            layout: str) -> Path:
     r"""Make ``into / folder`` hold the extracted archive and return it.
 
     A folder that already holds every path in ``required`` is used as it is (it may

@@ -67,14 +67,8 @@ def probe(
     return ridge_probe_accuracy(train_x, np.array(train.targets), test_x, np.array(test.targets))
 
 
-def cue_accuracies(
-    texture_weights: Sequence[float],
-    img_size: int = 32,
-    num_classes: int = 5,
-    train_size: int = 500,
-    test_size: int = 500,
-    seed: int = 0,
-) -> dict[str, list[float]]:
+def cue_accuracies(texture_weights: Sequence[float], img_size: int = 32, num_classes: int = 5, train_size: int = 500,
+                   test_size: int = 500, seed: int = 0) -> dict[str, list[float]]:
     """For each ``texture_weight`` of ``synthetic-mix``: the probe accuracy from global
     colour statistics and from one local patch (train split to fit, val to test)."""
     results: dict[str, list[float]] = {"global colour statistics": [], "local 8x8 patch": []}

@@ -78,15 +78,9 @@ class ImageFiles(torch.utils.data.Dataset):
         info: how the list was made (e.g. the split seed and fraction, a size policy).
     """
 
-    def __init__(
-        self,
-        samples: list[tuple[Path, int]],
-        classes: list[str],
-        transform: Callable | None = None,
-        fix_image: Callable[[Image.Image], Image.Image] | None = None,
-        info: dict | None = None,
-        skip_corrupt: bool = False,
-    ) -> None:
+    def __init__(self, samples: list[tuple[Path, int]], classes: list[str], transform: Callable | None = None,
+                 fix_image: Callable[[Image.Image], Image.Image] | None = None, info: dict | None = None,
+                 skip_corrupt: bool = False) -> None:
         self.corrupt_files = unreadable_files([path for path, _ in samples]) if skip_corrupt else []
         if self.corrupt_files:
             skipped = set(self.corrupt_files)

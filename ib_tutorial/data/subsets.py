@@ -24,22 +24,25 @@ records from the folder the committed runs were trained on, so a match means the
 files, byte for byte. Build into a data root of its own: the subsets' folders take the
 downloads' names (``dtd/``, ``tiny-imagenet-200/``, as in ``../shared/data/real``). A full
 Tiny ImageNet needs no build: ``subset="tin20"`` reads it. The command is
-:mod:`ib_tutorial.data.subset_command`, also run as ``python -m ib_tutorial.data.subsets``.
+:func:`main` (``ib-tutorial subset``), also run as ``python -m ib_tutorial.data.subsets``.
 
-This module holds what a run records about the data it saw, with :func:`subset_record`:
+This module also holds what a run records about the data it saw, with :func:`subset_record`:
 the class list and :func:`training_file_digest` of its training files.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-# ib-tutorial subset (ib_tutorial.cli) runs the command by this module's name.
-from .subset_command import main
+from .archives import DatasetNotFoundError
+from .folders import CorruptImageError
+from .subset_build import build_subset, check_subset
 from .subset_table import SUBSETS
 
 
@@ -111,6 +114,46 @@ def subset_record(dataset) -> SubsetRecord:
         root = info.get("folder") or os.path.commonpath([Path(path).parent for path in paths])
         digest = training_file_digest(paths, root)
     return SubsetRecord(info.get("subset"), classes, tuple(info.get("wnids", classes)), len(dataset), digest)
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m ib_tutorial.data.subsets") -> None:
+    """``ib-tutorial subset list``, ``... build NAME --source DIR --out DIR`` and ``... check
+    NAME --root DIR`` (also ``python -m ib_tutorial.data.subsets ...``)."""
+    parser = argparse.ArgumentParser(prog=prog,
+                                     description="The named subsets of the real datasets, and building their folders.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="the named subsets and their classes")
+    build = commands.add_parser("build", help="write a subset's folder from the full download")
+    build.add_argument("name", choices=SUBSETS, help="the subset")
+    build.add_argument("--source", required=True, help="data root (or dataset folder) holding the full download")
+    build.add_argument("--out", required=True,
+                       help="data root to make the subset's folder in; not the source's (its full DTD is <root>/dtd)")
+    check = commands.add_parser("check", help="compare a subset's folder with the one the committed runs used")
+    check.add_argument("name", choices=SUBSETS, help="the subset")
+    check.add_argument("--root", required=True, help="data root holding the subset's folder")
+    for command in (build, check):
+        command.add_argument("--no-progress", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for subset in SUBSETS.values():
+            print(f"{subset.name}: {subset.dataset}:subset={subset.name}, folder {subset.folder}/ - "
+                  f"{subset.description}\n  classes: {' '.join(subset.classes)}")
+        return
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            progress = not args.no_progress
+            built = (build_subset(args.name, args.source, args.out, progress) if args.command == "build"
+                     else check_subset(args.name, args.root, progress))
+    except (DatasetNotFoundError, FileExistsError, CorruptImageError) as error:
+        raise SystemExit(f"error: {error}") from None
+    for warning in caught:
+        print(f"warning: {warning.message}")
+    verdict = "identical to" if built.matches else "DIFFERENT from"
+    print(f"{built.folder}: {built.files:,} files, content sha256 {built.content_sha256}, "
+          f"{verdict} the folder the committed runs used.")
+    if args.command == "check" and not built.matches:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -237,20 +237,9 @@ class SyntheticWorld(torch.utils.data.Dataset):
         targets: the label of every index, ``index % num_classes``.
     """
 
-    def __init__(
-        self,
-        split: str = "train",
-        *,
-        img_size: int = 32,
-        num_classes: int = 10,
-        size: int | None = None,
-        seed: int = 0,
-        texture_weight: float = 0.0,
-        object_scale: float = 1.0,
-        clutter: float = 1.0,
-        palette: str = "random",
-        transform: Callable | None = None,
-    ) -> None:
+    def __init__(self, split: str = "train", *, img_size: int = 32, num_classes: int = 10, size: int | None = None,
+                 seed: int = 0, texture_weight: float = 0.0, object_scale: float = 1.0, clutter: float = 1.0,
+                 palette: str = "random", transform: Callable | None = None) -> None:
         if split not in SPLITS:
             raise ValueError(f"Unknown split {split!r} for a synthetic world; use one of {', '.join(SPLITS)}.")
         if not MIN_IMG_SIZE <= img_size <= MAX_IMG_SIZE:

@@ -70,15 +70,8 @@ def val_samples(folder: Path, wnids: list[str], other_classes: bool = False) -> 
     return samples
 
 
-def load(
-    split: str,
-    root=None,
-    download: bool = False,
-    transform: Callable | None = None,
-    *,
-    skip_corrupt: bool = False,
-    subset: str | None = None,
-) -> ImageFiles:
+def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
+         skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
     """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``);
     ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`);
     ``subset`` (e.g. ``"tin20"``, see :mod:`~ib_tutorial.data.subsets`) keeps that subset's

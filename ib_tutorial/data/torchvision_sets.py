@@ -65,19 +65,9 @@ def load_cifar100(split: str, root=None, download: bool = False, transform: Call
         raise ChecksumError(f"CIFAR-100 under {folder}: {error}") from error
 
 
-def load_dtd(
-    split: str,
-    root=None,
-    download: bool = False,
-    transform: Callable | None = None,
-    *,
-    partition: int = 1,
-    folder: str | Path | None = None,
-    train_fraction: float = 0.8,
-    split_seed: int = 0,
-    skip_corrupt: bool = False,
-    subset: str | None = None,
-) -> ImageFiles:
+def load_dtd(split: str, root=None, download: bool = False, transform: Callable | None = None, *, partition: int = 1,
+             folder: str | Path | None = None, train_fraction: float = 0.8, split_seed: int = 0,
+             skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
     """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
     with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
     stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused).
@@ -117,16 +107,8 @@ def load_dtd(
     return ImageFiles(samples, listing.classes, transform, info=info, skip_corrupt=skip_corrupt)
 
 
-def load_eurosat(
-    split: str,
-    root=None,
-    download: bool = False,
-    transform: Callable | None = None,
-    *,
-    train_fraction: float = 0.8,
-    split_seed: int = 0,
-    skip_corrupt: bool = False,
-) -> ImageFiles:
+def load_eurosat(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
+                 train_fraction: float = 0.8, split_seed: int = 0, skip_corrupt: bool = False) -> ImageFiles:
     """EuroSAT RGB ``train`` or ``test``: torchvision's ``EuroSAT`` file list, split
     stratified by ``train_fraction`` and ``split_seed``; ``skip_corrupt`` leaves
     unreadable image files out."""

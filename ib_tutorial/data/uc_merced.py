@@ -44,17 +44,9 @@ def resize_to_side(image: Image.Image) -> Image.Image:
     return image if image.size == (SIDE, SIDE) else image.resize((SIDE, SIDE), Image.Resampling.BICUBIC)
 
 
-def load(
-    split: str,
-    root=None,
-    download: bool = False,
-    transform: Callable | None = None,
-    *,
-    train_fraction: float = 0.8,
-    split_seed: int = 0,
-    size_policy: str = "resize",
-    skip_corrupt: bool = False,
-) -> ImageFiles:
+def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
+         train_fraction: float = 0.8, split_seed: int = 0, size_policy: str = "resize",
+         skip_corrupt: bool = False) -> ImageFiles:
     """UC Merced ``train`` or ``test`` (stratified, see :func:`~ib_tutorial.data.folders.stratified_split`);
     ``skip_corrupt`` leaves unreadable image files out of it."""
     if size_policy not in SIZE_POLICIES:

@@ -121,12 +121,8 @@ def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, flo
     return torch.unique(per_unit, dim=0, return_inverse=True)[1]
 
 
-def binned_information(
-    activations: Tensor,
-    labels: Tensor,
-    bins: int = 30,
-    value_range: tuple[float, float] | None = None,
-) -> InformationEstimate:
+def binned_information(activations: Tensor, labels: Tensor, bins: int = 30,
+                       value_range: tuple[float, float] | None = None) -> InformationEstimate:
     r"""The binning estimate of Shwartz-Ziv & Tishby for one layer.
 
     ``activations`` [N, d] are the layer's outputs for N distinct inputs (X uniform over
@@ -154,13 +150,8 @@ def discrete_information(codes: Tensor, labels: Tensor) -> InformationEstimate:
     return InformationEstimate(i_xt=entropy_bits(joint.sum(1)), i_ty=mutual_information_bits(joint))
 
 
-def kde_information(
-    activations: Tensor,
-    labels: Tensor,
-    noise_variance: float = 1e-3,
-    bound: str = "upper",
-    chunk: int = 128,
-) -> InformationEstimate:
+def kde_information(activations: Tensor, labels: Tensor, noise_variance: float = 1e-3, bound: str = "upper",
+                    chunk: int = 128) -> InformationEstimate:
     r"""Pairwise-distance (kernel) estimate for a layer made noisy: :math:`T = h(X) + Z`,
     :math:`Z \sim \mathcal{N}(0, \sigma^2 I_d)`, X uniform over the N rows of ``activations`` [N, d].
 

@@ -56,14 +56,9 @@ class InformationPlane:
         }
 
 
-def information_plane(
-    trajectory: Trajectory,
-    estimator: str = "binning",
-    bins: int | None = None,
-    noise_variance: float | None = None,
-    bin_range: str = "run",
-    progress: bool = True,
-) -> InformationPlane:
+def information_plane(trajectory: Trajectory, estimator: str = "binning", bins: int | None = None,
+                      noise_variance: float | None = None, bin_range: str = "run",
+                      progress: bool = True) -> InformationPlane:
     r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch.
 
     ``estimator="binning"`` (:func:`binned_information`) cuts each layer into ``bins``
@@ -187,11 +182,8 @@ class InformationExperiment:
         return "\n".join(lines)
 
 
-def run_information_experiment(
-    settings: IBSettings,
-    activations: tuple[str, ...] = ("tanh", "relu"),
-    progress: bool = True,
-) -> dict[str, InformationExperiment]:
+def run_information_experiment(settings: IBSettings, activations: tuple[str, ...] = ("tanh", "relu"),
+                               progress: bool = True) -> dict[str, InformationExperiment]:
     """Train the toy network once per activation, then estimate every layer's information
     plane with both estimators (bins and noise variance from ``settings``) and its EED."""
     task = toy_task(seed=settings.seed)
@@ -203,12 +195,9 @@ def run_information_experiment(
     return experiments
 
 
-def saved_information_experiment(
-    settings: IBSettings,
-    activations: tuple[str, ...] = ("tanh", "relu"),
-    folder: str | Path | None = None,
-    progress: bool = True,
-) -> dict[str, InformationExperiment]:
+def saved_information_experiment(settings: IBSettings, activations: tuple[str, ...] = ("tanh", "relu"),
+                                 folder: str | Path | None = None,
+                                 progress: bool = True) -> dict[str, InformationExperiment]:
     """:func:`run_information_experiment`, saved under ``folder`` (default
     ``<data root>/infoplane``) and loaded from there when the same settings were run by
     the same code of this subpackage before; a changed setting or estimator is run afresh."""

@@ -166,12 +166,8 @@ class Trajectory:
     train_loss: list[float] = field(default_factory=list)
 
 
-def train_information_network(
-    activation: str,
-    settings: IBSettings,
-    task: ToyTask | None = None,
-    progress: bool = True,
-) -> Trajectory:
+def train_information_network(activation: str, settings: IBSettings, task: ToyTask | None = None,
+                              progress: bool = True) -> Trajectory:
     """Train :class:`InformationNetwork` on the toy task with Adam and record every layer.
 
     ``settings`` gives the epochs, learning rate, batch size (``None``: the full training

@@ -112,17 +112,9 @@ def _batches(images_or_loader) -> Iterable[torch.Tensor]:
 
 
 @torch.no_grad()
-def profile_model(
-    model: torch.nn.Module,
-    images_or_loader,
-    tokens: str = "all",
-    center: bool = True,
-    companions: Sequence[str] = (),
-    device: torch.device | str | None = None,
-    twonn_samples: int = 2000,
-    seed: int = 0,
-    progress: bool = True,
-) -> Profile:
+def profile_model(model: torch.nn.Module, images_or_loader, tokens: str = "all", center: bool = True,
+                  companions: Sequence[str] = (), device: torch.device | str | None = None, twonn_samples: int = 2000,
+                  seed: int = 0, progress: bool = True) -> Profile:
     """Per-block EED (and optional companions) of a timm ViT, one forward pass per batch.
 
     Args:
@@ -147,16 +139,9 @@ def profile_model(
 
 
 @torch.no_grad()
-def profile_measurements(
-    model: torch.nn.Module,
-    images_or_loader,
-    measurements: Sequence[tuple[str, bool]],
-    companions: Sequence[str] = (),
-    device: torch.device | str | None = None,
-    twonn_samples: int = 2000,
-    seed: int = 0,
-    progress: bool = True,
-) -> list[Profile]:
+def profile_measurements(model: torch.nn.Module, images_or_loader, measurements: Sequence[tuple[str, bool]],
+                         companions: Sequence[str] = (), device: torch.device | str | None = None,
+                         twonn_samples: int = 2000, seed: int = 0, progress: bool = True) -> list[Profile]:
     """:func:`profile_model` for each ``(tokens, center)`` of ``measurements``, in order, all
     from one forward pass per batch: the same as one call each, for the price of one."""
     unknown_tokens = [tokens for tokens, _ in measurements if tokens not in TOKEN_CHOICES]

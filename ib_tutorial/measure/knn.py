@@ -30,15 +30,9 @@ POOLS = ("cls", "mean")
 
 
 @torch.no_grad()
-def extract_features(
-    backbone: torch.nn.Module,
-    dataset: Dataset,
-    batch_size: int = 256,
-    device: torch.device | str = "cpu",
-    num_workers: int = 0,
-    progress: bool = True,
-    pools: Sequence[str] = ("cls",),
-) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def extract_features(backbone: torch.nn.Module, dataset: Dataset, batch_size: int = 256,
+                     device: torch.device | str = "cpu", num_workers: int = 0, progress: bool = True,
+                     pools: Sequence[str] = ("cls",)) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """L2-normalised features [N, D] (float32, on CPU) for each pooling in ``pools``
     (``cls``: the final CLS token; ``mean``: the mean of the final patch tokens), from one
     pass, and labels [N], of a dataset of ``(image tensor, label)`` pairs. The backbone (a
@@ -68,15 +62,8 @@ def extract_features(
 
 
 @torch.no_grad()
-def weighted_knn_predict(
-    train_features: torch.Tensor,
-    train_labels: torch.Tensor,
-    query_features: torch.Tensor,
-    num_classes: int,
-    k: int = 20,
-    temperature: float = 0.07,
-    chunk: int = 1024,
-) -> torch.Tensor:
+def weighted_knn_predict(train_features: torch.Tensor, train_labels: torch.Tensor, query_features: torch.Tensor,
+                         num_classes: int, k: int = 20, temperature: float = 0.07, chunk: int = 1024) -> torch.Tensor:
     r"""Class scores [M, C] of each query by the weighted vote above.
 
     Args:
@@ -98,15 +85,9 @@ def weighted_knn_predict(
     return torch.cat(scores)
 
 
-def knn_accuracy(
-    train_features: torch.Tensor,
-    train_labels: torch.Tensor,
-    query_features: torch.Tensor,
-    query_labels: torch.Tensor,
-    num_classes: int,
-    k: int = 20,
-    temperature: float = 0.07,
-) -> dict[str, float]:
+def knn_accuracy(train_features: torch.Tensor, train_labels: torch.Tensor, query_features: torch.Tensor,
+                 query_labels: torch.Tensor, num_classes: int, k: int = 20,
+                 temperature: float = 0.07) -> dict[str, float]:
     """Top-1 and top-5 accuracy (percent) of :func:`weighted_knn_predict` on labelled queries."""
     scores = weighted_knn_predict(train_features, train_labels, query_features, num_classes, k, temperature)
     ranked = scores.argsort(dim=1, descending=True)
@@ -117,16 +98,8 @@ def knn_accuracy(
     }
 
 
-def evaluate_knn(
-    backbone: torch.nn.Module,
-    train_set: Dataset,
-    eval_set: Dataset,
-    num_classes: int,
-    k: int = 20,
-    temperature: float = 0.07,
-    device: torch.device | str = "cpu",
-    num_workers: int = 0,
-) -> dict:
+def evaluate_knn(backbone: torch.nn.Module, train_set: Dataset, eval_set: Dataset, num_classes: int, k: int = 20,
+                 temperature: float = 0.07, device: torch.device | str = "cpu", num_workers: int = 0) -> dict:
     r"""Weighted k-NN accuracy of ``backbone``'s features, ``eval_set`` against ``train_set``
     (both of ``(image tensor, label)`` pairs): ``top1``/``top5`` on the CLS token (DINO's
     evaluation), ``top1_mean``/``top5_mean`` on mean-pooled patch tokens; and

@@ -4,7 +4,6 @@ for whether a run learned (:func:`~ib_tutorial.reproduction.learned.run_learned`
 chapter computes nothing itself."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from ..reproduction.bundles import Bundle, BundleRun, load_bundle, middle_eed
 from ..reproduction.claims import profile_shape

@@ -13,7 +13,8 @@ import torch
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..presets import PRESETS, Preset
 from ..reproduction.dino_compute import ComputeCurve, PublishedPoint, student_tokens
-from ..training import augment, dino, objective
+from ..training import augment, dino
+from ..training.schedules import Schedules
 from .lab_notes import NoteRow, Value, line_styles, rows_spread
 from .plots import add_caption
 
@@ -64,7 +65,7 @@ def plot_schedules(preset: Preset, train_images: int = 50_000) -> plt.Figure:
     ``preset`` would use on ``train_images`` images (CIFAR-100's training set by default)."""
     train = preset.train
     per_epoch = train_images // train.batch_size
-    schedules = objective.build_schedules(train, per_epoch)
+    schedules = Schedules.of(train, per_epoch)
     epoch = torch.arange(len(schedules.lr)) / per_epoch
     fig, axes = plt.subplots(2, 2, figsize=(9, 5), layout="constrained")
     for ax, values, label in zip(axes.flat, (schedules.lr, schedules.weight_decay, schedules.momentum),
@@ -78,7 +79,7 @@ def plot_schedules(preset: Preset, train_images: int = 50_000) -> plt.Figure:
         ax.set_xlabel("epoch")
         ax.grid(alpha=0.3)
     fig.suptitle("Every schedule of a DINO run is fixed before its first step.", fontsize="medium")
-    add_caption(fig, f"objective.build_schedules of the {preset.name} preset: batch {train.batch_size}, "
+    add_caption(fig, f"Schedules.of for the {preset.name} preset: batch {train.batch_size}, "
                      f"{per_epoch} steps an epoch ({train_images:,} images); no training run")
     return fig
 

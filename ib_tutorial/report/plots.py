@@ -15,7 +15,7 @@ from ..reproduction.paper import ABOUT_TOLERANCE, ReportedProfile
 from ..reproduction.learning import block_changes
 from ..reproduction.records import ProfileRecord
 from ..reproduction.seeds import SeedSpread
-from .captions import CAPTION_KEY, add_caption, bundle_caption  # noqa: F401 (CAPTION_KEY: read from here by the book check)
+from .captions import add_caption, bundle_caption
 
 
 def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4", top: float = math.inf) -> None:

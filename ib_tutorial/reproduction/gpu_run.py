@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..training.phases import Phases
+from ..training.schedules import Phases
 from .bundles import BundleRun
 from .learned import learned_rule
 from .plateau import knn_standard_error
@@ -25,7 +25,7 @@ class GpuRunFacts:
         epochs: epochs trained.
         steps: optimiser steps in all.
         batch: images a step.
-        warmup_steps: the learning-rate warm-up, in steps (:class:`~ib_tutorial.training.phases.Phases`).
+        warmup_steps: the learning-rate warm-up, in steps (:class:`~ib_tutorial.training.schedules.Phases`).
         freeze_steps: the last layer's freeze, in steps.
         out_dim: the head's output size K.
         train_images: training images an epoch.

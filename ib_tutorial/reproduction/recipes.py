@@ -3,7 +3,7 @@
 A recipe is a training run (a directory written by :func:`ib_tutorial.training.loop.train`) read as
 one table row: the settings in which it differs from a reference configuration, how many
 steps its warm-up and its last-layer freeze lasted (the settings that make them, epochs and
-floors in steps, are read as those two numbers: :mod:`ib_tutorial.training.phases`), its
+floors in steps, are read as those two numbers: :mod:`ib_tutorial.training.schedules`), its
 k-NN accuracy at every evaluation (CLS token and mean-pooled patch tokens), the
 teacher's entropy as a fraction of :math:`\\log K` (1 = uniform collapse, 0 = one-hot)
 and its information about the image, and the wall time and throughput. The lab
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..presets import Preset, TrainSettings, ViewSettings
-from ..training.phases import Phases
+from ..training.schedules import Phases
 from ..training.runs import RunDirectory
 from .learned import last_tenth, teacher_information
 
@@ -117,7 +117,7 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict, until_step: int | N
         name=run.path.name,
         dataset=config.dataset + "".join(f":{k}={v}" for k, v in config.dataset_options.items()),
         changes=changes,
-        phases=config.objective.phases(config.train, config.steps_per_epoch),
+        phases=Phases.of(config.train, config.steps_per_epoch, config.objective.phase_floors),
         epochs=[r["epoch"] for r in knn],
         knn_cls=[r["top1"] for r in knn],
         knn_mean=[r.get("top1_mean", math.nan) for r in knn],

@@ -23,15 +23,52 @@ probabilities (1 = DINO's); ``grayscale`` sets the grayscale probability before 
 Every sample's views depend only on ``(seed, epoch, index)`` (see
 :class:`MultiCropDataset`), so a run gives the same views with any number of loader
 workers or DDP processes, and after a resume.
+
+**The same views a batch at a time on the training device** (``augmentation="batched"``,
+:class:`BatchMultiCrop`). The loader path runs DINO's own PIL pipeline image by image in
+CPU workers. On a GPU with few CPU cores (Colab's free tier has two) that pipeline, not the
+GPU, sets the pace. The batched path decodes every training image once into a uint8 tensor
+(kept on the training device when it fits, :class:`DecodedImages`) and applies the same
+recipe, with the same probabilities and ranges, to a whole batch with per-sample random
+parameters:
+
+- crops: torchvision's ``RandomResizedCrop`` rule (ten tries at an area fraction in the
+  crop scale and a log-uniform aspect ratio in [3/4, 4/3], else a centre crop), cut and
+  resized by ``torchvision.ops.roi_align`` (bilinear, averaging several samples per output
+  pixel when it shrinks, so that it does not alias where PIL's bicubic resize filters);
+- horizontal flips; colour jitter with p = 0.8 in a per-sample random order, through
+  kornia's torchvision-matching kernels (brightness and contrast as blends with black and
+  with the grayscale mean, saturation as a blend with the grayscale, hue as a rotation);
+  grayscale; Gaussian blur (kornia) with the radius drawn per sample and scaled to the
+  crop as in the loader path; solarisation of pixels at or above 128 of 255; and, where
+  the view settings ask for them, inversion and random tone curves.
+
+Images of different sizes are stored resized to one square side; a crop box is drawn in
+the image's own pixels and mapped onto the stored square, so the crops cover the same
+part of each image at the same aspect ratio as the loader path's.
+
+The random parameters of sample ``index`` in epoch ``epoch`` are counter-based draws
+(:func:`counter_uniforms`, SplitMix64 over ``(seed, epoch, index, draw)``), made for a whole
+batch at once on the training device, so the views do not depend on batch size, process
+count, visiting order or resumption. (Before 2026-12-05 each sample had a CPU generator of
+its own, seeded by ``(seed, epoch, index)``: a batched run started before then and resumed
+since draws other views from the resumption on; its trajectory up to there is unchanged.)
+The two paths draw differently, so their views are not the same pixels; the tests
+compare their distributions (crop areas and aspect ratios, brightness, contrast,
+saturation, grayscale and solarisation rates).
 """
 from __future__ import annotations
 
+import contextlib
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from PIL import Image, ImageFilter
 from torch.utils.data import Dataset
+from tqdm.auto import tqdm
 
 from ..presets import ViewSettings
 
@@ -222,3 +259,287 @@ class MultiCropDataset(Dataset):
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(sample_seed(self.seed, self.epoch, index))
             return self.augmentation(image)
+
+
+# ============ the same views, a batch at a time on the training device ============
+TRIES = 10  # torchvision's RandomResizedCrop tries this many boxes before its centre crop
+RATIO = (3 / 4, 4 / 3)
+# Uniform draws per view of a sample: crop areas and log-ratios (one each per try), the
+# crop's two offsets, flip, jitter or not, four jitter factors, four keys whose order is the
+# jitter order, grayscale, blur or not, blur radius, solarisation; then inversion, whose draws
+# follow every view's others (so that adding it left the draws of the rest unchanged); then,
+# after those, the tone curves' (whether, and every channel's values), for the same reason.
+CROP_DRAWS = 2 * TRIES + 2
+DRAWS = CROP_DRAWS + 16
+TONE_DRAWS = 1 + 3 * TONE_KNOTS
+LARGEST_SIDE = 256  # images of different sizes are stored at most this large
+
+
+@dataclass(frozen=True)
+class ViewRecipe:
+    """One kind of view: its output side, crop scale, and the probabilities of its blur
+    and solarisation (the rest of DINO's recipe is shared by every view)."""
+
+    size: int
+    scale: tuple[float, float]
+    blur: float
+    solarize: float
+
+
+def view_recipes(view: ViewSettings, local_crops_number: int) -> list[ViewRecipe]:
+    """DINO's views in the loader path's order: the two global crops, then the local ones."""
+    strength = view.color_strength
+    first = ViewRecipe(view.img_size, view.global_crop_scale, blur=1.0, solarize=0.0)
+    second = ViewRecipe(view.img_size, view.global_crop_scale, blur=0.1, solarize=0.2 * strength)
+    local = ViewRecipe(view.local_crop_size, view.local_crop_scale, blur=0.5, solarize=0.0)
+    return [first, second, *[local] * local_crops_number]
+
+
+def crop_boxes(draws: torch.Tensor, widths: torch.Tensor, heights: torch.Tensor,
+               scale: tuple[float, float]) -> torch.Tensor:
+    """``[B, 4]`` boxes (x0, y0, x1, y1, in the image's pixels) by torchvision's
+    ``RandomResizedCrop.get_params``, from ``[B, CROP_DRAWS]`` uniform draws."""
+    width, height = widths.to(draws), heights.to(draws)
+    area = (width * height)[:, None]
+    target = area * (scale[0] + (scale[1] - scale[0]) * draws[:, :TRIES])
+    log_low, log_high = math.log(RATIO[0]), math.log(RATIO[1])
+    aspect = torch.exp(log_low + (log_high - log_low) * draws[:, TRIES:2 * TRIES])
+    w, h = torch.round(torch.sqrt(target * aspect)), torch.round(torch.sqrt(target / aspect))
+    fits = (w > 0) & (h > 0) & (w <= width[:, None]) & (h <= height[:, None])
+    first = fits.float().argmax(dim=1, keepdim=True)  # the first box that fits
+    found = fits.any(dim=1)
+    w, h = w.gather(1, first)[:, 0], h.gather(1, first)[:, 0]
+    # No box fitted: the centre crop at the nearest allowed aspect ratio.
+    in_ratio = width / height
+    fallback_w = torch.where(in_ratio < RATIO[0], width, torch.where(in_ratio > RATIO[1], torch.round(height * RATIO[1]), width))
+    fallback_h = torch.where(in_ratio < RATIO[0], torch.round(width / RATIO[0]), height)
+    w, h = torch.where(found, w, fallback_w), torch.where(found, h, fallback_h)
+    top = torch.where(found, torch.floor(draws[:, 2 * TRIES] * (height - h + 1)), torch.floor((height - h) / 2))
+    left = torch.where(found, torch.floor(draws[:, 2 * TRIES + 1] * (width - w + 1)), torch.floor((width - w) / 2))
+    return torch.stack([left, top, left + w, top + h], dim=1)
+
+
+class BatchMultiCrop:
+    """``uint8 [B, 3, S, S]`` stored images -> ``2 + local_crops_number`` normalised
+    float views, each ``[B, 3, side, side]``, on the images' device."""
+
+    def __init__(self, view: ViewSettings, local_crops_number: int, seed: int):
+        self.recipes = view_recipes(view, local_crops_number)
+        self.seed = seed
+        strength = view.color_strength
+        self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, view.hue_jitter * strength)
+        self.grayscale = view.grayscale * strength
+        self.invert = view.invert
+        self.tone_curve = view.tone_curve
+        radius_scale = view.img_size / REFERENCE_SIZE
+        self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
+
+    def draws(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
+        """``[B, views, DRAWS]`` uniforms (``DRAWS + TONE_DRAWS`` with tone curves), a function of
+        ``(seed, epoch, index)`` and the draw's place, made for the whole batch at once where
+        ``indices`` are (:func:`counter_uniforms`)."""
+        views, batch = len(self.recipes), len(indices)
+        tone_draws = TONE_DRAWS if self.tone_curve else 0  # counter-based: the others' draws are the same
+        per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * (DRAWS + tone_draws))
+        before, inversion, tone = per_sample.split([views * (DRAWS - 1), views, views * tone_draws], dim=1)
+        return torch.cat([before.view(batch, views, DRAWS - 1), inversion[:, :, None],
+                          tone.view(batch, views, tone_draws)], dim=2)
+
+    def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
+        """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,
+        height) in pixels; ``indices``: the samples' dataset indices."""
+        draws = self.draws(indices.to(images.device), epoch)
+        pixels = images.float() / 255
+        return [self.make_view(pixels, sizes.to(images.device), draws[:, number], recipe)
+                for number, recipe in enumerate(self.recipes)]
+
+    def boxes(self, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
+        return crop_boxes(draws[:, :CROP_DRAWS], sizes[:, 0], sizes[:, 1], recipe.scale)
+
+    def make_view(self, pixels: torch.Tensor, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
+        # kornia and torchvision are imported where views are made: together they cost a
+        # chapter that only reads results about two seconds.
+        import kornia
+        from torchvision.ops import roi_align
+
+        batch, side = pixels.shape[0], pixels.shape[-1]
+        boxes = self.boxes(sizes, draws, recipe)
+        stored = boxes * (side / sizes.to(boxes).repeat(1, 2))  # image pixels -> the stored square's
+        rois = torch.cat([torch.arange(batch, device=pixels.device, dtype=boxes.dtype)[:, None], stored], dim=1)
+        x = roi_align(pixels, rois, output_size=recipe.size, spatial_scale=1.0, sampling_ratio=-1, aligned=True)
+        u = iter(draws[:, CROP_DRAWS:DRAWS - 1].unbind(1))
+        x = torch.where((next(u) < 0.5)[:, None, None, None], x.flip(-1), x)
+        x = self.color_jitter(x, apply=next(u) < 0.8, factors=[next(u) for _ in range(4)], keys=[next(u) for _ in range(4)])
+        gray = (next(u) < self.grayscale)[:, None, None, None]
+        x = torch.where(gray, kornia.color.rgb_to_grayscale(x).expand_as(x), x)
+        inverted = (draws[:, DRAWS - 1] < self.invert)[:, None, None, None]
+        x = torch.where(inverted, 1 - x, x)
+        if self.tone_curve:
+            curved = (draws[:, DRAWS] < self.tone_curve)[:, None, None, None]
+            knots = draws[:, DRAWS + 1:DRAWS + TONE_DRAWS].reshape(batch, 3, TONE_KNOTS)
+            x = torch.where(curved, apply_tone_curves(x, knots), x)
+        x = self.blur(x, apply=next(u) < recipe.blur, radius=self.radius[0] + (self.radius[1] - self.radius[0]) * next(u))
+        solarized = (next(u) < recipe.solarize)[:, None, None, None]
+        x = torch.where(solarized & (x >= 128 / 255), 1 - x, x)
+        mean = torch.tensor(IMAGENET_MEAN, device=x.device)[:, None, None]
+        std = torch.tensor(IMAGENET_STD, device=x.device)[:, None, None]
+        return (x - mean) / std
+
+    def color_jitter(self, x: torch.Tensor, apply: torch.Tensor, factors: list[torch.Tensor],
+                     keys: list[torch.Tensor]) -> torch.Tensor:
+        """torchvision's ``ColorJitter`` on the samples where ``apply``: factors uniform in
+        [1 - b, 1 + b] (hue in [-h, h] of a turn), the four operations in the order that
+        sorts ``keys`` (a uniform random permutation per sample)."""
+        import kornia
+
+        brightness, contrast, saturation, hue = self.jitter
+        spans = (brightness, contrast, saturation)
+        drawn = [1 - span + 2 * span * u for span, u in zip(spans, factors[:3])] + [hue * (2 * factors[3] - 1)]
+        operations = (
+            kornia.enhance.adjust_brightness_accumulative,
+            kornia.enhance.adjust_contrast_with_mean_subtraction,
+            kornia.enhance.adjust_saturation_with_gray_subtraction,
+            lambda image, factor: kornia.enhance.adjust_hue(image, factor * 2 * math.pi),
+        )
+        order = torch.stack(keys, dim=1).argsort(dim=1)
+        for position in range(4):
+            for operation, (run, factor) in enumerate(zip(operations, drawn)):
+                chosen = apply & (order[:, position] == operation)
+                if chosen.any():
+                    x[chosen] = run(x[chosen], factor[chosen]).clamp(0, 1)
+        return x
+
+    def blur(self, x: torch.Tensor, apply: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+        """PIL's Gaussian blur (its radius is the standard deviation) where ``apply``."""
+        import kornia
+
+        if self.radius[1] <= 0 or not apply.any():
+            return x
+        kernel = 2 * math.ceil(3 * self.radius[1]) + 1
+        sigma = radius[apply][:, None].expand(-1, 2)
+        blurred = x.clone()
+        blurred[apply] = kornia.filters.gaussian_blur2d(x[apply], (kernel, kernel), sigma, border_type="reflect")
+        return blurred
+
+
+# SplitMix64 (Steele, Lea & Flood 2014): a stream's state advances by GOLDEN, and each state
+# is finalised by two xor-shift-multiplies. Its constants as signed 64-bit integers, since
+# PyTorch has no unsigned 64-bit arithmetic (multiplication wraps modulo 2^64 either way).
+GOLDEN = 0x9E3779B97F4A7C15 - 2**64
+MIX = (0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
+SAMPLE_STRIDE = 2**20  # draws a sample may use; each sample's counters start this far apart
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 bit patterns (``>>`` is arithmetic on signed integers)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tensor:
+    r"""``[B, count]`` uniforms in [0, 1), one row per sample ``indices[b]``: draw ``j`` is
+    SplitMix64's output for the state :math:`k + (\mathrm{index}\cdot 2^{20} + j + 1)\,\gamma`
+    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled.
+
+    Counter-based: every draw is computed from its own place, in one batch of integer
+    operations on ``indices``' device, so a sample's views depend on ``(seed, epoch, index)``
+    alone (not on the batch it is in, the process or a resumption), with no generator to seed
+    per sample."""
+    if count > SAMPLE_STRIDE:
+        raise ValueError(f"{count} draws a sample, more than the {SAMPLE_STRIDE} its counters leave room for")
+    key = key % 2**64 - (2**64 if key % 2**64 >= 2**63 else 0)
+    counters = indices.to(torch.int64)[:, None] * SAMPLE_STRIDE + torch.arange(1, count + 1, device=indices.device)
+    z = counters * GOLDEN + key
+    z = (z ^ _shift_right(z, 30)) * MIX[0]
+    z = (z ^ _shift_right(z, 27)) * MIX[1]
+    z = z ^ _shift_right(z, 31)
+    return _shift_right(z, 40).to(torch.float32) * 2.0**-24
+
+
+class DecodedImages(Dataset):
+    """Every image of ``dataset`` decoded once into ``uint8 [N, 3, S, S]`` (``pixels``),
+    with each image's own (width, height) (``sizes``) and label.
+
+    ``S`` is the images' side when they are all the same square size (CIFAR-100, Tiny
+    ImageNet), else the largest side, at most :data:`LARGEST_SIDE`. Indexing gives
+    ``(index, label)``: the loader only deals out indices; :meth:`views` makes the views.
+    Call :meth:`set_epoch` before each epoch, as for the loader path's dataset.
+    """
+
+    def __init__(self, dataset: Dataset, augmentation: BatchMultiCrop, device: torch.device, progress: bool = True):
+        self.augmentation, self.epoch = augmentation, 0
+        images = [dataset[i] for i in tqdm(range(len(dataset)), desc="decoding images", disable=not progress)]
+        widths, heights = zip(*(image.size for image, _ in images))
+        side = widths[0] if len(set(widths + heights)) == 1 else min(LARGEST_SIDE, max(widths + heights))
+        pixels = torch.empty(len(images), 3, side, side, dtype=torch.uint8)
+        for row, (image, _) in enumerate(images):
+            square = image.convert("RGB").resize((side, side), Image.Resampling.BICUBIC) if image.size != (side, side) else image.convert("RGB")
+            pixels[row] = torch.frombuffer(bytearray(square.tobytes()), dtype=torch.uint8).view(side, side, 3).permute(2, 0, 1)
+        self.sizes = torch.tensor(list(zip(widths, heights)), dtype=torch.float32)
+        self.labels = torch.tensor([label for _, label in images])
+        self.pixels = pixels.to(device) if fits_on(device, pixels.numel()) else pixels
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        return index, int(self.labels[index])
+
+    def views(self, indices: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+        """The views of samples ``indices`` in the current epoch, on ``device``."""
+        images = self.pixels[indices.to(self.pixels.device)].to(device, non_blocking=True)
+        return self.augmentation(images, self.sizes[indices], indices, self.epoch)
+
+
+def fits_on(device: torch.device, elements: int) -> bool:
+    """Whether ``elements`` bytes take under a quarter of ``device``'s free memory (always,
+    for the CPU, where the images already are)."""
+    if device.type != "cuda":
+        return True
+    free, _ = torch.cuda.mem_get_info(device)
+    return elements < free / 4
+
+
+class DeviceViewsLoader:
+    """A loader of sample indices that yields ``(views, labels)`` made on ``device``:
+    what the training loop iterates, whichever path makes the views.
+
+    The views of the next batch are made while the training step of the current one runs:
+    on a GPU on a stream of their own (the step's stream waits for them only where it uses
+    them), so that augmentation and the step overlap; on a CPU one after the other, in the
+    same order, with the same views."""
+
+    def __init__(self, loader, images: DecodedImages, device: torch.device):
+        self.loader, self.images, self.device = loader, images, device
+        self.sampler = loader.sampler
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        pending = None
+        for indices, labels in self.loader:
+            made = self._make(indices, side)
+            if pending is not None:
+                yield self._ready(pending, side)
+            pending = (made, labels)
+        if pending is not None:
+            yield self._ready(pending, side)
+
+    def _make(self, indices: torch.Tensor, side) -> list[torch.Tensor]:
+        """The views of ``indices``, queued on ``side`` when there is one."""
+        with torch.no_grad(), (torch.cuda.stream(side) if side is not None else contextlib.nullcontext()):
+            return self.images.views(indices, self.device)
+
+    @staticmethod
+    def _ready(pending, side) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """``pending`` views and labels, once the current stream may use them."""
+        views, labels = pending
+        if side is not None:
+            torch.cuda.current_stream(side.device).wait_stream(side)
+            for view in views:  # made on the side stream, freed only after the step's use
+                view.record_stream(torch.cuda.current_stream(side.device))
+        return views, labels

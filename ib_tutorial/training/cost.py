@@ -2,8 +2,8 @@
 estimated from the benchmark records in ``benchmarks/results/``.
 
 :func:`estimate_run_time` turns the FLOPs of a step (its objective's ``image_flops``,
-counted from the settings by :mod:`ib_tutorial.training.flops`) into a time for a machine described by its data
-sheet (:data:`COLAB_FREE_GPU`), with the two limits a GPU run meets: the GPU's arithmetic
+counted from the settings: :meth:`~ib_tutorial.training.dino_step.DINOTraining.image_flops`)
+into a time for a machine described by its data sheet (:data:`COLAB_FREE_GPU`), with the two limits a GPU run meets: the GPU's arithmetic
 at the best fraction of peak the benchmarks measured, and the loader's augmentation on the
 machine's CPU cores, scaled from the rate the benchmarks measured. It is an estimate, and
 says so: nothing in it was timed on that machine.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from ..data import DATASETS
 from ..presets import TrainSettings, ViewSettings, get_preset
 from ..paths import stored_benchmark
-from .run_config import resolve_settings
-from .objectives import get_objective
+from .run_config import get_objective, resolve_settings
+from .runs import saved_epochs
 
 # The records the estimate reads: FLOPs, fraction of the matmul peak and augmentation rate
 # of each CPU tier's step (benchmarks/bench_utilisation.py).
@@ -136,25 +136,17 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
     )
 
 
-
-
 def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int,
                   per_saved_s: float = 0.0, checkpoint_every: int = 1) -> int:
     """The most epochs (at least 1, at most ``most``) of ``images_per_epoch`` that a
     measured ``images_per_s`` trains in ``seconds``, with ``per_saved_s`` more for each
-    teacher the run saves (:func:`saved_epochs`) to be measured once it ends: how a run
+    teacher the run saves (:func:`~ib_tutorial.training.runs.saved_epochs`) to be measured once it ends: how a run
     with a deadline, such as the device plan's, sizes its schedule before it starts (a
     cosine schedule cannot be cut short without changing the run)."""
     if images_per_s <= 0 or images_per_epoch <= 0:
         raise ValueError(f"need a positive rate and epoch size, got {images_per_s} images/s and {images_per_epoch} images")
 
     def cost(epochs: int) -> float:
-        return epochs * images_per_epoch / images_per_s + per_saved_s * len(saved_epochs(epochs, checkpoint_every))
+        return epochs * images_per_epoch / images_per_s + per_saved_s * len(saved_epochs(0, epochs, checkpoint_every))
 
     return next((epochs for epochs in range(most, 0, -1) if cost(epochs) <= seconds), 1)
-
-
-def saved_epochs(epochs: int, checkpoint_every: int) -> list[int]:
-    """The epochs whose teacher a run of ``epochs`` saves: its initialisation (0), every
-    ``checkpoint_every``-th and the last."""
-    return sorted({0, epochs, *range(checkpoint_every, epochs, checkpoint_every)})

@@ -15,8 +15,8 @@ from ..data import get_dataset
 from ..data.subsets import SubsetRecord, subset_record
 from ..seeding import epoch_indices, subset_indices
 from ..workers import ignore_stop_signals
-from .augment import MultiCropAugmentation, MultiCropDataset, eval_transform
-from .batch_augment import BatchMultiCrop, DecodedImages, DeviceViewsLoader
+from .augment import (BatchMultiCrop, DecodedImages, DeviceViewsLoader, MultiCropAugmentation, MultiCropDataset,
+                      eval_transform)
 from .distributed import Processes
 from .run_config import RunConfig
 

@@ -1,4 +1,4 @@
-r"""DINO's parts: projection head, loss with teacher centring, EMA teacher, schedules.
+r"""DINO's parts: projection head, loss with teacher centring, EMA teacher, the last layer's freeze.
 
 Self-distillation with no labels (Caron et al., 2021). A student network
 :math:`g_{\theta_s}` and a teacher :math:`g_{\theta_t}` (same architecture) map each
@@ -7,14 +7,14 @@ student sees every view; the student is trained to predict the teacher's centred
 sharpened distribution of a *different* view, and the teacher follows the student by
 an exponential moving average. Everything here follows the reference implementation
 (facebookresearch/dino, ``main_dino.py`` and ``utils.py``) term by term; the training
-loop that strings the parts together is :mod:`ib_tutorial.training.loop`.
+step that strings the parts together is :meth:`ib_tutorial.training.dino_step.DINOTraining.update`;
+the schedules are :mod:`ib_tutorial.training.schedules`.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -44,15 +44,8 @@ class DINOHead(nn.Module):
     Shapes: [N, in_dim] -> [N, out_dim].
     """
 
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        hidden_dim: int = 2048,
-        bottleneck_dim: int = 256,
-        layers: int = 3,
-        norm_last_layer: bool = True,
-    ):
+    def __init__(self, in_dim: int, out_dim: int, hidden_dim: int = 2048, bottleneck_dim: int = 256, layers: int = 3,
+                 norm_last_layer: bool = True):
         super().__init__()
         if layers < 2:
             raise ValueError(f"the DINO head needs at least 2 layers, got {layers}")
@@ -145,9 +138,9 @@ class DINOLoss(nn.Module):
         \mathcal{L} = \frac{1}{2(V-1)} \sum_{i=1}^{2} \sum_{v \ne i}
             \frac{1}{B}\sum_{b=1}^{B} -\sum_{k=1}^{K} P_t^{(i)}[b,k] \log P_s^{(v)}[b,k].
 
-    After the loss, the centre follows the batch mean of the teacher outputs,
-    :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`, averaged over all
-    processes when a process group exists. Centring stops one dimension from dominating;
+    After the step, :meth:`update_center` moves the centre to follow the batch mean of the
+    teacher outputs, :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`, averaged
+    over all processes when a process group exists. Centring stops one dimension from dominating;
     a low :math:`\tau_t` (sharpening) stops the uniform collapse that centring alone invites.
 
     Args:
@@ -184,7 +177,6 @@ class DINOLoss(nn.Module):
             teacher_entropy = torch.stack([entropy(p) for p in teacher_probs]).mean()
             student_entropy = torch.stack([entropy(lp.exp()) for lp in student_log_probs]).mean()
             teacher_usage = entropy(global_mean(torch.cat(teacher_probs)))
-        self.update_center(teacher_output)
         # Each teacher view meets V - 1 student views, so the pair-mean of H(P_t) is its view-mean.
         return DINOLossOutput(loss, teacher_entropy, student_entropy, loss.detach() - teacher_entropy,
                               teacher_usage, teacher_usage - teacher_entropy)
@@ -229,132 +221,11 @@ def update_teacher(student: nn.Module, teacher: nn.Module, momentum: float) -> N
     torch._foreach_add_(teacher_params, student_params, alpha=1 - momentum)
 
 
-# ============ schedules ============
-def cosine_schedule(
-    base: float,
-    final: float,
-    epochs: int,
-    steps_per_epoch: int,
-    warmup_steps: int = 0,
-    warmup_start: float = 0.0,
-) -> np.ndarray:
-    r"""One value per training step: a linear warm-up, then a half cosine from ``base`` to ``final``.
-
-    For step :math:`i` after :math:`W` warm-up steps, of :math:`T` steps in all:
-
-    .. math::
-        v_i = f + \tfrac12 (b - f)\Big(1 + \cos\frac{\pi (i - W)}{T - W}\Big),
-
-    and during warm-up :math:`v` runs linearly from ``warmup_start`` (step 0) to ``base``
-    (step :math:`W - 1`), as ``np.linspace`` does. Returns an array of length
-    ``epochs * steps_per_epoch``.
-    """
-    total = epochs * steps_per_epoch
-    if warmup_steps > total:
-        raise ValueError(f"warm-up ({warmup_steps} steps) is longer than training ({total} steps)")
-    warmup = np.linspace(warmup_start, base, warmup_steps)
-    steps = np.arange(total - warmup_steps)
-    cosine = final + 0.5 * (base - final) * (1 + np.cos(np.pi * steps / max(len(steps), 1)))
-    return np.concatenate([warmup, cosine])
-
-
-def teacher_temperature_schedule(warmup_temp: float, temp: float, warmup_epochs: int, epochs: int) -> np.ndarray:
-    r"""One teacher temperature per epoch: linear from ``warmup_temp`` to ``temp`` over
-    ``warmup_epochs`` epochs (``np.linspace``, both ends included), then constant ``temp``."""
-    warmup_epochs = min(warmup_epochs, epochs)
-    return np.concatenate([np.linspace(warmup_temp, temp, warmup_epochs), np.full(epochs - warmup_epochs, temp)])
-
-
-@dataclass
-class Schedules:
-    """Every value DINO changes during training: per step ``lr``, ``weight_decay``,
-    ``momentum`` (teacher EMA); per epoch ``teacher_temp``."""
-
-    lr: np.ndarray
-    weight_decay: np.ndarray
-    momentum: np.ndarray
-    teacher_temp: np.ndarray
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        epochs: int,
-        steps_per_epoch: int,
-        global_batch: int,
-        lr: float,
-        min_lr: float,
-        warmup_steps: int,
-        weight_decay: float,
-        weight_decay_end: float,
-        momentum_teacher: float,
-        warmup_teacher_temp: float,
-        teacher_temp: float,
-        warmup_teacher_temp_epochs: int,
-    ) -> "Schedules":
-        r"""DINO's schedules. The peak learning rate follows the linear scaling rule,
-        :math:`\eta = \eta_{256} \cdot B / 256` for global batch :math:`B`; the warm-up starts at 0
-        and lasts ``warmup_steps`` (:class:`~ib_tutorial.training.phases.Phases`).
-        Weight decay and momentum follow a cosine (no warm-up) to their final values
-        (momentum to 1)."""
-        return cls(
-            lr=cosine_schedule(lr * global_batch / 256, min_lr, epochs, steps_per_epoch, warmup_steps),
-            weight_decay=cosine_schedule(weight_decay, weight_decay_end, epochs, steps_per_epoch),
-            momentum=cosine_schedule(momentum_teacher, 1.0, epochs, steps_per_epoch),
-            teacher_temp=teacher_temperature_schedule(warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs, epochs),
-        )
-
-    @property
-    def steps_per_epoch(self) -> int:
-        """Steps in one epoch (the step schedules hold one value a step, the temperature one an epoch)."""
-        return len(self.lr) // len(self.teacher_temp)
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return {name: torch.from_numpy(values) for name, values in vars(self).items()}
-
-    def matches(self, state: dict[str, torch.Tensor]) -> bool:
-        """Whether a checkpoint's schedules are these (resuming with changed settings would not be)."""
-        return set(state) == set(vars(self)) and all(
-            np.array_equal(state[name].numpy(), values) for name, values in vars(self).items()
-        )
-
-
-# ============ optimisation details ============
-def parameter_groups(model: nn.Module) -> list[dict]:
-    """Two AdamW groups: weights (decayed by the schedule) and biases/norm gains (never decayed).
-    Frozen parameters (the fixed weight-norm gains) are left out."""
-    decayed, not_decayed = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        (not_decayed if name.endswith(".bias") or param.ndim == 1 else decayed).append(param)
-    return [{"params": decayed}, {"params": not_decayed, "weight_decay": 0.0}]
-
-
-def apply_schedules(optimizer: torch.optim.Optimizer, lr: float, weight_decay: float) -> None:
-    """Set this step's learning rate on every group and weight decay on the first (decayed) group."""
-    for index, group in enumerate(optimizer.param_groups):
-        group["lr"] = float(lr)  # plain floats: the optimiser state goes into weights-only checkpoints
-        if index == 0:
-            group["weight_decay"] = float(weight_decay)
-
-
-@torch.no_grad()
-def clip_gradients(model: nn.Module, max_norm: float) -> None:
-    r"""DINO's clipping: each parameter's gradient separately, :math:`g \leftarrow g \cdot
-    \min(1, c / (\lVert g \rVert_2 + 10^{-6}))` (not one global norm)."""
-    for param in model.parameters():
-        if param.grad is not None:
-            scale = max_norm / (param.grad.norm(2) + 1e-6)
-            param.grad.mul_(scale.clamp(max=1.0))
-
-
-def cancel_last_layer_gradients(model: nn.Module, step: int, freeze_steps: int) -> None:
-    """Drop the head's last-layer gradients in the first ``freeze_steps`` steps (``step``
-    counts from 0), so the prototypes stay put while the rest of the network settles (DINO:
-    1 epoch; :class:`~ib_tutorial.training.phases.Phases`)."""
-    if step >= freeze_steps:
-        return
+# ============ the last layer's freeze ============
+def cancel_last_layer_gradients(model: nn.Module) -> None:
+    """Drop the head's last-layer gradients, as a step does while the last layer is frozen
+    (the first :math:`F` steps, :class:`~ib_tutorial.training.schedules.Phases`; DINO: 1 epoch),
+    so the prototypes stay put while the rest of the network settles."""
     for name, param in model.named_parameters():
         if "last_layer" in name:
             param.grad = None

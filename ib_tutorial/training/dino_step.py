@@ -20,13 +20,11 @@ from .dino import (
     DINOLoss,
     DINOLossOutput,
     MultiCropWrapper,
-    Schedules,
     cancel_last_layer_gradients,
     update_teacher,
 )
-from .flops import backbone_flops, head_flops, tokens_per_crop
-from .objective import Objective
-from .phases import Phases, phase_notes, phase_warnings
+from .objective import Objective, apply_schedules, clip_gradients
+from .schedules import Phases, Schedules, phase_notes, phase_warnings
 
 #: Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot)
 #: is a collapse (DINOTraining.collapse_warning).
@@ -62,8 +60,8 @@ class DINOTraining(Objective):
     """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
     everything one step changes and a checkpoint holds.
 
-    One step is :meth:`forward` (the loss, which also moves the centre), then, if the
-    loss is finite, :meth:`update` (student, then teacher).
+    One step is :meth:`forward` (the loss), then, if the loss is finite, :meth:`update`
+    (student, teacher, centre).
     """
 
     name = "dino"
@@ -71,6 +69,7 @@ class DINOTraining(Objective):
     network = "teacher"
     compared_with_paper = True
     uses_labels = False
+    phase_floors = True
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):
@@ -79,9 +78,7 @@ class DINOTraining(Objective):
         self.teacher = teacher.to(device)
         self.loss_fn = DINOLoss(self.settings.out_dim, self.settings.student_temp,
                                 self.settings.center_momentum).to(device)
-        phases = self.phases(train, schedules.steps_per_epoch)
-        self.freeze_steps = phases.freeze_steps
-        self.watch = InformationWatch(phases)
+        self.watch = InformationWatch(schedules.phases)
         self._optimise(student.to(device))
 
     @property
@@ -91,22 +88,36 @@ class DINOTraining(Objective):
 
     def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int) -> DINOLossOutput:
         """Teacher on the two global views, student on all of them, then the DINO loss (the
-        labels are not used)."""
+        labels are not used). The teacher's output is kept for the centre, which moves after the step."""
         views = [v.to(self.device, non_blocking=True) for v in views]
         with autocast(self.device, self.precision):
-            teacher_output = self.teacher(views[:2])
+            self.teacher_output = self.teacher(views[:2])
             student_output = self.student(views)
-        return self.loss_fn(student_output, teacher_output, float(self.schedules.teacher_temp[epoch]))
+        return self.loss_fn(student_output, self.teacher_output, float(self.schedules.teacher_temp[epoch]))
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """Back-propagate, clip, freeze the last layer while due, take the AdamW step with
-        this step's learning rate and weight decay, then move the teacher (EMA)."""
-        self.step_optimiser(loss, step, lambda: cancel_last_layer_gradients(self.student_module, step, self.freeze_steps))
+        """What DINO's ``train_one_epoch`` does after the loss, at step ``step`` (from 0): the
+        student's AdamW step at this step's learning rate and weight decay (zero-grad, backward,
+        each parameter's gradient clipped, the last layer's dropped while it is frozen), then
+        the teacher's EMA and the centre."""
+        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
+        # student update
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()  # the loss scaler does nothing unless training in fp16
+        if self.settings.clip_grad:
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
+            clip_gradients(self.student_module, self.settings.clip_grad)
+        if step < self.schedules.phases.freeze_steps:  # the prototypes stay put while the rest settles
+            cancel_last_layer_gradients(self.student_module)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        # EMA update for the teacher
         update_teacher(self.student_module, self.teacher, float(self.schedules.momentum[step]))
+        # the centre follows the teacher's batch mean
+        self.loss_fn.update_center(self.teacher_output)
 
     @staticmethod
     def statistics(result: DINOLossOutput) -> dict[str, torch.Tensor]:
-        """What a logged step records of its output (averaged over processes)."""
         return {"teacher_entropy": result.teacher_entropy, "student_entropy": result.student_entropy,
                 "kl": result.kl, "teacher_usage": result.teacher_usage,
                 "teacher_information": result.teacher_information}
@@ -118,7 +129,6 @@ class DINOTraining(Objective):
                 "center_norm": self.loss_fn.center.norm().item()}
 
     def checkpointed(self) -> dict[str, torch.nn.Module]:
-        """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
 
     def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
@@ -127,30 +137,31 @@ class DINOTraining(Objective):
         falling = self.watch.update(record["step"], record["teacher_information"])  # every logged step feeds the watch
         return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim) or falling
 
-    @classmethod
-    def phases(cls, train: TrainSettings, steps_per_epoch: int) -> Phases:
-        """The warm-up and the last-layer freeze, each the longer of its epochs and its floor."""
-        return Phases.of(train, steps_per_epoch)
-
     @staticmethod
-    def start_messages(train: TrainSettings, steps_per_epoch: int) -> tuple[list[str], list[str]]:
+    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
         """The phases a floor lengthened (notes), and those shorter than the recipes that
-        learn keep (warnings): :mod:`ib_tutorial.training.phases`."""
-        return phase_notes(train, steps_per_epoch), phase_warnings(train, steps_per_epoch)
+        learn keep (warnings): :mod:`ib_tutorial.training.schedules`."""
+        return phase_notes(train, schedules), phase_warnings(train, schedules)
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
-        """FLOPs one training image costs in one DINO step.
+        r"""FLOPs one training image costs in one DINO step, counted from the shapes as
+        ``torch.utils.flop_counter`` counts them (the benchmarks use it): ``2 m n k`` for every
+        matrix product, elementwise work not counted. A linear layer of ``a`` inputs and ``b``
+        outputs costs ``2 a b`` per token forward and twice that backward, so one token through
+        one block of width :math:`D` costs :math:`2\,(3D^2 + D^2 + 4D^2 + 4D^2) = 24 D^2`, plus
+        :math:`4 T D` for attention over :math:`T` tokens.
 
-        Per crop of :math:`T` tokens: teacher forward (global crops only) plus student forward
-        and backward (every crop, three forwards), the head on the CLS token; the patch
-        embedding's backward computes its weight gradient only (the images need none)
-        (:mod:`ib_tutorial.training.flops`).
+        Per crop: teacher forward (global crops only) plus student forward and backward (every
+        crop, three forwards), the head on the CLS token (``in -> hidden -> hidden -> bottleneck
+        -> K``); the patch embedding's backward computes its weight gradient only (the images
+        need none).
 
         Args:
             view: the crops' geometry (global and local side, patch size).
             train: the backbone (``arch``), the number of local crops and the head's shape.
-            attention: count the attention products (``False``: as the CPU benchmark counted).
+            attention: count the attention products (``False``: as the CPU benchmark counted,
+                where PyTorch's fused attention is not counted; a test checks both records).
         """
         shape = ARCHITECTURES[train.arch]
         width, depth = shape["embed_dim"], shape["depth"]
@@ -160,6 +171,25 @@ class DINOTraining(Objective):
             forward = blocks + head_flops(width, train)
             total += crops * (3 * forward + 2 * embedding + ((forward + embedding) if teacher_sees else 0.0))
         return total
+
+
+def tokens_per_crop(side: int, patch_size: int) -> int:
+    """Patch tokens of a square crop plus the CLS token: ``(side / patch)^2 + 1``."""
+    return (side // patch_size) ** 2 + 1
+
+
+def backbone_flops(width: int, depth: int, tokens: int, patch_size: int, attention: bool = True) -> tuple[float, float]:
+    """(FLOPs of the transformer blocks, FLOPs of the patch embedding) of one crop's forward
+    pass: ``depth (24 D^2 T + 4 T^2 D)`` and ``2 (3 p^2) D (T - 1)``."""
+    blocks = depth * (24 * width**2 * tokens + (4 * tokens**2 * width if attention else 0))
+    embedding = 2 * 3 * patch_size**2 * width * (tokens - 1)
+    return float(blocks), float(embedding)
+
+
+def head_flops(width: int, train: TrainSettings) -> float:
+    """FLOPs of the DINO head's forward pass on one CLS token."""
+    hidden, bottleneck = train.hidden_dim, train.bottleneck_dim
+    return 2.0 * (width * hidden + hidden * hidden + hidden * bottleneck + bottleneck * train.out_dim)
 
 
 def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:

@@ -2,17 +2,15 @@
 as it goes.
 
 One function, :func:`train`, runs everything. It resolves the preset and overrides into
-one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the run's objective (an
+one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the multi-crop data
+(:mod:`ib_tutorial.training.augment`), the run's schedules once
+(:class:`~ib_tutorial.training.schedules.Schedules`) and its objective (an
 :class:`~ib_tutorial.training.objective.Objective`: DINO's student and teacher,
-:mod:`ib_tutorial.training.dino_step`) and the multi-crop data (:mod:`ib_tutorial.training.augment`), then
-for every DINO step:
-
-1. sets this step's learning rate and weight decay;
-2. runs the teacher on the two global views and the student on all views;
-3. computes the DINO loss (which also moves the centre) and stops on a non-finite value;
-4. back-propagates, clips gradients, drops the last layer's gradients in the first
-   epoch(s), and takes an AdamW step;
-5. moves the teacher towards the student (EMA).
+:mod:`ib_tutorial.training.dino_step`), then for every step runs the objective's
+``forward`` (the loss; a non-finite one stops the run before it changes any weight) and
+its ``update`` (for DINO, :meth:`~ib_tutorial.training.dino_step.DINOTraining.update`:
+back-propagation, clipping, the last layer's freeze, AdamW's step, the teacher's EMA and
+the centre).
 
 With ``objective="supervised"`` the same loop trains the same backbone with a linear
 classifier by cross-entropy on the two global views (:mod:`ib_tutorial.training.supervised_step`).
@@ -32,6 +30,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 import signal
 import time
 import warnings
@@ -46,13 +45,11 @@ from ..paths import display_path
 from ..presets import PRESETS, Preset, get_preset
 from ..seeding import rng_state, seed_all, set_rng_state
 from .data import TrainingData, build_data, build_loader
-from .disk import check_disk_space, run_writes
 from .distributed import Processes, restarted
-from .memory import out_of_memory
-from .objective import Objective, build_schedules
-from .phases import ScheduleWarning
+from .objective import Objective
 from .run_config import RunConfig, default_run_dir
-from .runs import RunDirectory
+from .runs import RunDirectory, check_disk_space, run_writes
+from .schedules import Schedules, ScheduleWarning
 from .stopping import StopRequests, TrainingStopped, resume_command
 
 class NonFiniteLossError(RuntimeError):
@@ -64,17 +61,9 @@ class CollapseWarning(UserWarning):
 
 
 # ============ the run ============
-def train(
-    dataset: str,
-    preset: str | Preset | None = None,
-    out: str | os.PathLike | None = None,
-    resume: bool = False,
-    root: str | os.PathLike | None = None,
-    download: bool = False,
-    dataset_options: dict | None = None,
-    progress: bool = True,
-    **overrides,
-) -> Path:
+def train(dataset: str, preset: str | Preset | None = None, out: str | os.PathLike | None = None, resume: bool = False,
+          root: str | os.PathLike | None = None, download: bool = False, dataset_options: dict | None = None,
+          progress: bool = True, **overrides) -> Path:
     """Train a ViT (ViT-Small by default) with DINO on ``dataset`` and return the run directory
     (with labels instead when the override ``objective="supervised"`` is given).
 
@@ -131,8 +120,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
         saved = run.read_config()
         config.check_resumable(saved, run.path)
         config = dataclasses.replace(config, profile=saved.profile)  # profiled as it was set up to be
-    state = config.objective(config.train, config.view, config.precision, build_schedules(config.train, len(loader)),
-                             device, data.num_classes)
+    schedules = Schedules.of(config.train, len(loader), config.objective.phase_floors)  # once, for the whole run
+    state = config.objective(config.train, config.view, config.precision, schedules, device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
     start = _restore(run, state, processes, device) if resume else Position()
     if processes.is_main:
@@ -142,7 +131,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             run.remove_unfinished_files()
             tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
-        _announce_phases(config, start)
+        _announce_phases(config, schedules, start)
     if processes.distributed:
         state.distribute()
     recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
@@ -282,13 +271,13 @@ class RunRecorder:
         self.bar.close()
 
 
-def _announce_phases(config: RunConfig, start: "Position") -> None:
+def _announce_phases(config: RunConfig, schedules: Schedules, start: "Position") -> None:
     """When a run starts (not when it resumes): the phases a floor lengthened, and a
-    :class:`~ib_tutorial.training.phases.ScheduleWarning` for each phase shorter than the
+    :class:`~ib_tutorial.training.schedules.ScheduleWarning` for each phase shorter than the
     recipes that learn keep; an illustrative tier's few steps are exempt from the warning."""
     if start.step:
         return
-    notes, problems = config.objective.start_messages(config.train, config.steps_per_epoch)
+    notes, problems = config.objective.start_messages(config.train, schedules)
     for note in notes:
         tqdm.write(note)
     tier = PRESETS.get(config.preset)
@@ -309,3 +298,45 @@ def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | N
         f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
         "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume."
     )
+
+
+# ============ running out of GPU memory ============
+# What to say when a training step runs out of GPU memory: the batch that failed and the
+# largest that would fit, estimated from what the step had allocated and what it asked for,
+# instead of PyTorch's traceback.
+class TrainingOutOfMemory(RuntimeError):
+    """A training step ran out of memory; ``str()`` names the batch and what to try."""
+
+
+def largest_batch(batch: int, fixed: int, peak: int, tried: int, total: int) -> int:
+    """The largest batch whose step would fit in ``total`` bytes, if the step's memory
+    grows in proportion to the batch above what the weights and optimiser hold (``fixed``):
+    the failed step held ``peak`` and asked for ``tried`` more (an estimate: it needed at
+    least that much)."""
+    per_image = max(1, peak + tried - fixed) / batch
+    return max(0, int((total - fixed) // per_image))
+
+
+def tried_bytes(error: BaseException) -> int:
+    """The allocation PyTorch's message says failed ("Tried to allocate 2.00 GiB"), 0 if none."""
+    found = re.search(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)", str(error))
+    if not found:
+        return 0
+    return int(float(found.group(1)) * 1024 ** ["B", "KiB", "MiB", "GiB", "TiB"].index(found.group(2)))
+
+
+def out_of_memory(error: BaseException, batch: int, world_size: int, device: torch.device, fixed: int) -> TrainingOutOfMemory:
+    """The error to raise in place of ``error`` for a step of ``batch`` images per process."""
+    total = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+    if total:
+        fits = largest_batch(batch, fixed, peak, tried_bytes(error), total)
+        estimate = (f" About {fits} images per process would fit in its {total / 2**30:.0f} GiB (an estimate from the "
+                    f"{peak / 2**30:.1f} GiB the step held and the {tried_bytes(error) / 2**30:.2f} GiB it asked for).")
+    else:
+        estimate = ""
+    global_batch = batch * world_size
+    return TrainingOutOfMemory(
+        f"{device} ran out of memory in a training step of {batch} images per process (global batch {global_batch})."
+        f"{estimate} Lower --batch-size (the global batch; e.g. --batch-size {max(world_size, global_batch // 2)}), "
+        "or use more processes (torchrun), then start again or --resume from the last checkpoint.")

@@ -3,10 +3,13 @@
 An objective (:class:`~ib_tutorial.training.dino_step.DINOTraining`,
 :class:`~ib_tutorial.training.supervised_step.SupervisedTraining`) holds everything one
 step changes and a checkpoint holds. One step is :meth:`Objective.forward` (the loss),
-then, if the loss is finite, :meth:`Objective.update`. The optimiser (AdamW without weight
-decay on biases and norms), the loss scaler, the schedules, DINO's per-parameter gradient
-clipping, DDP and the checkpoint's layout are the same for every objective and live here;
-the table from name to objective is :data:`ib_tutorial.training.objectives.OBJECTIVES`.
+then, if the loss is finite, :meth:`Objective.update`. What every objective's step uses
+lives here: the optimiser (AdamW without weight decay on biases and norms,
+:func:`parameter_groups`), this step's learning rate and weight decay
+(:func:`apply_schedules`), DINO's per-parameter gradient clipping (:func:`clip_gradients`),
+DDP and the checkpoint's layout. The run's :class:`~ib_tutorial.training.schedules.Schedules`
+are built once and handed in; the table from name to objective is
+:data:`ib_tutorial.training.run_config.OBJECTIVES`.
 """
 from __future__ import annotations
 
@@ -18,11 +21,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from ..presets import TrainSettings, ViewSettings
-from .dino import Schedules, apply_schedules, clip_gradients, parameter_groups
-from .phases import Phases
-
-SCHEDULE_SETTINGS = ("lr", "min_lr", "weight_decay", "weight_decay_end", "momentum_teacher",
-                     "warmup_teacher_temp", "teacher_temp", "warmup_teacher_temp_epochs")
+from .schedules import Schedules
 
 
 class Objective(ABC):
@@ -34,6 +33,8 @@ class Objective(ABC):
         network: what a profile calls the saved network (``teacher`` or ``network``).
         compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
         uses_labels: whether its loss reads the training labels.
+        phase_floors: whether its warm-up and last-layer freeze keep their floors in steps
+            (:class:`~ib_tutorial.training.schedules.Phases`; the supervised recipe learns without them).
     """
 
     uses_labels: ClassVar[bool]
@@ -41,6 +42,7 @@ class Objective(ABC):
     local_crops: ClassVar[bool]
     network: ClassVar[str]
     compared_with_paper: ClassVar[bool]
+    phase_floors: ClassVar[bool]
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):
@@ -88,17 +90,10 @@ class Objective(ABC):
         """A warning text when a logged training ``record`` shows the run collapsing; None."""
         return None
 
-    @classmethod
-    def phases(cls, train: TrainSettings, steps_per_epoch: int) -> Phases:
-        """How long the run's warm-up lasts (and its last-layer freeze, where it has one): its
-        ``warmup_epochs``; DINO adds the floors in steps (:mod:`ib_tutorial.training.phases`),
-        which a supervised run, whose recipe learns without them, does not read."""
-        return Phases(warmup_steps=train.warmup_epochs * steps_per_epoch, freeze_steps=0)
-
     @staticmethod
-    def start_messages(train: TrainSettings, steps_per_epoch: int) -> tuple[list[str], list[str]]:
-        """What a run of these settings says when it starts: notes, and warnings about a
-        recipe unlikely to learn; none by default."""
+    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
+        """What a run of these settings and schedules says when it starts: notes, and warnings
+        about a recipe unlikely to learn; none by default."""
         return [], []
 
     @classmethod
@@ -111,20 +106,6 @@ class Objective(ABC):
         """Wrap the trained network in DDP, which averages its gradients over processes."""
         device_ids = [self.device.index] if self.device.type == "cuda" else None
         self.student = DistributedDataParallel(self.student_module, device_ids=device_ids)
-
-    def step_optimiser(self, loss: torch.Tensor, step: int, before_step=None) -> None:
-        """This step's learning rate and weight decay, back-propagation, DINO's
-        per-parameter clipping, ``before_step()`` if given, the optimiser's step."""
-        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        if self.settings.clip_grad:
-            self.scaler.unscale_(self.optimizer)
-            clip_gradients(self.student_module, self.settings.clip_grad)
-        if before_step is not None:
-            before_step()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
 
     def state_dict(self) -> dict:
         """What a checkpoint holds: each part of :meth:`checkpointed`, then the optimiser,
@@ -143,13 +124,30 @@ class Objective(ABC):
         self.scaler.load_state_dict(state["scaler"])
 
 
-def build_schedules(train: TrainSettings, steps_per_epoch: int) -> Schedules:
-    """The run's learning-rate, weight-decay, momentum and teacher-temperature schedules, the
-    warm-up as long as its objective's :meth:`Objective.phases` say."""
-    from .objectives import get_objective  # the table of objectives imports this module
+def parameter_groups(model: nn.Module) -> list[dict]:
+    """Two AdamW groups: weights (decayed by the schedule) and biases/norm gains (never decayed).
+    Frozen parameters (the fixed weight-norm gains) are left out."""
+    decayed, not_decayed = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        (not_decayed if name.endswith(".bias") or param.ndim == 1 else decayed).append(param)
+    return [{"params": decayed}, {"params": not_decayed, "weight_decay": 0.0}]
 
-    return Schedules.build(
-        epochs=train.epochs, steps_per_epoch=steps_per_epoch, global_batch=train.batch_size,
-        warmup_steps=get_objective(train.objective).phases(train, steps_per_epoch).warmup_steps,
-        **{name: getattr(train, name) for name in SCHEDULE_SETTINGS},
-    )
+
+def apply_schedules(optimizer: torch.optim.Optimizer, lr: float, weight_decay: float) -> None:
+    """Set this step's learning rate on every group and weight decay on the first (decayed) group."""
+    for index, group in enumerate(optimizer.param_groups):
+        group["lr"] = float(lr)  # plain floats: the optimiser state goes into weights-only checkpoints
+        if index == 0:
+            group["weight_decay"] = float(weight_decay)
+
+
+@torch.no_grad()
+def clip_gradients(model: nn.Module, max_norm: float) -> None:
+    r"""DINO's clipping: each parameter's gradient separately, :math:`g \leftarrow g \cdot
+    \min(1, c / (\lVert g \rVert_2 + 10^{-6}))` (not one global norm)."""
+    for param in model.parameters():
+        if param.grad is not None:
+            scale = max_norm / (param.grad.norm(2) + 1e-6)
+            param.grad.mul_(scale.clamp(max=1.0))

@@ -1,4 +1,4 @@
-"""One training run's resolved settings, as one frozen object.
+"""One training run's resolved settings, as one frozen object, and the table of objectives.
 
 :meth:`RunConfig.resolve` applies overrides to a preset for one dataset, the number of
 processes and the device; the run writes the result to ``config.json`` with
@@ -25,8 +25,9 @@ from ..paths import data_root
 from ..precision import resolve_precision
 from ..presets import Preset, ProfileSettings, TrainSettings, ViewSettings, resolve_device, training_overrides
 from ..schema import from_json
+from .dino_step import DINOTraining
 from .objective import Objective
-from .objectives import get_objective
+from .supervised_step import SupervisedTraining
 
 AUGMENTATIONS = ("loader", "batched")  # where the views are made (TrainSettings.augmentation)
 # Whole-number settings for which 0 is a choice (none of them, or no warm-up); every other one is at least 1.
@@ -34,6 +35,20 @@ MAY_BE_ZERO = ("warmup_epochs", "warmup_min_steps", "warmup_teacher_temp_epochs"
                "freeze_min_steps", "num_workers")
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
+
+#: Every objective a run can train with, by name (``TrainSettings.objective``): DINO (the
+#: paper's) and the supervised control. The one place that knows which objectives exist:
+#: callers look an objective up here and ask it, instead of testing its name.
+OBJECTIVES: dict[str, type[Objective]] = {objective.name: objective for objective in (DINOTraining, SupervisedTraining)}
+
+
+def get_objective(name: str) -> type[Objective]:
+    """The objective called ``name``; a clear error listing the known ones."""
+    try:
+        return OBJECTIVES[name]
+    except KeyError:
+        raise ValueError(f"Unknown objective {name!r}; known: {', '.join(OBJECTIVES)}. "
+                         f"Choose one with {argument('objective', '<name>')}.") from None
 
 
 @dataclass(frozen=True)
@@ -107,7 +122,7 @@ class RunConfig:
 
     @property
     def objective(self) -> type[Objective]:
-        """The objective the run trains with (:data:`~ib_tutorial.training.objectives.OBJECTIVES`)."""
+        """The objective the run trains with (:data:`OBJECTIVES`)."""
         return get_objective(self.train.objective)
 
     def to_dict(self) -> dict:

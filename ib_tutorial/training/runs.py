@@ -13,8 +13,9 @@ A run directory holds::
                                 the teacher backbone's weights at initialisation and at
                                 every checkpoint, for measuring how the blocks change
 
-Every file is written whole to a temporary name and then renamed, so an interruption
-never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line, and a
+Before it writes any of them, a run checks that they fit on its disk
+(:func:`check_disk_space`): a ``paper`` run writes gigabytes. Every file is written whole to
+a temporary name and then renamed, so an interruption never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line, and a
 last line cut short by a kill is ignored. One process at a time trains into a folder: it
 holds an OS lock on ``run.lock``, which the OS releases when the process ends, however it
 ends.
@@ -27,7 +28,9 @@ import errno
 import json
 import os
 import re
+import shutil
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -256,3 +259,52 @@ def _holder(file) -> str:
     except OSError:
         return "unknown"
 
+
+# --- disk space ------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunWrites:
+    """What a run will write from here to its end, in bytes."""
+
+    checkpoint: int
+    backbone: int
+    backbones: int  # saved epochs still to come
+
+    @property
+    def total(self) -> int:
+        return 3 * self.checkpoint + self.backbones * self.backbone  # latest, previous and the one being written
+
+
+def _bytes(state: dict) -> int:
+    return sum(value.numel() * value.element_size() for value in state.values() if isinstance(value, torch.Tensor))
+
+
+def saved_epochs(first: int, epochs: int, every: int) -> list[int]:
+    """The epochs from ``first`` on whose teacher backbone a run saves (every ``every``, the
+    last, and 0 for a new run)."""
+    return [e for e in range(first, epochs + 1) if e % every == 0 or e == epochs]
+
+
+def run_writes(state, config, start_epoch: int) -> RunWrites:
+    """Reckon :class:`RunWrites` from a built training ``state``: the checkpoint (student, teacher,
+    head, loss centre and the optimiser's two moments of every trainable weight, counted before
+    the first step creates them), kept as the latest and the previous one with a third while
+    the next is written, and the teacher's backbone at every saved epoch."""
+    parts = sum(_bytes(part.state_dict()) for part in state.checkpointed().values())
+    moments = 2 * sum(p.numel() * p.element_size() for group in state.optimizer.param_groups for p in group["params"]
+                      if p.requires_grad)
+    first = start_epoch + 1 if start_epoch else 0
+    return RunWrites(parts + moments, _bytes(state.backbone.state_dict()),
+                     len(saved_epochs(first, config.train.epochs, config.train.checkpoint_every)))
+
+
+def check_disk_space(folder: Path, writes: RunWrites) -> None:
+    """Raise :class:`~ib_tutorial.files.DiskFullError` with the numbers when ``writes`` do not
+    fit in the free space of ``folder``'s disk (its nearest existing parent)."""
+    existing = next(path for path in [folder, *folder.parents] if path.exists())
+    free = shutil.disk_usage(existing).free
+    if writes.total > free:
+        raise DiskFullError(
+            f"The run needs about {writes.total / 1e9:.2f} GB in {folder}: 3 checkpoints of {writes.checkpoint / 1e6:.0f} MB "
+            f"(the latest, the previous and the one being written) and {writes.backbones} teacher backbones of "
+            f"{writes.backbone / 1e6:.0f} MB, one per saved epoch; {free / 1e9:.2f} GB are free there. Free some space, "
+            "choose another --out, or save fewer epochs (a larger --checkpoint-every).")

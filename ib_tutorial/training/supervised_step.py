@@ -21,8 +21,8 @@ from torch import nn
 from ..models import ARCHITECTURES, build_vit
 from ..precision import autocast
 from ..presets import TrainSettings, ViewSettings
-from .dino import Schedules
-from .objective import Objective
+from .objective import Objective, apply_schedules, clip_gradients
+from .schedules import Schedules
 
 
 class Classifier(nn.Module):
@@ -54,6 +54,7 @@ class SupervisedTraining(Objective):
     network = "network"  # no teacher
     compared_with_paper = False  # the paper's values are DINO's
     uses_labels = True
+    phase_floors = False  # its recipe learns with the warm-up's epochs alone and has no last layer to freeze
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):
@@ -78,13 +79,18 @@ class SupervisedTraining(Objective):
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
         """Back-propagate, clip, and take the AdamW step with this step's learning rate and weight decay."""
-        self.step_optimiser(loss, step)
+        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.settings.clip_grad:
+            self.scaler.unscale_(self.optimizer)
+            clip_gradients(self.student_module, self.settings.clip_grad)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
 
     @staticmethod
     def statistics(result: SupervisedOutput) -> dict[str, torch.Tensor]:
-        """What a logged step records of its output (averaged over processes)."""
         return {"train_accuracy": result.train_accuracy}
 
     def checkpointed(self) -> dict[str, nn.Module]:
-        """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
         return {"student": self.student_module}

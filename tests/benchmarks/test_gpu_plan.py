@@ -85,7 +85,7 @@ def test_the_plan_checks_its_budget_floors_and_order_before_it_spends_the_gpu():
 
 
 def test_the_plans_schedule_keeps_the_floors(monkeypatch):
-    from ib_tutorial.training.phases import Phases
+    from ib_tutorial.training.schedules import Phases
 
     # The 10,000 images of the Tiny ImageNet subset make 78 steps of 128 an epoch.
     assert gpu_plan.least_epochs(10_000) == 52  # 4,056 steps

@@ -15,7 +15,7 @@ from archive_builders import TINY_WNIDS, TINY_WORDS, tiny_imagenet_zip
 
 from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
-from ib_tutorial.report.captions import run_caption
+from ib_tutorial.report.captions import CAPTION_KEY, run_caption
 from ib_tutorial.report import dataset_chapters
 from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
@@ -213,7 +213,7 @@ def test_a_run_is_drawn_at_every_saved_epoch():
     curves, heatmap = fig.axes[:2]
     assert len(curves.get_lines()) == len(run.run.profiles)
     assert heatmap.images[0].get_array().shape == (12, len(run.run.profiles))
-    assert "bundle laptop-real" in fig.canvas.print_png.keywords["metadata"][plots.CAPTION_KEY]
+    assert "bundle laptop-real" in fig.canvas.print_png.keywords["metadata"][CAPTION_KEY]
 
 
 @laptop_real

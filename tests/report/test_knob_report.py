@@ -15,7 +15,7 @@ from profile_records import bundle_run
 
 from ib_tutorial.measure.bootstrap import StoredReplicates
 from ib_tutorial.report.knob import factors_markdown, render_sweep, sweep_caption, sweep_claims, sweep_table
-from ib_tutorial.report.plots import CAPTION_KEY
+from ib_tutorial.report.captions import CAPTION_KEY
 from ib_tutorial.reproduction.bundles import Bundle
 from ib_tutorial.reproduction.knob import widest_sweep
 

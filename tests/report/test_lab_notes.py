@@ -13,7 +13,7 @@ import pytest
 
 from ib_tutorial.presets import get_preset
 from ib_tutorial.report import dino_chapter, lab_notes
-from ib_tutorial.report.plots import CAPTION_KEY
+from ib_tutorial.report.captions import CAPTION_KEY
 from ib_tutorial.reproduction import dino_compute
 from ib_tutorial.reproduction.recipes import recipe_settings
 from ib_tutorial.training.run_config import RunConfig

@@ -10,6 +10,7 @@ from profile_records import HUMP, bundle_run, make_record, seeded
 
 from ib_tutorial.report.information_plane import plot_layer_eed
 from ib_tutorial.report import plots
+from ib_tutorial.report.captions import CAPTION_KEY
 from ib_tutorial.reproduction.paper import REPORTED
 from ib_tutorial.reproduction.seeds import SeedSpread
 
@@ -47,7 +48,7 @@ def test_every_figure_carries_its_caption_under_the_axes():
         plot_layer_eed([0, 1, 10], np.ones((3, 6)), "run F").figure,
     ]
     for figure, caption in zip(figures, "ABCDEF"):
-        assert figure.canvas.print_png.keywords["metadata"][plots.CAPTION_KEY].endswith(f"run {caption}")
+        assert figure.canvas.print_png.keywords["metadata"][CAPTION_KEY].endswith(f"run {caption}")
 
 
 def test_a_caption_is_a_sentence_over_one_smaller_provenance_line():
@@ -122,8 +123,8 @@ def test_a_captioned_figure_saves_its_caption_in_the_png(tmp_path):
     plain, _ = plt.subplots()
     plain.savefig(tmp_path / "plain.png")
     with Image.open(tmp_path / "captioned.png") as captioned, Image.open(tmp_path / "plain.png") as uncaptioned:
-        assert captioned.text[plots.CAPTION_KEY] == "run A on 12 images"
-        assert plots.CAPTION_KEY not in uncaptioned.text
+        assert captioned.text[CAPTION_KEY] == "run A on 12 images"
+        assert CAPTION_KEY not in uncaptioned.text
 
 
 def test_seed_profiles_draw_each_seed_with_its_band_and_its_change():

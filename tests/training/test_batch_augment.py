@@ -13,12 +13,15 @@ from torch.utils.data import DataLoader, Subset
 from torchvision import transforms
 
 from ib_tutorial.presets import ViewSettings
-from ib_tutorial.training.augment import IMAGENET_MEAN, IMAGENET_STD, MultiCropAugmentation, MultiCropDataset
-from ib_tutorial.training.batch_augment import (
+from ib_tutorial.training.augment import (
     CROP_DRAWS,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
     BatchMultiCrop,
     DecodedImages,
     DeviceViewsLoader,
+    MultiCropAugmentation,
+    MultiCropDataset,
     crop_boxes,
 )
 from ib_tutorial.training.data import ResumableSampler
@@ -176,7 +179,7 @@ def splitmix64(state: int) -> int:
 
 
 def test_counter_draws_equal_splitmix64_written_out():
-    from ib_tutorial.training.batch_augment import SAMPLE_STRIDE, counter_uniforms
+    from ib_tutorial.training.augment import SAMPLE_STRIDE, counter_uniforms
 
     key = 0x0123456789ABCDEF ^ (2**63)  # a key with the top bit set: negative as a signed integer
     indices = torch.tensor([0, 7, 123456])
@@ -188,7 +191,7 @@ def test_counter_draws_equal_splitmix64_written_out():
 
 
 def test_counter_draws_are_uniform_and_independent_of_the_batch():
-    from ib_tutorial.training.batch_augment import counter_uniforms
+    from ib_tutorial.training.augment import counter_uniforms
 
     drawn = counter_uniforms(42, torch.arange(2000), 50)
     assert 0 <= drawn.min() and drawn.max() < 1

@@ -7,9 +7,9 @@ import pytest
 from ib_tutorial.presets import get_preset
 from ib_tutorial.paths import stored_benchmark
 from ib_tutorial.report.tables import estimate_markdown
-from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time, saved_epochs
-from ib_tutorial.training.objectives import get_objective
-from ib_tutorial.training.run_config import resolve_settings
+from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time
+from ib_tutorial.training.run_config import get_objective, resolve_settings
+from ib_tutorial.training.runs import saved_epochs
 
 stored = stored_benchmark(UTILISATION_RECORD)
 record = json.loads(stored.read_text()) if stored.exists() else None
@@ -65,7 +65,7 @@ def test_epochs_within_fills_the_time_left_and_stays_between_one_and_the_recipe(
 
 
 def test_epochs_within_leaves_time_to_measure_every_teacher_the_run_saves():
-    assert saved_epochs(12, 10) == [0, 10, 12] and saved_epochs(10, 10) == [0, 10] and saved_epochs(3, 1) == [0, 1, 2, 3]
+    assert saved_epochs(0, 12, 10) == [0, 10, 12] and saved_epochs(0, 10, 10) == [0, 10] and saved_epochs(0, 3, 1) == [0, 1, 2, 3]
     # 10 s an epoch and 115 s a saved teacher: 10 epochs save two (330 s); 11 save three (455 s)
     assert epochs_within(330, images_per_s=1000, images_per_epoch=10_000, most=100, per_saved_s=115,
                          checkpoint_every=10) == 10

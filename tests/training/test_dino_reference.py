@@ -6,7 +6,7 @@ teacher-temperature schedule and centre, ``get_params_groups``, ``clip_gradients
 ``cancel_gradients_last_layer`` (in epochs) and the EMA of ``train_one_epoch``. Both run six
 steps from the same weights on the same views, through the warm-up, the last layer's freeze
 and its release, with clipping that bites, weight decay on one group and a moving centre;
-the package's phases are set by their floors in steps (:mod:`ib_tutorial.training.phases`),
+the package's phases are set by their floors in steps (:mod:`ib_tutorial.training.schedules`),
 which here equal whole epochs of the reference.
 """
 import copy
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ib_tutorial.presets import TrainSettings, ViewSettings
 from ib_tutorial.training.dino_step import DINOTraining
-from ib_tutorial.training.objective import build_schedules
+from ib_tutorial.training.schedules import Schedules
 
 STEPS_PER_EPOCH, EPOCHS, BATCH = 2, 3, 4
 TRAIN = TrainSettings(
@@ -152,7 +152,7 @@ def make_batches(generator):
 
 def test_six_steps_equal_the_reference(generator):
     torch.manual_seed(0)
-    state = DINOTraining(TRAIN, VIEW, "fp32", build_schedules(TRAIN, STEPS_PER_EPOCH), torch.device("cpu"), 10)
+    state = DINOTraining(TRAIN, VIEW, "fp32", Schedules.of(TRAIN, STEPS_PER_EPOCH), torch.device("cpu"), 10)
     student, teacher = copy.deepcopy(state.student_module), copy.deepcopy(state.teacher)
     batches = make_batches(generator)
     last_layer_before = state.student_module.head.last_layer.parametrizations.weight.original1.clone()

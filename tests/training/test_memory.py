@@ -6,7 +6,7 @@ from training_runs import DATASET, TINY_ARGS
 
 from ib_tutorial import cli
 from ib_tutorial.training import dino_step
-from ib_tutorial.training.memory import largest_batch, tried_bytes
+from ib_tutorial.training.loop import largest_batch, tried_bytes
 
 GIB = 2**30
 

@@ -368,15 +368,13 @@ def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: s
         dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=colour, label=label)
         rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=colour, label=label)
     style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
-    dip.get_legend().remove()  # above the panels, off the data
-    fig.legend(*dip.get_legend_handles_labels(), loc="outside upper center", ncol=2, fontsize="x-small")
     add_caption(fig, caption)
     return fig
 
 
 def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) -> None:
     """Titles, labels, zero line and the shaded margin of the two panels (middle dip and
-    late rise, both signed); the legend on the first."""
+    late rise, both signed); the first panel's legend beside the panels, off the data."""
     for ax, title, ylabel in (
             (dip, "middle dip", "min(early, late) - middle (directions)"),
             (rise, "late rise", "late - middle (directions)")):

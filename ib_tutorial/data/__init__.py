@@ -9,6 +9,18 @@ synthetic worlds.
 Real data lives under the data root (argument ``root``, else ``$IB_TUTORIAL_DATA``,
 else ``~/.cache/ib_tutorial``), never inside the repository, and is downloaded only
 when asked (``download=True``).
+
+* :mod:`~ib_tutorial.data.synthetic`: the synthetic worlds; :mod:`~ib_tutorial.data.controls`:
+  control inputs (phase-scrambled images, noise); :mod:`~ib_tutorial.data.cues`: linear
+  probes on two kinds of cue;
+* :mod:`~ib_tutorial.data.tiny_imagenet`, :mod:`~ib_tutorial.data.uc_merced`,
+  :mod:`~ib_tutorial.data.torchvision_sets`: the real datasets' loaders;
+  :mod:`~ib_tutorial.data.folders`: labelled image files and a stratified split;
+  :mod:`~ib_tutorial.data.archives`: downloads, checksums and safe extraction;
+* :mod:`~ib_tutorial.data.subsets`, :mod:`~ib_tutorial.data.subset_table`,
+  :mod:`~ib_tutorial.data.subset_build`, :mod:`~ib_tutorial.data.layouts`: the named subsets
+  of the real datasets, what they keep, how they are built, where the full datasets lie;
+* :mod:`~ib_tutorial.data.spec`: a dataset with its options as one string.
 """
 from __future__ import annotations
 

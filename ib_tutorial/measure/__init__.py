@@ -6,7 +6,11 @@
 * :mod:`~ib_tutorial.measure.block_profile`: every block measured in one forward pass;
 * :mod:`~ib_tutorial.measure.knn`: weighted k-NN accuracy of frozen features;
 * :mod:`~ib_tutorial.measure.pruning`: k-NN accuracy of each block kept to its top
-  principal directions.
+  principal directions;
+* :mod:`~ib_tutorial.measure.variants`: which covariance of a block's tokens EED reads;
+* :mod:`~ib_tutorial.measure.bootstrap`: the bootstrap over images and the Wilson interval;
+  :mod:`~ib_tutorial.measure.block_bootstrap`: bootstrap profiles of every block in one pass;
+* :mod:`~ib_tutorial.measure.shape`: a profile's shape over depth, and three-valued verdicts.
 
 Nothing here knows of run folders or files: :mod:`ib_tutorial.reproduction` measures runs.
 """

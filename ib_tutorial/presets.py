@@ -36,11 +36,11 @@ from .data import DATASETS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
-# The shortest warm-up and last-layer freeze, in steps, that DINO recipes known to learn on
-# small data keep (:mod:`ib_tutorial.training.schedules`; the CPU recipe table in the DINO
-# chapter): the floors ``warmup_min_steps`` and ``freeze_min_steps`` of the tiers that train
-# to learn, and what a run with shorter phases is warned against.
+#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small
+#: data keep (:mod:`ib_tutorial.training.schedules`; the lab notes' recipe tables): the floor
+#: ``warmup_min_steps`` of the tiers that train to learn, and what a shorter one is warned against.
 WARMUP_ANCHOR_STEPS = 800
+#: The shortest last-layer freeze, in steps, likewise (the floor ``freeze_min_steps``).
 FREEZE_ANCHOR_STEPS = 400
 
 

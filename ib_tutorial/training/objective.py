@@ -27,7 +27,9 @@ from .schedules import Schedules
 class Objective(ABC):
     """The networks, optimiser, loss scaler and schedules of one run.
 
-    Class attributes (the facts in which objectives differ):
+    Its class attributes are the facts in which objectives differ.
+
+    Attributes:
         name: the objective's name in :class:`~ib_tutorial.presets.TrainSettings`.
         local_crops: whether its views include DINO's local crops (else the two global ones only).
         network: what a profile calls the saved network (``teacher`` or ``network``).

@@ -31,7 +31,6 @@ from torch.utils.data import Dataset
 from ..data import dataset_on_disk
 from ..measure.block_profile import profile_measurements
 from ..models import build_vit
-from ..paths import repository_root
 from ..presets import Preset
 from ..reproduction.learned import Learned, learned_rule
 from ..reproduction.manifest import stored_entry
@@ -41,6 +40,7 @@ from ..reproduction.paper import REPORTED
 from ..reproduction.run_profiles import seeded_subset
 from ..training.augment import eval_transform
 from ..training.runs import RunDirectory
+from .dataset_chapters import shared_samples
 from .plots import add_caption, draw_reported
 from .result_section import ResultSection
 
@@ -62,18 +62,12 @@ STYLES = {"images": ("tab:blue", "o"), "phase-scrambled": ("tab:orange", "s"), "
 
 # --- the images ------------------------------------------------------------------------------
 
-def shared_data_root() -> Path:
-    """``../shared/data/real`` beside the repository: the real-data root the development
-    machines keep (Tiny ImageNet with 20 classes), absent elsewhere."""
-    return repository_root().parent / "shared" / "data" / "real"
-
-
 def real_images(images: int, seed: int = 0, img_size: int = IMG_SIZE, root=None) -> tuple[Dataset, str]:
     """``images`` Tiny ImageNet validation images at ``img_size`` (image tensors as a model
     receives them, drawn with ``seed``) and where they came from: ``root`` when given, else
-    :func:`shared_data_root` when present, else the data root (``$IB_TUTORIAL_DATA``); where
+    :func:`~ib_tutorial.report.dataset_chapters.shared_samples` when present, else the data root (``$IB_TUTORIAL_DATA``); where
     none holds Tiny ImageNet, the generated objects world (``synthetic-objects``)."""
-    roots = [root] if root is not None else [shared_data_root(), None]
+    roots = [root] if root is not None else [shared_samples(), None]
     transform = eval_transform(img_size)
     for candidate in roots:
         if candidate is not None and not Path(candidate).is_dir():

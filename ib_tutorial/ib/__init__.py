@@ -19,6 +19,7 @@ from .estimators import (
     binned_information,
     discrete_information,
     entropy_bits,
+    flipped_label_information,
     ib_lagrangian,
     independence_bias_bits,
     kde_information,
@@ -49,7 +50,7 @@ from .model import (
 __all__ = [
     "ACTIVATIONS", "ESTIMATORS", "INPUT_BITS", "LAYER_WIDTHS", "InformationEstimate", "InformationExperiment",
     "InformationNetwork", "InformationPlane", "ToyTask", "Trajectory", "bin_codes", "binned_information",
-    "discrete_information", "entropy_bits", "ib_lagrangian", "icosahedron_vertices", "independence_bias_bits",
+    "discrete_information", "entropy_bits", "flipped_label_information", "ib_lagrangian", "icosahedron_vertices", "independence_bias_bits",
     "information_plane", "kde_information", "layer_eed", "logged_epochs", "mutual_information_bits",
     "run_information_experiment", "saved_information_experiment", "sphere_score", "toy_task",
     "train_information_network",

@@ -55,6 +55,18 @@ def ib_lagrangian(i_xt: float, i_ty: float, beta: float) -> float:
     return i_xt - beta * i_ty
 
 
+def flipped_label_information(labels: Tensor, flip: float) -> InformationEstimate:
+    r"""Exact :math:`I(X;T)` and :math:`I(T;Y)` of a stochastic encoder: :math:`T` is the binary
+    label :math:`Y = f(X)` flipped with probability ``flip``, X uniform over the N inputs whose
+    labels ``labels`` [N] holds. Noise, not merging inputs, is what removes the information:
+    :math:`p(t \mid x)` is the [N, 2] table below, :math:`p(x, t) = p(t \mid x) / N`."""
+    y = labels.long()
+    p_t_given_x = torch.stack([1 - flip - (1 - 2 * flip) * y, flip + (1 - 2 * flip) * y], dim=1).double()  # [N, 2]
+    joint_xt = p_t_given_x / len(y)
+    joint_yt = torch.stack([joint_xt[y == c].sum(0) for c in (0, 1)])  # p(y, t)
+    return InformationEstimate(i_xt=mutual_information_bits(joint_xt), i_ty=mutual_information_bits(joint_yt))
+
+
 def independence_bias_bits(occupied: int, classes: int, samples: int) -> float:
     r"""First-order bias of the plug-in (histogram) :math:`I(T;Y)` when :math:`T` and :math:`Y`
     are independent: :math:`(K_T - 1)(K_Y - 1) / (2 N \ln 2)` bits (Miller 1955).

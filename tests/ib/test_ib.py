@@ -13,6 +13,7 @@ from ib_tutorial.ib import (
     binned_information,
     discrete_information,
     entropy_bits,
+    flipped_label_information,
     ib_lagrangian,
     icosahedron_vertices,
     independence_bias_bits,
@@ -56,6 +57,15 @@ def test_ib_lagrangian_prefers_the_label_over_the_input_when_beta_exceeds_one():
 
 
 # --- binning -------------------------------------------------------------------------
+
+def test_a_flipped_label_keeps_one_minus_the_binary_entropy_of_the_flip():
+    labels = (torch.arange(8) >= 4).long()
+    for flip in (0.0, 0.1, 0.3):
+        lost = 0.0 if flip == 0 else -(flip * math.log2(flip) + (1 - flip) * math.log2(1 - flip))
+        point = flipped_label_information(labels, flip)
+        assert point.i_xt == pytest.approx(1 - lost) and point.i_ty == pytest.approx(1 - lost)
+    assert flipped_label_information(labels, 0.5).i_xt == pytest.approx(0.0, abs=1e-12)
+
 
 def test_invertible_map_gives_the_entropy_of_the_input():
     # Every 12-bit pattern in its own cell: I(X;T) = H(X) = 12 bits, I(T;Y) = H(Y).

@@ -12,6 +12,7 @@ Shared by every chapter:
 One module a chapter (or a part of one):
 
 * :mod:`~ib_tutorial.report.information_plane`: the Information Bottleneck chapter's figures;
+* :mod:`~ib_tutorial.report.spectra`: the EED chapter's spectra with known answers;
 * :mod:`~ib_tutorial.report.level_puzzle`: the EED chapter's level puzzle;
 * :mod:`~ib_tutorial.report.synthetic_worlds`: the Data chapter's synthetic worlds;
 * :mod:`~ib_tutorial.report.dino_chapter`: the DINO chapter and what DINO needs to learn;

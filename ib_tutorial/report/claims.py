@@ -1,5 +1,5 @@
-"""The verdicts on trained networks, as the book states them: whether a run reached its
-plateau (:mod:`ib_tutorial.reproduction.plateau`), a sentence per profile shape, one per
+"""The verdicts on trained networks, as the book states them: whether a run learned and
+reached its plateau (:mod:`ib_tutorial.reproduction.learned`), a sentence per profile shape, one per
 knob sweep (:mod:`ib_tutorial.reproduction.knob`), a table of the paper's claims
 (:mod:`ib_tutorial.reproduction.claims` computes them) and one of a run's seeds
 (:mod:`ib_tutorial.reproduction.seeds`)."""
@@ -13,7 +13,7 @@ from ..measure.shape import Verdict, near_lowest
 from ..reproduction.claims import MARGIN, ClaimTest, ShapeSummary
 from ..reproduction.learning import REGIONS, region_change
 from ..reproduction.paper import EARLY, LATE, MIDDLE
-from ..reproduction.plateau import Plateau
+from ..reproduction.learned import Learned
 from ..reproduction.seeds import SeedSpread
 
 
@@ -21,20 +21,23 @@ def _blocks(blocks: tuple[int, ...]) -> str:
     return f"L{blocks[0]}-L{blocks[-1]}"
 
 
-def plateau_sentence(label: str, result: Plateau) -> str:
-    """Whether a run reached its plateau, with the gain the rule measured."""
-    if not result.reached:
-        verdict = "was still learning"
-    elif result.learned < result.threshold:
-        verdict = f"ended within the noise of its random initialisation ({result.learned:+.1f} points over the run)"
-        if result.best >= result.threshold:
-            verdict += (f", though it stood {result.best:+.1f} points above it at epoch {result.best_epoch}, "
-                        f"past the threshold of {result.threshold:.1f}, before falling back")
-    else:
-        verdict = f"reached its plateau after gaining {result.learned:+.1f} points over the run"
-    return (f"**{label}** {verdict}; over the last {result.fraction:.0%} of its schedule (epoch "
-            f"{result.since_epoch} to {result.last_epoch}) its k-NN top-1 moved {result.gained:+.1f} points "
-            f"(the rule: under {result.threshold:.1f} points).")
+def learning_markdown(rules: dict[str, Learned]) -> str:
+    """A row a run: the book's learned rule on it (:mod:`ib_tutorial.reproduction.learned`:
+    the CLS k-NN gain from the random initialisation against its threshold, and for DINO the
+    teacher's information against the collapse threshold) and the plateau rule (the k-NN move
+    over the last part of the schedule, under the same threshold)."""
+    lines = ["| run | CLS k-NN gain (points) | threshold | teacher (nats) | learned | last quarter's move | plateau |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for label, rule in rules.items():
+        knn = rule.knn
+        gain = f"{knn.learned:+.1f}"
+        if knn.best >= knn.threshold > knn.learned:  # it stood past the threshold before it fell back
+            gain += f" (best {knn.best:+.1f} at epoch {knn.best_epoch})"
+        teacher = "-" if rule.teacher_information is None else f"{rule.teacher_information:.2f} (floor {rule.teacher_floor:.2f})"
+        move = f"{knn.gained:+.1f} (epoch {knn.since_epoch}-{knn.last_epoch})"
+        lines.append(f"| {label} | {gain} | {knn.threshold:.1f} | {teacher} | {'yes' if rule.learned else 'no'} | {move} "
+                     f"| {'reached' if knn.reached else 'still learning'} |")
+    return "\n".join(lines)
 
 
 def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:

@@ -8,8 +8,8 @@ from ib_tutorial.report.claims import (
     change_markdown,
     claims_markdown,
     claims_summary,
+    learning_markdown,
     lowest_text,
-    plateau_sentence,
     seeds_markdown,
     shape_sentence,
     status_markdown,
@@ -81,22 +81,22 @@ def test_a_borrowed_interval_is_named_as_one():
     assert claims_summary(tested).endswith(" 1 of them read an approximate interval borrowed from other runs.")
 
 
-def test_the_plateau_sentence_states_the_gain_and_the_rule():
+def test_the_learning_table_states_each_rule_and_its_numbers():
+    from ib_tutorial.reproduction.learned import Learned
     from ib_tutorial.reproduction.plateau import plateau
 
     knn = [{"epoch": e, "top1": v} for e, v in [(0, 20), (12, 38), (21, 39.8), (24, 40.0), (30, 40.1)]]
-    sentence = plateau_sentence("run A", plateau(knn))
-    assert sentence == ("**run A** reached its plateau after gaining +20.1 points over the run; over the last 25% "
-                        "of its schedule (epoch 21 to 30) its k-NN top-1 moved +0.3 points (the rule: under 1.0 points).")
-    flat = plateau([{"epoch": 0, "top1": 36.1}, {"epoch": 4, "top1": 31.2}, {"epoch": 6, "top1": 31.9}])
-    assert "ended within the noise of its random initialisation (-4.2 points over the run);" in plateau_sentence("C", flat)
+    rising = plateau([{"epoch": 0, "top1": 20}, {"epoch": 4, "top1": 30}])
     # A run that stood at the threshold before it fell back (DINO on DTD's 144 images) says so.
     peaked = plateau([{"epoch": 0, "top1": 36.1, "n_eval": 144}, {"epoch": 16, "top1": 44.4, "n_eval": 144},
                       {"epoch": 40, "top1": 43.2, "n_eval": 144}, {"epoch": 48, "top1": 43.1, "n_eval": 144}])
-    assert "(+7.0 points over the run), though it stood +8.3 points above it at epoch 16, past the threshold of 8.3" in plateau_sentence("D", peaked)
-    rising = plateau([{"epoch": 0, "top1": 20}, {"epoch": 4, "top1": 30}])
-    assert "was still learning" in plateau_sentence("run B", rising)
-
+    table = learning_markdown({"run A": Learned(plateau(knn), None, None), "run B": Learned(rising, None, None),
+                               "D": Learned(peaked, 2.63, 0.42), "E": Learned(plateau(knn), 0.1, 0.42)})
+    rows = table.splitlines()[2:]
+    assert rows[0] == "| run A | +20.1 | 1.0 | - | yes | +0.3 (epoch 21-30) | reached |"
+    assert rows[1].endswith("| still learning |")
+    assert rows[2] == "| D | +7.0 (best +8.3 at epoch 16) | 8.3 | 2.63 (floor 0.42) | no | -1.3 (epoch 16-48) | reached |"
+    assert "| 0.10 (floor 0.42) | no |" in rows[3]  # a collapsed teacher: not learned, whatever the k-NN did
 
 def test_the_change_table_reads_each_region_with_its_paired_interval():
     n_eff = [10.0] * 12

@@ -496,7 +496,7 @@ def summary_notes(notes: DinoNotes | None) -> ResultSection:
     lines = ["| run that learned | steps | CLS k-NN gain / the rule's threshold (points) |", "| --- | ---: | --- |"]
     lines += [f"| {row.name}, {row.recipe.epochs[-1]} epochs | {row.steps:,} | {row.rule.knn.learned:+.1f} / "
               f"{row.rule.knn.threshold:.1f} |" for row in learned]
-    found = {"compute_fraction": Value(fraction, f"{round(fraction)}"), "learned_runs": Value(len(learned), str(len(learned))),
+    found = {"compute_fraction": Value(fraction, f"1/{round(fraction)}"), "learned_runs": Value(len(learned), str(len(learned))),
              "learned_least_steps": Value(min(row.steps for row in learned), f"{min(row.steps for row in learned):,}")}
     return _section("\n".join(lines), found, {
         "every run is counted": len(curves) == len(every),

@@ -60,6 +60,33 @@ def centring_sharpening(temperatures: Sequence[float] = (0.02, 0.04, 0.1, 1.0), 
     return rows
 
 
+def centring_table(temperatures: Sequence[float] = (0.02, 0.04, 0.1, 1.0), k: int = 256) -> str:
+    """:func:`centring_sharpening` as a Markdown table, a row per teacher and temperature."""
+    lines = [f"| teacher | temperature | H(P) per image (nats) | H(mean P) (nats; log K = {math.log(k):.2f}) |",
+             "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {'centred' if centred else 'not centred'} | {temperature:g} | {per_image:.2f} | {of_mean:.2f} |"
+              for centred, temperature, per_image, of_mean in centring_sharpening(temperatures, k)]
+    return "\n".join(lines)
+
+
+def run_provenance(config, preset: str) -> str:
+    """What a run was (its ``config.json`` read back): the provenance line of its figures."""
+    return (f"preset {preset}: {config.dataset}, {config.train_images_used} training images, "
+            f"{config.train.epochs} epochs x {config.steps_per_epoch} steps of batch {config.train.batch_size}, "
+            f"{config.view.img_size} px / patch {config.view.patch_size}, K = {config.train.out_dim}, "
+            f"{config.precision} on {config.device}")
+
+
+def profile_change(before, after) -> str:
+    """One sentence of how far training moved the EED profile (``before`` and ``after``: block
+    profiles), at the block it moved most and on average over the blocks."""
+    change = [b - a for a, b in zip(before.eed_percent, after.eed_percent)]
+    moved = max(range(len(change)), key=lambda block: abs(change[block]))
+    return (f"Training moved the profile by at most {abs(change[moved]):.2f} EED points, at block L{moved} "
+            f"({before.eed_percent[moved]:.2f} % -> {after.eed_percent[moved]:.2f} %); averaged over the blocks, by "
+            f"{sum(change) / len(change):+.2f} points.")
+
+
 def plot_schedules(preset: Preset, train_images: int = 50_000) -> plt.Figure:
     """The learning rate, weight decay, teacher momentum and teacher temperature every step of
     ``preset`` would use on ``train_images`` images (CIFAR-100's training set by default)."""
@@ -163,13 +190,12 @@ def _setting(preset: Preset, name: str) -> str:
 _FRACTIONS = {20: "twentieth", 25: "twenty-fifth", 30: "thirtieth", 40: "fortieth", 50: "fiftieth"}
 
 
-def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteRow], unfloored: Sequence[NoteRow],
-                 floor_rows: Sequence[NoteRow], dataset: str = "tiny-imagenet") -> dict[str, Value]:
+def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteRow], floor_rows: Sequence[NoteRow],
+                 dataset: str = "tiny-imagenet") -> dict[str, Value]:
     """What the "what DINO needs" paragraph states: the published point, the ``laptop`` tier's
     images and tokens at its length and the ratio of the two computes, the gains and thresholds
-    of the tier's runs on ``dataset`` (``tier``: its committed runs at its length; ``unfloored``:
-    the same length before the floors) and on the other data set, and the spread of the recipe
-    rows (``floor_rows``)."""
+    of the tier's runs on ``dataset`` (``tier``: its committed runs at its length) and on the
+    other data set, and the spread of the recipe rows (``floor_rows``)."""
     train, view = laptop.train, laptop.view(dataset)
     images = train.epochs * (train.train_images // train.batch_size) * train.batch_size
     tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
@@ -177,8 +203,6 @@ def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteR
     ran = [row for row in tier if row.recipe.dataset == dataset]
     other = [row for row in tier if row.recipe.dataset != dataset]
     spread, two_se = rows_spread(floor_rows, dataset)
-    before = max(unfloored, key=lambda row: row.steps)
-    seed0 = min(ran, key=lambda row: row.name)
     values = {"published_network": published.network, "published_data": published.dataset,
               "published_knn": f"{published.knn_top1:g}", "published_epochs": str(published.epochs),
               "published_images": f"{published.images_seen:,}", "published_tokens": str(published.tokens_per_image),
@@ -188,8 +212,7 @@ def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteR
               "tier_thresholds": " and ".join(f"{row.rule.knn.threshold:.1f}" for row in ran),
               "other_images": " and ".join(sorted({str(row.n_eval) for row in other})),
               "other_thresholds": " and ".join(f"{row.rule.knn.threshold:.1f}" for row in other),
-              "rows_spread": f"{spread:.1f}", "rows_two_se": f"{two_se:.1f}",
-              "unfloored_gain": f"{before.rule.knn.learned:+.1f}", "floored_gain": f"{seed0.rule.knn.learned:+.1f}"}
+              "rows_spread": f"{spread:.1f}", "rows_two_se": f"{two_se:.1f}"}
     raw = {"ratio": ratio, "tier_compute": images * tokens, "published_gain": published.gain_bound, "tier_learned": sum(row.rule.learned for row in ran),
            "other_learned": sum(row.rule.learned for row in other),
            "rows_spread": spread, "rows_two_se": two_se}

@@ -6,8 +6,10 @@ warm-up and last-layer freeze, the steps it trained, its CLS k-NN accuracy from 
 initialisation to the end with the 95 % Wilson interval of the end, the teacher's information
 about the image over the last tenth of training, and whether it learned by the book's rule
 (:func:`~ib_tutorial.reproduction.learned.learned_rule`). The findings functions return
-:class:`Value` objects (the number, and the text a paragraph shows), so a notebook glues the
-text and asserts on the number.
+:class:`Value` objects (the number, and the text a paragraph shows); each investigation's
+``*_notes`` function turns them into a
+:class:`~ib_tutorial.report.result_section.ResultSection` (the table, the values to glue as
+``notes_*``, and the statements its paragraph makes), read from :func:`committed_notes`.
 """
 from __future__ import annotations
 
@@ -21,13 +23,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from ..measure.bootstrap import Interval
+from ..presets import get_preset
+from ..reproduction import dino_compute
 from ..reproduction.learned import Learned, teacher_information
 from ..reproduction.learning import knn_interval
+from ..reproduction.manifest import stored_entry
 from ..reproduction.plateau import knn_standard_error, plateau
-from ..reproduction.recipes import Recipe, read_recipe, recipe_settings
+from ..reproduction.recipes import Recipe, preset_recipe, read_recipe, recipe_settings
 from ..training.dino_step import INFORMATION_FRACTION
 from ..training.runs import RunDirectory
 from .plots import add_caption
+from .result_section import ResultSection, absent
 
 
 #: The level of a table's k-NN interval (Wilson).
@@ -311,3 +317,189 @@ def tier_findings(rows: Mapping[int, Sequence[NoteRow]]) -> dict[str, Value]:
     dtd = next(row for row in rows[48] if row.name == "dtd_folder=dtd")
     values["tier48_dtd_images"] = Value(dtd.n_eval, str(dtd.n_eval))
     return values
+
+
+#: The step at which the floors' rows are read (their schedules differ in length).
+FLOOR_ROWS_AT = 1000
+#: The command that makes the tier's runs the notes read.
+TIER_COMMAND = 'ib-tutorial train --preset laptop --dataset tiny-imagenet --root "$DATA"'
+
+
+@dataclass(frozen=True)
+class DinoNotes:
+    """Every committed run of the DINO lab notes, by investigation: the former tier, the
+    recipe rows before the floors, the floors' rows (read at :data:`FLOOR_ROWS_AT`), the longer
+    runs, and the tier's own runs (epochs -> rows)."""
+
+    former: list[NoteRow]
+    unfloored: list[NoteRow]
+    floors: list[NoteRow]
+    long: list[NoteRow]
+    tier: dict[int, list[NoteRow]]
+
+
+#: The manifest entries the notes read, in the order of their investigations.
+NOTES_ENTRIES = ("dino-former-tier", "dino-first-recipes", "dino-tier-6", "dino-tier-48-unfloored", "dino-floor-rows",
+                 "dino-floor-rows-2", "dino-floor-rows-3", "dino-long", "dino-tier-16", "dino-tier-48")
+
+
+def committed_notes() -> DinoNotes | None:
+    """The notes' runs committed under ``results/``, each read against its investigation's
+    reference (today's ``laptop`` tier, or the floors' ``r1-base``); None where they are not
+    next to this package."""
+    if not all(stored_entry(key).exists() for key in NOTES_ENTRIES + ("dino-floor-reference",)):
+        return None
+    tier = preset_recipe(get_preset("laptop"), "tiny-imagenet")
+    base = reference_of(stored_entry("dino-floor-reference"))
+    return DinoNotes(
+        former=note_rows([stored_entry("dino-former-tier")], tier),
+        unfloored=note_rows([stored_entry(key) for key in ("dino-first-recipes", "dino-tier-6", "dino-tier-48-unfloored")], tier),
+        floors=note_rows([stored_entry(key) for key in ("dino-floor-rows", "dino-floor-rows-2", "dino-floor-rows-3")], base,
+                         FLOOR_ROWS_AT),
+        long=note_rows([stored_entry("dino-long")], base),
+        tier={epochs: note_rows([stored_entry(f"dino-tier-{epochs}")], tier) for epochs in (16, 48)})
+
+
+def _section(table: str, found: Mapping[str, Value], statements: dict[str, bool]) -> ResultSection:
+    return ResultSection(table, values={f"notes_{key}": value.text for key, value in found.items()}, statements=statements)
+
+
+def _absent() -> ResultSection:
+    return absent(TIER_COMMAND, "DINO runs of the lab notes")
+
+
+def former_notes(notes: DinoNotes | None) -> ResultSection:
+    """The former tier (ViT-S on the synthetic worlds): how far each fell, and its teacher's entropy."""
+    if notes is None:
+        return _absent()
+    found = former_tier_findings(notes.former)
+    return _section(notes_table(notes.former, base_dataset=""), found, {
+        "every run ended below its initialisation": all(row.recipe.gain < 0 for row in notes.former),
+        "the teacher's entropy stayed above 80 % of log K": found["former_entropy"].raw > 0.8})
+
+
+def unfloored_notes(notes: DinoNotes | None) -> ResultSection:
+    """The recipe rows before the floors: one learned by the rule, the longest."""
+    if notes is None:
+        return _absent()
+    found = unfloored_findings(notes.unfloored)
+    return _section(notes_table(notes.unfloored), found, {
+        "one run learned, the longest": found["unfloored_learned"].raw == 1 and longest(notes.unfloored).rule.learned})
+
+
+def floor_notes(notes: DinoNotes | None) -> ResultSection:
+    """The floors' rows at :data:`FLOOR_ROWS_AT`: what each change did to the teacher's
+    information and the CLS k-NN, beside the former tier (:func:`floor_findings`)."""
+    if notes is None:
+        return _absent()
+    found = floor_findings(notes.floors, longest(notes.unfloored), FLOOR_ROWS_AT)
+    raw = {key: value.raw for key, value in found.items()}
+    hidden = [raw["colour_after"], raw["faster_after"], raw["r13_after"], raw["r12_after"]]
+    return _section(notes_table(notes.floors), found, {
+        "the floors spared the early dip and ended where the former tier did":
+            raw["old_low"] < raw["base_early"] and abs(raw["old_end"] - raw["base_end"]) < 0.2,
+        "four times the learning rate kept the teacher within 0.2 nats": raw["lr_gap"] < 0.2,
+        "a teacher half as warm said about twice as much": 1.5 < raw["sharp_ratio"] < 2.5,
+        "free gains changed the teacher by under 0.1 nats": abs(raw["free_change"]) < 0.1,
+        "frozen prototypes held more, and dipped too":
+            raw["frozen_after"] > raw["faster_after"] + 0.2 and raw["frozen_dip"] > 0.2,
+        "no row learned": raw["floor_learned"] == 0,
+        "half the colour jitter made the most informative teacher and no k-NN gain":
+            raw["colour_after"] > raw["others_after"] and raw["r8_knn"] <= 0,
+        "a faster teacher held about as much as r2": abs(raw["momentum_after"] - raw["faster_after"]) < 0.1,
+        "hiding more colour made the teacher say less": hidden == sorted(hidden, reverse=True),
+        "DTD fell at every evaluation, by 1.5 to 2 standard errors": raw["r11_falls"] and 1.5 < raw["r11_errors"] <= 2,
+        "DTD with every hue drawn anew fell": raw["r14_knn"] < 0})
+
+
+def floor_figure(notes: DinoNotes | None) -> plt.Figure | None:
+    """The teacher's information over the floors' rows' first :data:`FLOOR_ROWS_AT` steps,
+    beside the former tier's (None without the runs)."""
+    if notes is None:
+        return None
+    curves = {"former tier, 78 warm-up steps, no freeze": longest(notes.unfloored).train}
+    curves |= {f"{row.name} (batch {row.batch_size})": row.train for row in notes.floors}
+    phases = notes.floors[0].recipe.phases
+    return plot_teacher_information(
+        curves, "What the teacher's output says about the image over the first 1,000 steps, the former tier against the floors.",
+        "committed runs under results/: ViT-Ti, 32 px / patch 8, Tiny ImageNet subset (r11, r14: DTD), CPU",
+        until_step=FLOOR_ROWS_AT, marks={"last layer released": phases.freeze_steps, "warm-up ends": phases.warmup_steps})
+
+
+def long_notes(notes: DinoNotes | None) -> ResultSection:
+    """The longer runs: the best learned by the rule, the other not; the mean patch token
+    gained more than the CLS token in each."""
+    if notes is None:
+        return _absent()
+    found = long_findings(notes.long)
+    return _section(notes_table(notes.long), found, {
+        "only the best run learned": [row.rule.learned for row in notes.long]
+                                     == [row.name == found["long_best"].raw for row in notes.long],
+        "the mean patch token gained more than the CLS token":
+            all(row.recipe.knn_mean[-1] - row.recipe.knn_mean[0] > row.recipe.gain for row in notes.long)})
+
+
+def tier_notes(notes: DinoNotes | None) -> ResultSection:
+    """The tier's own runs at 16 and 48 epochs (:func:`tier_findings`), with the gain of the
+    same recipe before the floors."""
+    if notes is None:
+        return _absent()
+    found = tier_findings(notes.tier)
+    raw = {key: value.raw for key, value in found.items()}
+    before = longest(notes.unfloored).recipe.gain
+    found = dict(found, unfloored_gain=Value(before, f"{before:+.1f}"))
+    dtd = ("tier48_dtd", "tier48_dtd_seed1")
+    return _section(notes_table(notes.tier[16] + notes.tier[48], epochs=True), found, {
+        "every teacher sharpened while frozen, fell by 0.4 nats after the release and never collapsed":
+            all(raw[f"{key}_teacher_kept"] and raw[f"{key}_peak"] - raw[f"{key}_after"] >= 0.4 for key in TIER_RUNS),
+        "the 48-epoch runs on Tiny ImageNet learned, no other did":
+            all(raw[f"{key}_learned"] == (key in ("tier48_tiny", "tier48_seed1")) for key in TIER_RUNS),
+        "the seeds differ by under one standard error": raw["tier48_seed_spread"] < raw["tier48_seed_se"],
+        "the tier's length is 48 epochs": get_preset("laptop").train.epochs == raw["tier48_tiny_last_epoch"] == 48,
+        "Tiny ImageNet's best evaluation came before the end":
+            raw["tier48_tiny_best_epoch"] < 48 and raw["tier48_tiny_best"] > raw["tier48_tiny_end"],
+        "its teacher sharpened again to twice its low": raw["tier48_tiny_info"] >= 2 * raw["tier48_tiny_after"],
+        "DTD's teachers are the most informative":
+            min(raw[f"{k}_info"] for k in dtd) > max(raw[f"{k}_info"] for k in TIER_RUNS if k not in dtd),
+        "DTD's best evaluations came in the first half, above the last, and the gains stayed under the threshold":
+            all(raw[f"{k}_best_epoch"] <= raw[f"{k}_last_epoch"] // 2 and raw[f"{k}_best"] > raw[f"{k}_end"]
+                and 0 < raw[f"{k}_gain"] < raw[f"{k}_threshold"] for k in dtd),
+        "the recipe before the floors gained more than with them": before > raw["tier48_tiny_gain"]})
+
+
+def tier_figure(notes: DinoNotes | None) -> plt.Figure | None:
+    """The teacher's information in the tier's runs, with the release of the last layer and the
+    end of the warm-up marked (None without the runs)."""
+    if notes is None:
+        return None
+    runs = notes.tier[16] + notes.tier[48]
+    phases = notes.tier[48][0].recipe.phases
+    return plot_teacher_information(
+        {f"{row.name}, {row.recipe.epochs[-1]} epochs": row.train for row in runs},
+        "The teacher's information about the image in the tier's runs: a rise while frozen, a fall, then a climb.",
+        "committed runs under results/: the laptop tier (ViT-Ti, 32 px / patch 8, batches of 64, the floors), CPU",
+        marks={"last layer released": phases.freeze_steps, "warm-up ends": phases.warmup_steps})
+
+
+def summary_notes(notes: DinoNotes | None) -> ResultSection:
+    """What the notes showed: every run had a twenty-fifth or less of the public curve's
+    compute, the rows differ within the k-NN's noise, and the runs that learned (a table of
+    them) are the longest."""
+    if notes is None:
+        return _absent()
+    every = notes.former + notes.unfloored + notes.floors + notes.long + notes.tier[16] + notes.tier[48]
+    curves = dino_compute.compute_curves([("", stored_entry(key)) for key in NOTES_ENTRIES],
+                                         datasets=("tiny-imagenet", "dtd", "synthetic-objects", "synthetic-textures"))
+    fraction = dino_compute.PUBLISHED[0].compute / max(curve.compute[-1] for curve in curves)
+    spread, two_se = rows_spread(notes.floors)
+    learned = [row for row in every if row.rule.learned]
+    lines = ["| run that learned | steps | CLS k-NN gain / the rule's threshold (points) |", "| --- | ---: | --- |"]
+    lines += [f"| {row.name}, {row.recipe.epochs[-1]} epochs | {row.steps:,} | {row.rule.knn.learned:+.1f} / "
+              f"{row.rule.knn.threshold:.1f} |" for row in learned]
+    found = {"compute_fraction": Value(fraction, f"1/{round(fraction)}"), "learned_runs": Value(len(learned), str(len(learned))),
+             "learned_least_steps": Value(min(row.steps for row in learned), f"{min(row.steps for row in learned):,}")}
+    return _section("\n".join(lines), found, {
+        "every run is counted": len(curves) == len(every),
+        "every run had a twenty-fifth or less of the public compute": round(fraction) >= 25,
+        "the rows differ within two standard errors": spread < two_se,
+        "four runs learned, each of at least 3,744 steps": len(learned) == 4 and min(row.steps for row in learned) >= 3744})

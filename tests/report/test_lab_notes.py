@@ -15,6 +15,7 @@ from ib_tutorial.presets import get_preset
 from ib_tutorial.report import dino_chapter, lab_notes
 from ib_tutorial.report.captions import CAPTION_KEY
 from ib_tutorial.reproduction import dino_compute
+from ib_tutorial.reproduction.manifest import stored_entry
 from ib_tutorial.reproduction.recipes import recipe_settings
 from ib_tutorial.training.run_config import RunConfig
 from ib_tutorial.training.runs import RunDirectory
@@ -136,13 +137,12 @@ def test_the_compute_figure_fills_the_end_of_runs_that_learned(tmp_path):
 def test_the_needs_values_state_the_compute_ratio_and_the_tiers_gains(rows, tmp_path):
     write_run(tmp_path / "dtd" / "dtd", [36.0, 38.0, 40.0], n_eval=144, dataset="dtd")
     tier = [row for row in rows if row.name == "faster"] + lab_notes.note_rows([tmp_path / "dtd"], {})
-    found = dino_chapter.needs_values(dino_compute.PUBLISHED[0], get_preset("laptop"), tier, rows, rows)
+    found = dino_chapter.needs_values(dino_compute.PUBLISHED[0], get_preset("laptop"), tier, rows)
     # The laptop tier: 48 epochs of 78 batches of 64 images, 54 tokens each.
     assert found["tier_images"].text == "239,616" and found["tier_tokens"].text == "54"
     assert found["ratio"].raw == pytest.approx(325_000_000 / (239_616 * 54)) and found["ratio_words"].text == "twenty-fifth"
     assert found["tier_gains"].text == "+10.0" and found["tier_learned"].raw == 1
     assert found["other_images"].text == "144" and found["other_learned"].raw == 0
-    assert found["unfloored_gain"].text == "+2.0"  # the longest of `rows`: the first of three of one length
 
 
 def test_the_gpu_plan_values_count_its_least_run(rows, tmp_path):
@@ -169,3 +169,47 @@ def test_the_preset_table_lists_what_differs_from_paper():
     table, differing = dino_chapter.preset_differences()
     assert {"arch", "out_dim", "epochs"} <= set(differing) and "lr" in table
     assert table.splitlines()[-1].startswith("| tiny-imagenet input / patch |")
+
+
+def test_the_toy_table_has_a_row_per_teacher_and_temperature():
+    table = dino_chapter.centring_table((0.02, 1.0), k=64).splitlines()
+    assert len(table) == 2 + 4 and f"log K = {math.log(64):.2f}" in table[0]
+    assert table[2].startswith("| not centred | 0.02 |") and table[-1].startswith("| centred | 1 |")
+
+
+def test_the_profile_change_names_the_block_that_moved_most():
+    from types import SimpleNamespace
+    before, after = SimpleNamespace(eed_percent=[10.0, 20.0, 30.0]), SimpleNamespace(eed_percent=[11.0, 16.0, 30.0])
+    text = dino_chapter.profile_change(before, after)
+    assert "at most 4.00 EED points, at block L1 (20.00 % -> 16.00 %)" in text and "by -1.00 points" in text
+
+
+def notes_of(rows, **investigations):
+    """The lab notes with ``rows`` in every investigation not given."""
+    parts = {"former": rows, "unfloored": rows, "floors": rows, "long": rows, "tier": {16: rows, 48: rows}}
+    return lab_notes.DinoNotes(**(parts | investigations))
+
+
+def test_without_committed_runs_a_section_gives_the_command_that_makes_them():
+    section = lab_notes.unfloored_notes(None)
+    assert lab_notes.TIER_COMMAND in section.table and not section.values and lab_notes.tier_figure(None) is None
+
+
+def test_a_section_glues_its_findings_and_names_the_statements_the_runs_no_longer_support(rows):
+    section = lab_notes.unfloored_notes(notes_of(rows))
+    assert section.table == lab_notes.notes_table(rows) and section.values["notes_unfloored_learned_names"] == "`faster`"
+    # `faster` learned, but the longest row (all ran as long: the first, `base`) did not.
+    assert section.failed() == ["one run learned, the longest"]
+    former = lab_notes.former_notes(notes_of(rows))
+    assert "every run ended below its initialisation" in former.failed()
+    long = lab_notes.long_notes(notes_of(rows))
+    assert long.values["notes_long_best"] == "`collapsed`" and "only the best run learned" in long.failed()
+
+
+@pytest.mark.skipif(not stored_entry("dino-tier-48").exists(), reason="the committed results are not next to this package")
+def test_the_committed_runs_still_say_what_every_paragraph_of_the_notes_says():
+    notes = lab_notes.committed_notes()
+    for section in (lab_notes.former_notes, lab_notes.unfloored_notes, lab_notes.floor_notes, lab_notes.long_notes,
+                    lab_notes.tier_notes, lab_notes.summary_notes):
+        assert section(notes).failed() == [], section.__name__
+    assert lab_notes.summary_notes(notes).values["notes_learned_runs"] == "4"

@@ -1,9 +1,10 @@
 """What the chapter "Beyond the paper" reads off its runs: one list of statements a section
 (pruning, objective, measurement, width), each read from the runs' records and the book's rule
-for whether a run learned (:func:`~ib_tutorial.reproduction.learned.run_learned`), so that the
-chapter computes nothing itself."""
+for whether a run learned (:func:`~ib_tutorial.reproduction.learned.run_learned`), and the
+figures that put its runs side by side, so that the chapter computes nothing itself."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 
 from ..reproduction.bundles import Bundle, BundleRun, load_bundle, middle_eed
 from ..reproduction.claims import profile_shape
@@ -11,7 +12,9 @@ from ..reproduction.learned import run_learned
 from ..reproduction.manifest import stored_entry
 from ..reproduction.paper import MIDDLE
 from ..reproduction.plateau import knn_standard_error
+from .captions import bundle_caption, profile_caption, pruning_caption
 from .claims import lowest_text
+from .plots import add_caption, panel_grid, plot_knn_curves, plot_measurements, plot_pruning, plot_run_comparison
 
 #: The committed bundles whose last teachers' pruning the chapter reads (manifest keys): the
 #: laptop tier's real-image runs, and the runs that learned (DINO for 48 epochs, the
@@ -22,6 +25,11 @@ PRUNED = ("beyond-real", "beyond-dino-48", "beyond-tier-48", "beyond-supervised-
 def pruning_of(bundle: Bundle) -> dict[str, dict]:
     """The last teacher's pruning record of each run of a bundle."""
     return {spec: run.pruning[-1] for spec, run in bundle.runs.items() if run.pruning}
+
+
+def plot_last_pruning(records: dict[str, dict]) -> plt.Figure:
+    """The pruning curves of the records of :func:`pruning_of`, each record's provenance in the caption."""
+    return plot_pruning(records, "; ".join(pruning_caption(record) for record in records.values()))
 
 
 def committed_pruning(keys=PRUNED) -> tuple[dict[str, dict], dict[str, BundleRun]]:
@@ -108,6 +116,28 @@ def objective_statements(groups):
                      f"two standard errors of the k-NN accuracy and one point: {', '.join(gained) or 'none'}; a mid-depth minimum (lowest block in "
                      f"L{MIDDLE[0]}-L{MIDDLE[-1]}) after training: {', '.join(with_minimum) or 'neither'}.")
     return "\n".join(lines)
+
+
+def plot_setting_comparison(groups, setting: str) -> list[plt.Figure]:
+    """Per dataset of ``groups`` (:func:`~ib_tutorial.reproduction.bundles.runs_differing_in`),
+    two figures of its runs, one per value of ``setting``: their k-NN curves and their profiles."""
+    figures = []
+    for dataset, runs in groups.items():
+        labelled = {f"{dataset}, {setting} {value}": run for value, run in runs.items()}
+        caption = "; ".join(f"{label}: {profile_caption(run.profiles[-1])}" for label, run in labelled.items())
+        figures += [plot_knn_curves({label: run.knn for label, run in labelled.items()}, caption),
+                    plot_run_comparison(labelled, caption)]
+    return figures
+
+
+def plot_all_measurements(bundle: Bundle) -> plt.Figure:
+    """One panel a run of ``bundle``: its profile under every measurement (all tokens centred,
+    and each variant), at the random initialisation and at the last epoch."""
+    fig, axes = panel_grid(len(bundle.runs), 5.5, 4.2)
+    for ax, (spec, run) in zip(axes, bundle.runs.items()):
+        plot_measurements({"all tokens, centred": run.profiles, **run.variants}, caption="", ax=ax, title=spec)
+    add_caption(fig, bundle_caption(bundle))
+    return fig
 
 
 def measurement_table(bundle):

@@ -397,6 +397,13 @@ REAL_SPECS = tuple(dict.fromkeys([spec.text for family in FAMILIES.values() for 
                                  + [name for name in DATASETS if not name.startswith("synthetic")]))
 
 
+def datasets_markdown() -> str:
+    """A Markdown table of every dataset ``get_dataset`` knows: name, kind, splits, what it is."""
+    rows = ["| name | kind | splits | what it is |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{name}` | {info.kind} | {', '.join(info.splits)} | {info.description} |" for name, info in DATASETS.items()]
+    return "\n".join(rows)
+
+
 def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
     """One row of train images for each real dataset on disk (:func:`images_root`: the data
     root, else the shared samples), each from another class, named above it; and one sentence

@@ -17,8 +17,9 @@ from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import CAPTION_KEY, run_caption
 from ib_tutorial.report import dataset_chapters
-from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, datasets_markdown, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
+from ib_tutorial.data import DATASETS
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
 from ib_tutorial.reproduction.recipes import tier_changes
 from ib_tutorial.reproduction.bundles import load_bundle
@@ -164,6 +165,12 @@ def test_images_come_from_the_data_root_else_the_shared_samples(tmp_path, monkey
     with zipfile.ZipFile(tiny_imagenet_zip(tmp_path / "own.zip")) as archive:
         archive.extractall(archive_root)
     assert images_root("tiny-imagenet", root=archive_root) == archive_root  # the data root comes first
+
+
+def test_the_datasets_table_has_one_row_a_registered_dataset():
+    lines = datasets_markdown().splitlines()
+    assert lines[0] == "| name | kind | splits | what it is |" and len(lines) == 2 + len(DATASETS)
+    assert all(f"| `{name}` | {info.kind} |" in lines[2 + i] for i, (name, info) in enumerate(DATASETS.items()))
 
 
 def test_real_images_draw_one_row_a_dataset_on_disk_and_name_the_rest_once(tmp_path, monkeypatch):

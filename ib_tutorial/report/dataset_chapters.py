@@ -3,8 +3,9 @@ tier, the paper's row, every committed run of the dataset
 (:mod:`ib_tutorial.reproduction.dataset_runs` finds them), and the commands that make the
 runs that are not there yet.
 
-The functions here turn the runs into the chapter's tables, sentences and gallery, so
-that the chapters are built the same way and compute nothing themselves.
+The functions here turn the runs into the chapter's tables, sentences and gallery, and
+each run into one section (:func:`run_section`), so that the chapters are built the same
+way and compute nothing themselves.
 """
 from __future__ import annotations
 

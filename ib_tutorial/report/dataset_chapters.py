@@ -238,9 +238,9 @@ def run_section(entry: DatasetRun) -> ResultSection:
     run, rule = entry.run, learned_rule(entry.run)
     first, last = run.profiles[0].profile, run.profiles[-1].profile
     low, high = int(np.argmin(last.eed_percent)), int(np.argmax(last.eed_percent))
-    chance = f"; guessing gives {entry.chance:.1f} %" if entry.chance else ""
-    line = (f"**{entry.label}** {'learned' if rule.learned else 'did not learn'} by the book's rule "
-            f"({rule.reason()}{chance}). Block 0's N_eff went from {first.n_eff[0]:.1f} to {last.n_eff[0]:.1f} "
+    chance = f" Guessing gives {entry.chance:.1f} %." if entry.chance else ""
+    line = (f"**{entry.label}** {'learned' if rule.learned else 'did not learn'} by the book's rule: "
+            f"{rule.reason()}.{chance} Block 0's N_eff went from {first.n_eff[0]:.1f} to {last.n_eff[0]:.1f} "
             f"(raw patches: {run.summary['raw_patch_n_eff']:.1f}); after epoch {run.profiles[-1].epoch} the profile is "
             f"lowest at L{low} ({last.eed_percent[low]:.1f} %) and highest at L{high} ({last.eed_percent[high]:.1f} %) "
             f"of D = {last.dim}.")

@@ -220,7 +220,8 @@ def test_a_run_is_drawn_at_every_saved_epoch():
 def test_a_run_section_says_what_the_run_learned_and_folds_its_records():
     tiny, dtd = dataset_runs("tiny-imagenet")[1], dataset_runs("dtd")[0]
     section = run_section(tiny)  # laptop-tier-48: learned by the rule, a ViT-Ti unlike the paper's network
-    assert section.table.startswith(f"**{tiny.label}** learned by the book's rule (CLS k-NN +")
+    assert section.table.startswith(f"**{tiny.label}** learned by the book's rule: CLS k-NN +")
+    assert "Guessing gives 5.0 %." in section.table  # 20 classes
     assert f"raw patches: {tiny.run.summary['raw_patch_n_eff']:.1f}" in section.table
     assert "Not like for like" in section.table and "paper's value, for reference" in section.table
     knn, epochs = section.figures

@@ -3,8 +3,9 @@ tier, the paper's row, every committed run of the dataset
 (:mod:`ib_tutorial.reproduction.dataset_runs` finds them), and the commands that make the
 runs that are not there yet.
 
-The functions here turn the runs into the chapter's tables, sentences and gallery, so
-that the chapters are built the same way and compute nothing themselves.
+The functions here turn the runs into the chapter's tables, sentences and gallery, and
+each run into one section (:func:`run_section`), so that the chapters are built the same
+way and compute nothing themselves.
 """
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ from ..training.cost import estimate_run_time
 from ..training.run_spec import RunSpec
 from ..training.runs import RunDirectory
 from .claims import interval_text
-from .plots import add_caption
+from .captions import run_caption
+from .plots import add_caption, plot_knn_curves, plot_run_epochs
+from .result_section import ResultSection
 from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
 
 REPOSITORY = "https://github.com/ib-tutorial/ib-tutorial"
@@ -225,9 +228,33 @@ def shape_markdown(entry: DatasetRun) -> str:
     return "\n".join(lines)
 
 
+def run_section(entry: DatasetRun) -> ResultSection:
+    """One run as a dataset chapter shows it: a line of what it learned (the book's rule,
+    :func:`~ib_tutorial.reproduction.learned.learned_rule`), where block 0 and the last profile
+    stand, and its comparison with the paper (:func:`comparison_table`); its k-NN curve and its
+    profile at every saved epoch as figures; and, to fold, its settings, k-NN record, raw-patch
+    baseline and per-epoch shape (:func:`run_markdown`, :func:`knn_markdown`,
+    :func:`baseline_markdown`, :func:`shape_markdown`)."""
+    run, rule = entry.run, learned_rule(entry.run)
+    first, last = run.profiles[0].profile, run.profiles[-1].profile
+    low, high = int(np.argmin(last.eed_percent)), int(np.argmax(last.eed_percent))
+    chance = f" Guessing gives {entry.chance:.1f} %." if entry.chance else ""
+    line = (f"**{entry.label}** {'learned' if rule.learned else 'did not learn'} by the book's rule: "
+            f"{rule.reason()}.{chance} Block 0's N_eff went from {first.n_eff[0]:.1f} to {last.n_eff[0]:.1f} "
+            f"(raw patches: {run.summary['raw_patch_n_eff']:.1f}); after epoch {run.profiles[-1].epoch} the profile is "
+            f"lowest at L{low} ({last.eed_percent[low]:.1f} %) and highest at L{high} ({last.eed_percent[high]:.1f} %) "
+            f"of D = {last.dim}.")
+    caption = run_caption(entry)
+    figures = (plot_knn_curves({entry.label: run.knn}, caption, chance={entry.label: entry.chance} if entry.chance else None),
+               plot_run_epochs(run.profiles, caption, title=f"{entry.spec.dataset}, {entry.bundle.name}",
+                               reported=entry.reported))
+    details = "\n\n".join([run_markdown(entry), knn_markdown(entry), baseline_markdown(entry), shape_markdown(entry)])
+    return ResultSection(line + "\n\n" + comparison_table(entry), figures, details=details)
+
+
 def comparison_table(entry: DatasetRun) -> str:
-    """The run's comparison with the paper as a table under the run's name, and a line on what they mean when the
-    paper did not study the dataset. The rows are recomputed from the run's last profile
+    """The run's comparison with the paper as a table, or one line when the paper did not study
+    the dataset. The rows are recomputed from the run's last profile
     (:func:`~ib_tutorial.reproduction.comparison.compare_profile`), so they read the paper's
     values as :data:`~ib_tutorial.reproduction.paper.REPORTED` holds them now; ``summary.json``
     keeps the rows written when the bundle was made, and says which runs are compared."""
@@ -235,11 +262,9 @@ def comparison_table(entry: DatasetRun) -> str:
             if entry.run.summary["comparison"] else [])
     if not rows:
         return f"`{entry.spec}` is not a DINO run with the paper's objective, so it is not compared."
-    table = f"**{entry.label}**\n\n" + comparison_markdown(rows)
     if entry.spec.dataset not in REPORTED:
-        table += (f"\nThe paper did not study {entry.spec.dataset}, so every row says \"not studied\"; "
-                  "the profile's shape above is what can be set beside the paper's claims.\n")
-    return table
+        return f"The paper did not study {entry.spec.dataset}, so there are no values to set this run against."
+    return comparison_markdown(rows)
 
 
 def run_summary(entry: DatasetRun | None) -> dict[str, float | str]:
@@ -352,7 +377,7 @@ def data_status_markdown(spec: str | RunSpec, root=None) -> str:
     classes = list(train.classes)
     listed = ", ".join(classes[:12]) + (f" and {len(classes) - 12} more" if len(classes) > 12 else "")
     return (f"**`{spec}` on disk** under `{shown}`: {len(classes)} classes, {len(train):,} train and "
-            f"{len(held):,} {split} images (the full dataset: {DATASETS[name].description}). Classes: {listed}.")
+            f"{len(held):,} {split} images. Classes: {listed}.")
 
 
 def gallery(spec: str | RunSpec, root=None, classes: int = 8, per_class: int = 3, preset: str | Preset | None = None) -> plt.Figure | None:
@@ -444,17 +469,14 @@ def _width(preset: Preset) -> int:
 
 
 def sizes_markdown(spec: str | RunSpec) -> str:
-    """The dataset's facts from the registry (kind, native size, train images) and, per
+    """The dataset's facts from the registry (kind, description, held-out split) and, per
     tier, the model and the geometry it trains at."""
     spec = RunSpec.of(spec)
     name, options = spec.dataset, spec.options
     info = DATASETS[name]
-    native = f"{info.native_size} x {info.native_size} px" if info.native_size else "varies from image to image"
     # With options (e.g. a DTD folder) the split is not the published one the registry counts.
     split_images = None if options else info.train_images
-    images = f"{split_images:,} images" if split_images else "as many images as its options select"
-    lines = [f"`{spec}`: {info.kind}; {info.description}. Stored images: {native}; train split: {images}; "
-             f"held out: `{held_out_split(name, options)}`.", "",
+    lines = [f"`{spec}`: {info.kind}; {info.description}; held out: `{held_out_split(name, options)}`.", "",
              "| preset | device | model | input px | patch px | tokens per global crop | local crops | epochs x images per epoch |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for preset in PRESETS.values():

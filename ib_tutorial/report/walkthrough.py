@@ -1,7 +1,8 @@
 """What the chapter "From runs to results" shows: one committed bundle walked through end to
 end (the command that made it, what each run learned), every other committed bundle in one
 table that links to the chapter that reads it, and the committed GPU run with what is and
-is not known about why it did not learn (:mod:`ib_tutorial.reproduction.gpu_run`).
+is not known about why it did not learn (:mod:`ib_tutorial.reproduction.gpu_run`,
+:func:`gpu_run_section`).
 """
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..command_line import command_line, reproduce_argv
-from ..reproduction.bundles import Bundle, load_bundles
+from ..reproduction.bundles import Bundle, load_bundle, load_bundles
 from ..reproduction.dataset_runs import FAMILIES, DatasetRun
-from ..reproduction.gpu_run import FloorsTest, GpuRunFacts
+from ..reproduction.gpu_run import FloorsTest, GpuRunFacts, floors_test, gpu_run_facts
 from ..reproduction.learned import learned_rule
-from ..reproduction.manifest import ENTRIES
+from ..reproduction.manifest import ENTRIES, stored_entry
+from .captions import run_caption
 from .dataset_chapters import chapter_runs
+from .plots import plot_knn_curves
+from .result_section import ResultSection
 
 
 def bundle_command(bundle: Bundle) -> str:
@@ -25,12 +29,18 @@ def bundle_command(bundle: Bundle) -> str:
 
 
 def learned_markdown(bundle: Bundle) -> str:
-    """One line a run of ``bundle``: whether it learned by the book's rule, and why
-    (:meth:`~ib_tutorial.reproduction.learned.Learned.reason`)."""
-    lines = []
+    """A table of the runs of ``bundle``: whether each learned by the book's rule, and the
+    numbers the rule reads (:func:`~ib_tutorial.reproduction.learned.learned_rule`): the CLS k-NN
+    gain beside its threshold, and the teacher's information beside the collapse threshold
+    ("-" for a run without a teacher)."""
+    lines = ["| run | by the book's rule | CLS k-NN gain, points (threshold) | teacher information, nats (collapse under) |",
+             "| --- | --- | --- | --- |"]
     for spec, run in bundle.runs.items():
         rule = learned_rule(run)
-        lines.append(f"- `{spec}`: **{'learned' if rule.learned else 'did not learn'}**; {rule.reason()}.")
+        teacher = ("-" if rule.teacher_information is None else
+                   f"{rule.teacher_information:.2f} ({rule.teacher_floor:.2f})")
+        lines.append(f"| `{spec}` | {'learned' if rule.learned else 'did not learn'} | "
+                     f"{rule.knn.learned:+.1f} ({rule.knn.threshold:.1f}) | {teacher} |")
     return "\n".join(lines)
 
 
@@ -81,22 +91,32 @@ def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) 
                    f"{'helped' if floors.difference < 0 else 'hurt'} by more than two standard errors")
     low, high = facts.teacher_share
     return "\n".join([
-        f"DINO ViT-S ran {facts.epochs} epochs of the `{entry.tier}` recipe, {facts.steps:,} steps of {facts.batch} "
-        f"images, and its CLS k-NN accuracy went from {facts.knn_first:.1f} % to {facts.knn_last:.1f} % (one standard "
-        f"error {facts.knn_se:.1f} points): **{outcome}** by the book's rule. Why is not known. Four features of the "
-        "run are candidate causes, and no run has changed one of them alone:",
+        f"DINO ViT-S ran {facts.epochs} epochs of the `{entry.tier}` recipe ({facts.steps:,} steps of {facts.batch} "
+        f"images); its CLS k-NN accuracy went from {facts.knn_first:.1f} % to {facts.knn_last:.1f} % (one standard "
+        f"error {facts.knn_se:.1f} points): **{outcome}** by the book's rule. Why is not known: four features set the "
+        "run apart, and no run has changed one of them alone.",
         "",
-        f"1. **Short phases.** Its recipe states the warm-up and the last layer's freeze in epochs, so cutting the run "
-        f"to {facts.epochs} epochs cut them to {facts.warmup_steps} and {facts.freeze_steps} steps. On a CPU the book "
-        f"tested the floors that lengthen them: two `laptop` runs of {floors.steps:,} steps from one initialisation, "
-        f"warm-up {floors.warmup_steps[0]} against {floors.warmup_steps[1]} steps, gained {floors.gain_without:+.1f} "
-        f"points without the floors and {floors.gain_with:+.1f} with them, a gap of {floors.difference:.1f} points "
-        f"against one standard error of {floors.difference_se:.1f}: the floors {floors_said} at that length "
-        "({ref}`lab-notes-dino`).",
+        f"1. **Short phases.** The recipe states the warm-up and the last layer's freeze in epochs, so {facts.epochs} "
+        f"epochs cut them to {facts.warmup_steps} and {facts.freeze_steps} steps. The floors that lengthen them were "
+        f"tested on a CPU ({{ref}}`lab-notes-dino`): two `laptop` runs of {floors.steps:,} steps from one initialisation, warm-up "
+        f"{floors.warmup_steps[0]} against {floors.warmup_steps[1]} steps, gained {floors.gain_without:+.1f} points "
+        f"without the floors and {floors.gain_with:+.1f} with them, a gap of {floors.difference:.1f} against one "
+        f"standard error of {floors.difference_se:.1f}: the floors {floors_said} at that length.",
         f"2. **A head wider than the data.** K = {facts.out_dim:,} outputs for {facts.train_images:,} training "
         f"images, {facts.outputs_per_image:.1f} per image. Untested.",
         f"3. **Few steps.** {facts.steps:,} in all. Untested.",
-        f"4. **A teacher near uniform throughout.** Its entropy stayed at {100 * low:.0f}-{100 * high:.0f} % of log K at "
-        "every logged step: a teacher that spreads its output over almost every prototype tells the student little "
-        "about the image. A symptom as much as a cause; untested.",
+        f"4. **A teacher near uniform throughout.** Its entropy stayed at {100 * low:.0f}-{100 * high:.0f} % of log K, "
+        "so it told the student little about the image: a symptom as much as a cause; untested.",
     ])
+
+
+def gpu_run_section(with_floors: Bundle) -> ResultSection:
+    """The committed GPU run (manifest entry ``gpu-run``): :func:`gpu_run_markdown` and its
+    k-NN curve. The floors test sets the manifest's ``floors-without`` run beside the Tiny
+    ImageNet run of ``with_floors``, the same recipe with the floors."""
+    gpu_bundle = load_bundle(stored_entry("gpu-run"))
+    gpu = DatasetRun(gpu_bundle, next(iter(gpu_bundle.runs.values())))
+    without = next(iter(load_bundle(stored_entry("floors-without")).runs.values()))
+    floors = floors_test(without, with_floors.runs["tiny-imagenet"])
+    figure = plot_knn_curves({"DINO ViT-S, paper recipe": gpu.run.knn}, run_caption(gpu))
+    return ResultSection(gpu_run_markdown(gpu, gpu_run_facts(gpu.run), floors), (figure,))

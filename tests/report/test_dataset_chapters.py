@@ -17,7 +17,7 @@ from ib_tutorial.cli import build_parser
 from ib_tutorial.report import plots
 from ib_tutorial.report.captions import CAPTION_KEY, run_caption
 from ib_tutorial.report import dataset_chapters
-from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, datasets_markdown, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, shape_markdown, sizes_markdown, summary_run
+from ib_tutorial.report.dataset_chapters import GPU_BENCHMARK, REAL_SPECS, chapter_runs, data_status_markdown, dataset_overview, datasets_markdown, gallery, images_root, paper_table_markdown, real_images, run_summary, gpu_epochs, gpu_timing_markdown, missing_runs_markdown, other_runs_markdown, paper_row_markdown, run_commands, run_commands_markdown, run_section, shape_markdown, sizes_markdown, summary_run
 from ib_tutorial.presets import get_preset
 from ib_tutorial.data import DATASETS
 from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
@@ -203,7 +203,7 @@ def test_the_gallery_draws_real_files_with_their_class_names(tmp_path):
 
 def test_sizes_and_the_paper_row_come_from_the_registry_presets_and_paper():
     sizes = sizes_markdown("tiny-imagenet")
-    assert "64 x 64 px" in sizes and "| `quick` | GPU | ViT-S (D = 384) | 64 | 8 | 65 |" in sizes
+    assert "64 px" in sizes and "held out: `val`" in sizes and "| `quick` | GPU | ViT-S (D = 384) | 64 | 8 | 65 |" in sizes
     assert "| `laptop` | CPU | ViT-Ti (D = 192) | 32 | 8 | 17 |" in sizes
     row = paper_row_markdown("tiny-imagenet")
     assert '29.5-31.5 % (L2-L4; paper: "about 30.5 %"; ±1 is our tolerance)' in row
@@ -221,6 +221,23 @@ def test_a_run_is_drawn_at_every_saved_epoch():
     assert len(curves.get_lines()) == len(run.run.profiles)
     assert heatmap.images[0].get_array().shape == (12, len(run.run.profiles))
     assert "bundle laptop-real" in fig.canvas.print_png.keywords["metadata"][CAPTION_KEY]
+
+
+@laptop_real
+def test_a_run_section_says_what_the_run_learned_and_folds_its_records():
+    tiny, dtd = dataset_runs("tiny-imagenet")[1], dataset_runs("dtd")[0]
+    section = run_section(tiny)  # laptop-tier-48: learned by the rule, a ViT-Ti unlike the paper's network
+    assert section.table.startswith(f"**{tiny.label}** learned by the book's rule: CLS k-NN +")
+    assert "Guessing gives 5.0 %." in section.table  # 20 classes
+    assert f"raw patches: {tiny.run.summary['raw_patch_n_eff']:.1f}" in section.table
+    assert "Not like for like" in section.table and "paper's value, for reference" in section.table
+    knn, epochs = section.figures
+    assert len(epochs.axes[0].get_lines()) == len(tiny.run.profiles)
+    assert shape_markdown(tiny) in section.details  # the lowest and highest block at every saved epoch
+    assert "Trained on" in section.details and "raw pixel patches" in section.details
+    other = run_section(dtd)  # laptop-real: did not learn; a dataset the paper did not study
+    assert f"**{dtd.label}** did not learn" in other.table
+    assert other.table.endswith("The paper did not study dtd, so there are no values to set this run against.")
 
 
 @laptop_real

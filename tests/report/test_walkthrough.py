@@ -2,12 +2,18 @@
 other bundle, and the GPU run's paragraph that names its candidate causes without choosing one."""
 import dataclasses
 
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
 from profile_records import bundle_run
 
 from ib_tutorial.report import walkthrough
-from ib_tutorial.reproduction.bundles import Bundle
+from ib_tutorial.reproduction.bundles import Bundle, load_bundle
 from ib_tutorial.reproduction.dataset_runs import DatasetRun
 from ib_tutorial.reproduction.gpu_run import FloorsTest, GpuRunFacts
+from ib_tutorial.reproduction.manifest import stored_entry
 
 
 def learned_run(spec, first=20.0, last=40.0):
@@ -27,9 +33,10 @@ def test_each_run_gets_the_rules_verdict_and_its_reason():
     bundle = Bundle("b", None, "laptop", {"tiny-imagenet@objective=supervised": learned_run("tiny-imagenet@objective=supervised"),
                                           "tiny-imagenet@objective=supervised,seed=1":
                                               learned_run("tiny-imagenet@objective=supervised,seed=1", last=20.5)})
-    lines = walkthrough.learned_markdown(bundle).splitlines()
-    assert lines[0].startswith("- `tiny-imagenet@objective=supervised`: **learned**; CLS k-NN +20.0 points")
-    assert "**did not learn**; CLS k-NN +0.5 points" in lines[1]
+    lines = walkthrough.learned_markdown(bundle).splitlines()[2:]
+    assert lines[0].startswith("| `tiny-imagenet@objective=supervised` | learned | +20.0 (")
+    assert "| did not learn | +0.5 (" in lines[1]
+    assert lines[0].endswith("| - |")  # a supervised run has no teacher to collapse
 
 
 def test_the_bundles_table_counts_learned_runs_and_links_the_chapters_that_read_them():
@@ -57,3 +64,13 @@ def test_the_gpu_paragraph_names_every_candidate_as_untested_and_the_floors_test
     assert "468 in all. Untested." in text and "90-94 % of log K" in text
     helped = walkthrough.gpu_run_markdown(entry, facts, dataclasses.replace(floors, difference=-5.0))
     assert "the floors helped by more than two standard errors" in helped
+
+
+@pytest.mark.skipif(not all(stored_entry(key).exists() for key in ("walkthrough", "gpu-run", "floors-without")),
+                    reason="the committed bundles are not next to this package")
+def test_the_gpu_section_reads_the_committed_run_and_the_floors_test():
+    section = walkthrough.gpu_run_section(load_bundle(stored_entry("walkthrough")))
+    assert section.table.startswith("DINO ViT-S ran") and "**it did not learn**" in section.table
+    assert "from one initialisation" in section.table and section.table.count("Untested.") == 2
+    (figure,) = section.figures
+    assert len(figure.axes[0].get_lines()) >= 1

@@ -432,6 +432,8 @@ def main(argv: list[str] | None = None) -> None:
     exit code 1 (argparse's own refusals: 2), never with a traceback."""
     with spoken_as_options(), warnings.catch_warnings():
         warnings.showwarning = _show_warning
+        # Once per place per command: a new filter also forgets what earlier calls in this process showed.
+        warnings.simplefilter("default")
         args = build_parser().parse_args(argv)
         keep_freed_memory()  # every command here runs forward passes, batch after batch
         try:

@@ -11,10 +11,8 @@ Tiers, from smallest to largest:
     small images and few samples; the numbers it produces illustrate the method,
     they do not reproduce the paper.
 ``laptop``
-    CPU, about 80 minutes per dataset on two cores (two hours on one), with ViT-Tiny
-    (D = 192) instead of ViT-Small: DINO runs a whole (short) schedule on real images,
-    with the warm-up and freeze floors of :mod:`ib_tutorial.training.schedules`, long enough
-    for its k-NN accuracy to rise beyond noise on the Tiny ImageNet subset.
+    CPU, about 80 minutes per dataset on two cores, with ViT-Tiny (D = 192): a whole short
+    DINO schedule whose k-NN accuracy rises beyond noise on the Tiny ImageNet subset.
 ``quick``
     One GPU, minutes per dataset.
 ``paper``
@@ -36,9 +34,8 @@ from .data import DATASETS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
-#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small
-#: data keep (:mod:`ib_tutorial.training.schedules`; the lab notes' recipe tables): the floor
-#: ``warmup_min_steps`` of the tiers that train to learn, and what a shorter one is warned against.
+#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small data
+#: keep (:mod:`ib_tutorial.training.schedules`): the floor ``warmup_min_steps``.
 WARMUP_ANCHOR_STEPS = 800
 #: The shortest last-layer freeze, in steps, likewise (the floor ``freeze_min_steps``).
 FREEZE_ANCHOR_STEPS = 400
@@ -78,30 +75,23 @@ class ViewSettings:
         global_crop_scale: (min, max) fraction of the source image's area a global crop covers.
         local_crop_scale: the same for local crops.
         blur_radius: (min, max) Gaussian blur radius in pixels of a 224-pixel crop, scaled by
-            ``img_size / 224`` (DINO: 0.1-2.0 at 224 px); ``(0, 0)`` turns the blur off.
+            ``img_size / 224`` (DINO: 0.1-2.0); ``(0, 0)`` turns the blur off.
         color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
-            0.2, hue ``hue_jitter``) and the probabilities of grayscale (``grayscale``) and
-            solarisation (0.2); 1 is DINO's recipe, 0 keeps every colour.
-        hue_jitter: the largest hue rotation of the colour jitter, in turns, before
-            ``color_strength`` scales it (DINO: 0.1, at most 0.5). At 0.5 every jittered
-            view's hue is rotated uniformly at random, so two views of one image share no
-            hue: on the synthetic worlds, whose images draw random colours, a hue that
-            would otherwise tell DINO which views belong together.
-        invert: the probability that a view's colours are inverted (every channel
-            ``x -> 1 - x``, after the jitter and grayscale), drawn anew for every view; 0 is
-            DINO's recipe. At 0.5 a view says nothing about whether the object is darker or
-            brighter than its background: on the synthetic object world, DINO's views
-            otherwise share that polarity, and the CLS token learns it instead of the shape.
+            0.2, hue ``hue_jitter``) and the probabilities of grayscale and solarisation (0.2);
+            1 is DINO's recipe, 0 keeps every colour.
+        hue_jitter: the largest hue rotation, in turns, before ``color_strength`` (DINO: 0.1).
+            At 0.5 two views of one image share no hue, which on the synthetic worlds would
+            otherwise tell DINO which views belong together.
+        invert: the probability that a view's colours are inverted (``x -> 1 - x``, after the
+            jitter and grayscale); 0 is DINO's. At 0.5 a view hides whether the object is
+            darker than its background, a polarity the CLS token otherwise learns instead of
+            the shape.
         grayscale: the probability that a view is turned grey, before ``color_strength``
-            scales it (DINO: 0.2). At 1 no view has a hue, so two views of one image share
-            neither their colours nor how the object's hue stands against its background's.
-        tone_curve: the probability that a view's channels are each passed through a random
-            tone curve (after the jitter, grayscale and inversion): piecewise linear through
-            values drawn uniformly in [0, 1] at 0, 1/4, 1/2, 3/4 and 1, one curve per channel
-            and view; 0 (DINO's recipe) draws nothing. The curves need not be monotone, so at
-            1 two views share where the colours change (outlines and edges) but neither
-            the colours nor which region is darker: on the synthetic object world, what is
-            left to share is the object's outline, position and size.
+            (DINO: 0.2); at 1 no two views share a hue.
+        tone_curve: the probability that each channel of a view passes through a random,
+            not necessarily monotone, piecewise-linear tone curve (knots at 0, 1/4, ..., 1,
+            values uniform in [0, 1]); 0 is DINO's. At 1 two views share edges, outline,
+            position and size, but not colours or which region is darker.
     """
 
     img_size: int
@@ -117,12 +107,8 @@ class ViewSettings:
     tone_curve: float = 0.0
 
 
-# DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px
-# (6 x 6 patches). The paper states neither patch nor input size. Our default keeps each
-# dataset at the input size its registry entry gives (its native resolution, or 224 px
-# for UC Merced, resized from 256 px, and DTD) and chooses the patch so that a global
-# crop is an 8 x 8 grid of patches, or DINO's own 14 x 14 at 224 px, with local crops
-# half (or, at 224 px, DINO's 96 px) the global side. Scales are DINO's.
+# The paper states neither patch nor input size: each dataset keeps its registry's input size,
+# with an 8 x 8 patch grid and half-side local crops, or DINO's 224/16/96 px at 224 px.
 def paper_view(input_size: int) -> ViewSettings:
     """The paper tier's geometry for a dataset fed at ``input_size`` pixels."""
     if input_size == 224:
@@ -153,8 +139,7 @@ class TrainSettings:
         min_lr: learning rate at the end of the cosine decay.
         warmup_epochs: epochs of linear learning-rate warm-up from 0.
         warmup_min_steps: DINO's warm-up lasts at least this many steps (a floor for small data
-            sets, where few epochs are few steps: :mod:`ib_tutorial.training.schedules`); the
-            supervised control warms up for its epochs.
+            sets: :mod:`ib_tutorial.training.schedules`).
         weight_decay, weight_decay_end: AdamW weight decay, cosine from the first to the second.
         momentum_teacher: teacher EMA momentum at step 0; cosine to 1 at the end.
         warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs: the teacher temperature
@@ -167,14 +152,12 @@ class TrainSettings:
         local_crops_number: local crops per image (beside the two global crops).
         clip_grad: per-parameter gradient-norm clip (0 disables it).
         freeze_last_layer: epochs during which the head's last layer is not updated.
-        freeze_min_steps: the last layer stays frozen for at least this many steps (the same
-            floor for the freeze).
+        freeze_min_steps: the last layer stays frozen for at least this many steps.
         drop_path_rate: stochastic-depth rate of the student.
         precision: ``auto`` (bf16 autocast on CUDA, fp16 with loss scaling where bf16 is not
             supported, fp32 on CPU), or ``bf16``, ``fp16``, ``fp32``.
-        num_workers: data-loading processes per training process; ``None`` for one per CPU
-            core of the node, shared among its training processes (multi-crop augmentation
-            of small images is CPU-bound and can otherwise starve a GPU).
+        num_workers: data-loading processes per training process; ``None`` shares the node's
+            CPU cores among its training processes.
         train_images: images per epoch: a fixed random subset of the train split when it has
             more, the split repeated (with fresh views) when it has fewer; ``None`` for the
             split once.
@@ -190,20 +173,15 @@ class TrainSettings:
         arch: the backbone, a key of :data:`ib_tutorial.models.ARCHITECTURES`: ``vit_small``
             (the paper's, D = 384) or ``vit_tiny`` (D = 192, a quarter of the compute).
         threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
-        objective: ``dino`` (self-distillation, the paper's), or ``supervised``: the same
-            backbone with a linear classifier on its CLS token, trained with cross-entropy on
-            the labels of the two global views (:mod:`ib_tutorial.training.supervised_step`); the
-            comparison that asks whether the bottleneck comes from the data or the objective.
-        augmentation: where the multi-crop views are made: ``loader`` (DINO's own PIL
-            pipeline, image by image, in ``num_workers`` CPU processes) or ``batched`` (the
-            same recipe on a whole batch on the training device, from images decoded once:
-            :class:`~ib_tutorial.training.augment.BatchMultiCrop`; for a GPU that few CPU cores cannot
-            keep fed). The two draw the same distributions but not the same pixels.
-        label_shuffle_seed: for an objective that reads labels (``supervised``): train on the
-            training images' labels permuted among them by this seed, so that the class counts
-            stay and nothing the network learns from them generalises (the control for
-            training without learning); the k-NN evaluation keeps the true labels. ``None``:
-            the true labels.
+        objective: ``dino`` (the paper's), or ``supervised``: a linear classifier on the CLS
+            token trained with cross-entropy (:mod:`ib_tutorial.training.supervised_step`), which
+            asks whether the bottleneck comes from the data or the objective.
+        augmentation: ``loader`` (DINO's PIL pipeline in ``num_workers`` CPU processes) or
+            ``batched`` (the same distributions on a whole batch on the training device:
+            :class:`~ib_tutorial.training.augment.BatchMultiCrop`).
+        label_shuffle_seed: for ``supervised``: train on the labels permuted by this seed (the
+            control for training without learning; k-NN keeps the true labels); ``None``: the
+            true labels.
     """
 
     epochs: int
@@ -365,16 +343,13 @@ PRESETS: dict[str, Preset] = {
         # would add minutes to a chapter (the committed bundles' profiles carry theirs).
         profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000,
                                 replicates=0),
-        # A few dozen seconds of CPU: 12 steps. Short runs need a teacher that follows the
-        # student within steps (momentum 0.99) and a slightly sharper teacher (0.03, DINO's
-        # advice when the loss does not decrease); the peak learning rate is DINO's 5e-4.
+        # 12 steps: a teacher that follows within steps (momentum 0.99) and a sharper one (0.03,
+        # DINO's advice when the loss does not decrease).
         train=TrainSettings(
             epochs=3, batch_size=16, lr=8e-3, min_lr=2e-4, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.03, teacher_temp=0.03, out_dim=1024, local_crops_number=2, num_workers=0,
             train_images=64, knn_train_images=256, knn_eval_images=128,
-            # One checkpoint, at the end: the chapters compare a run's teacher at its random
-            # initialisation with its last, and each checkpoint between cost a second of
-            # writing and a measurement of every kind.
+            # One checkpoint, at the end: the chapters compare the teacher at initialisation and last.
             knn_every=3, checkpoint_every=3, log_every=1,
         ),
         views=REDUCED_VIEWS,
@@ -388,14 +363,8 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         profile=ProfileSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
-        # About 80 minutes per dataset on two CPU cores, two hours on one (bench_train.py: 30
-        # images/s on one, 3.2x the former ViT-S tier): ViT-Tiny (D = 192) at 32 px / patch 8,
-        # 48 epochs of 5,000 images (DTD's 576 repeated), 3,744 steps of 64 at a peak learning
-        # rate of 5e-4, with the warm-up (800 steps) and freeze (400) floors; k-NN and a
-        # checkpoint (so a profile) every 4 epochs. 48 epochs, not 16 (1,248 steps) or the first
-        # 6 (468): at 16 the k-NN accuracy did not rise beyond noise (results/laptop-tier-16), at
-        # 48 it did (results/laptop-tier-48), the best of the CPU recipes tried in two hours of
-        # two cores (the DINO chapter's table).
+        # 48 epochs of 5,000 images (3,744 steps of 64): at 16 epochs the k-NN accuracy did not
+        # rise beyond noise (results/laptop-tier-16), at 48 it did (results/laptop-tier-48).
         train=TrainSettings(
             epochs=48, batch_size=64, lr=2e-3, min_lr=1e-5, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.04, teacher_temp=0.04, warmup_teacher_temp_epochs=0,
@@ -425,13 +394,8 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         profile=ProfileSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
-        # Stated by the paper: ViT-S, DINO, 100 epochs. Not stated, and taken from DINO's
-        # 100-epoch ViT-S recipe: batch 256 (peak learning rate 5e-4, 10 warm-up epochs),
-        # K = 65,536, 8 local crops, teacher temperature 0.04, momentum 0.996 -> 1, weight
-        # decay 0.04 -> 0.4, clipping 3.0, last layer frozen for 1 epoch, drop path 0.1;
-        # input and patch size per dataset from PAPER_VIEWS. On a small data set those epochs
-        # are few steps: the warm-up and the freeze keep the floors in steps that recipes
-        # which learn on small data keep (ib_tutorial.training.schedules).
+        # Stated by the paper: ViT-S, DINO, 100 epochs; the rest is DINO's 100-epoch ViT-S recipe
+        # (TrainSettings' defaults), with the warm-up and freeze floors for small data sets.
         train=TrainSettings(epochs=100, batch_size=256, warmup_min_steps=WARMUP_ANCHOR_STEPS,
                             freeze_min_steps=FREEZE_ANCHOR_STEPS),
         worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),

@@ -157,11 +157,9 @@ def get_dataset(name: str, split: str = "train", root=None, download: bool = Fal
             - ``tiny-imagenet``: ``subset`` (``"tin20"``), that subset's classes of a
               full download or of a built subset folder.
             - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
-            - every dataset read from image files (``tiny-imagenet``, ``uc-merced``,
-              ``dtd``, ``eurosat``): ``skip_corrupt`` (``False``). When true, every
-              image of the split is decoded once up front and the unreadable ones
-              are left out, with a warning naming them and the count; the dataset's
-              ``corrupt_files`` lists them. The split itself is unchanged.
+            - every dataset read from image files: ``skip_corrupt`` (``False``): decode
+              every image once up front and leave out, with a warning, the unreadable ones
+              (listed in the dataset's ``corrupt_files``).
 
     Raises:
         ValueError: for an unknown name, split or option, naming the known ones.

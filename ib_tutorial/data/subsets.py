@@ -1,33 +1,24 @@
 """Named subsets of the real datasets: which classes, which files, and how to build them.
 
-The book's runs on real images train on two subsets small enough for a CPU:
+The book's real-image runs train on two subsets small enough for a CPU:
 
 - ``tin20``: 20 of the 200 Tiny ImageNet classes, every image of each (500 train and
   50 val), the original files;
 - ``dtd6``: 6 of the 47 DTD classes, all 120 images of each, downscaled so that the
   longer side is at most 256 px (bicubic, JPEG quality 90).
 
-A dataset option names one: ``get_dataset("tiny-imagenet", "train", subset="tin20")``,
-or the specs ``tiny-imagenet:subset=tin20`` and ``dtd:subset=dtd6``. Tiny ImageNet's
-subset reads a full download (restricted to the subset's classes, in the subset's
-order) as well as a built subset folder: the same files with the same labels. DTD's
-needs its downscaled images, so it is built once from the full download::
+A dataset option names one: ``get_dataset("tiny-imagenet", "train", subset="tin20")``, or the
+specs ``tiny-imagenet:subset=tin20`` and ``dtd:subset=dtd6``. ``tin20`` also reads a full Tiny
+ImageNet download; ``dtd6`` needs its downscaled images, built once into a data root of its
+own (the folders take the downloads' names)::
 
     ib-tutorial subset build dtd6 --source ~/.cache/ib_tutorial --out ~/subsets
-    ib-tutorial subset build tin20 --source ~/.cache/ib_tutorial --out ~/subsets
 
-The subsets are the table in :mod:`ib_tutorial.data.subset_table`.
-:func:`~ib_tutorial.data.subset_build.build_subset` writes a subset's folder under a data
-root in the layout the loaders read (:mod:`ib_tutorial.data.layouts`), all or nothing, and
-compares its :func:`~ib_tutorial.data.subset_build.folder_digest` with the one the table
-records from the folder the committed runs were trained on, so a match means the same
-files, byte for byte. Build into a data root of its own: the subsets' folders take the
-downloads' names (``dtd/``, ``tiny-imagenet-200/``, as in ``../shared/data/real``). A full
-Tiny ImageNet needs no build: ``subset="tin20"`` reads it. The command is
-:func:`main` (``ib-tutorial subset``), also run as ``python -m ib_tutorial.data.subsets``.
-
-This module also holds what a run records about the data it saw, with :func:`subset_record`:
-the class list and :func:`training_file_digest` of its training files.
+The table is :mod:`ib_tutorial.data.subset_table`; :func:`~ib_tutorial.data.subset_build.build_subset`
+writes a folder all or nothing and checks its
+:func:`~ib_tutorial.data.subset_build.folder_digest` against the one the committed runs were
+trained on. The command is :func:`main` (``ib-tutorial subset``). :func:`subset_record` is
+what a run records about the data it saw.
 """
 from __future__ import annotations
 

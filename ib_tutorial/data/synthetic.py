@@ -1,61 +1,42 @@
 r"""Synthetic object and texture worlds, generated on the fly.
 
-The paper contrasts object-centric data (CIFAR-100, Tiny ImageNet), where the label
-is a thing somewhere in the picture, with texture-centric data (UC Merced), where
-the label is a statistic that every part of the picture shares. These two worlds
-isolate exactly that difference, with nothing to download or store:
+The paper contrasts object-centric data (the label is a thing somewhere in the picture)
+with texture-centric data (the label is a statistic every part of the picture shares).
+These worlds isolate that difference, with nothing to download:
 
-**Objects** (``texture_weight = 0``). Class :math:`k` is a *shape identity*: a
-closed outline with radius
+**Objects** (``texture_weight = 0``). Class :math:`k` is a closed outline with radius
 
 .. math:: R_k(\theta) = \frac{1 + \sum_{m=2}^{5} a_{k,m}\cos(m\theta + \phi_{k,m})}
           {\sqrt{1 + \tfrac12 \sum_m a_{k,m}^2}},
 
-normalised so that every class has the same area (a disc of radius 1). Each image
-places that shape at a random position and scale (equivalent radius 16-28 % of the
-side) with a random colour, over a cluttered background (smooth colour blotches and
-two random strokes) that is the same for all classes. Colour, position, scale and
-clutter carry no information about the class; only the outline does, and only
-where the object is. Recognising the class means finding and integrating a
-spatially local, global-in-shape structure: the object-centric regime.
+normalised to the area of the unit disc, placed at a random position and scale (equivalent
+radius 16-28 % of the side) with a random colour over a class-independent cluttered
+background. Only the outline carries the class, and only where the object is.
 
-**Textures** (``texture_weight = 1``). Class :math:`k` is a *stationary texture
-statistic* covering the whole image: a Gaussian random field whose power spectrum
-is a log-normal ring around the class frequency :math:`f_k` (cycles per pixel),
-optionally concentrated around an orientation :math:`\theta_k`,
+**Textures** (``texture_weight = 1``). Class :math:`k` is a Gaussian random field whose
+power spectrum is a log-normal ring around the class frequency :math:`f_k` (cycles per
+pixel), optionally oriented around :math:`\theta_k`,
 
 .. math:: |F_k(\rho, \varphi)| = \exp\!\Big(-\frac{\log^2(\rho/f_k)}{2\sigma^2}\Big)
           \,|\cos(\varphi - \theta_k)|^{n_k},
 
-passed through :math:`\tanh(g_k t)` (soft or crisp edges) and painted between two
-random colours, one dark and one bright. Any patch a few periods wide already
-identifies the class; colour does not. This is the texture-centric regime.
+passed through :math:`\tanh(g_k t)` and painted between a dark and a bright random colour:
+any patch a few periods wide identifies the class.
 
-**Between them** (``synthetic-mix``). For :math:`w` = ``texture_weight``, the
-image is the pixel blend :math:`(1-w)\,\text{object} + w\,\text{texture}` of the
-object image and the texture image *of the same class*, so both cues agree and
-:math:`w` moves the evidence from the shape to the texture. The object and texture
-layers use separate random streams, so one ``(seed, index)`` shows the same object
-and the same texture at every :math:`w`. Texture is the easier cue (it is in every
-patch), so do not expect a model's behaviour to change linearly in :math:`w`.
+**Between them** (``synthetic-mix``). The image is the pixel blend
+:math:`(1-w)\,\text{object} + w\,\text{texture}` of the same class, :math:`w` =
+``texture_weight``; the layers use separate random streams, so one ``(seed, index)`` shows
+the same object and texture at every :math:`w`. Texture is the easier cue, so a model's
+behaviour need not change linearly in :math:`w`.
 
-**Palette.** Every colour above is drawn at random, so a network can tell images apart by
-their colours before it reads any outline or texture. ``palette="grey"`` paints every image
-in the same greys instead (:data:`PALETTE_GREYS`), so that only the outline (with its place
-and size) or the texture tells images apart.
+**Palette.** ``palette="grey"`` paints every image in the same greys
+(:data:`PALETTE_GREYS`), so that colours cannot tell images apart.
 
-Sizes: objects are defined relative to the image (a bigger image shows the same
-object in more detail); texture frequencies are defined per pixel (a bigger image
-shows more of the same texture), as for aerial photographs, where a larger tile
-covers more ground. Class :math:`k` means the same shape or texture whatever
-``num_classes``, ``seed`` or split; the class parameters come from a
-low-discrepancy sequence, so any number of classes are spread evenly.
-
-Determinism: image ``index`` of ``split`` is a pure function of
-``(seed, split, index, img_size, texture_weight)``, drawn from a Philox counter
-stream keyed by ``(seed, split)``; the splits use different keys and so hold
-different, independent images. The label of image ``index`` is
-``index % num_classes``: classes are balanced (counts differ by at most one).
+Objects are sized relative to the image, texture frequencies per pixel. Class :math:`k` means
+the same shape or texture whatever ``num_classes``, ``seed`` or split (class parameters come
+from a low-discrepancy sequence). Image ``index`` of ``split`` is a pure function of
+``(seed, split, index, img_size, texture_weight)`` (a Philox stream keyed by
+``(seed, split)``); its label is ``index % num_classes``.
 """
 from __future__ import annotations
 

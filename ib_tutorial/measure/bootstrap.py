@@ -1,45 +1,29 @@
 r"""Uncertainty of a profile: the bootstrap over images, and the Wilson interval of an accuracy.
 
-The images a profile is measured on are a sample; another sample would give other values.
-The bootstrap measures how much: it draws the images again, with replacement, and measures
-again. A second pass over the network is not needed, because every covariance of
-:mod:`~ib_tutorial.measure.variants` is a function of sums over images (per-image token sums
-:math:`s_i`, Gram matrices :math:`G_i = \sum_t x_{it} x_{it}^\top` and the like): a replicate
-is the same sums weighted by how often each image was drawn, multinomial counts
-:math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`. Resampling images, not tokens, matters: the
-tokens of one image are not independent draws, and resampling them would give intervals far
-too narrow.
+A replicate draws the images again with replacement. Every covariance of
+:mod:`~ib_tutorial.measure.variants` is a function of sums over images, so a replicate is the
+same sums weighted by multinomial counts :math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`,
+with no second pass over the network. Images, not tokens, are resampled: the tokens of one
+image are not independent, and resampling them would give intervals far too narrow.
 
-**Memory.** Per-image Gram matrices take :math:`8 D^2` bytes each (1.2 MB at :math:`D = 384`,
-for every block). :class:`ImageStatistics` keeps at most :math:`K` groups of sums
-(``groups``, by default as many as ``max_bytes`` allows): image :math:`j < K` has a group of
-its own, and every later image joins one of the :math:`K` groups drawn at random (seeded).
-While :math:`N \le K` the bootstrap resamples images exactly; beyond, it resamples the groups
-(a cluster bootstrap: random groups of independent images are themselves independent),
-which stays valid and only coarsens the resampling, so keep :math:`K` at 100 or more.
+**Memory.** :class:`ImageStatistics` keeps at most :math:`K` groups of sums (``groups``, by
+default as many as ``max_bytes`` allows; a Gram matrix takes :math:`8 D^2` bytes): image
+:math:`j < K` has a group of its own, every later one joins a random group. Beyond :math:`K`
+images this is a cluster bootstrap, still valid but coarser: keep :math:`K \ge 100`.
 
-**Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` the
-:math:`a`-quantile of its replicates, at ``level`` :math:`1 - 2\alpha`: the *basic* interval
-:math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]` (the default) or the
-*percentile* interval :math:`[q_\alpha, q_{1-\alpha}]` (``method``). The default matters:
-:math:`N_\mathrm{eff}` of a sample is biased low (sample eigenvalues spread out), and a
-replicate, which repeats some images, lower still. The percentile interval sits where the
-replicates are, the measured value plus the bias again; the basic one reflects them about the
-measured value, which corrects the bias to first order. With 400 images in 32 dimensions
-(``tests/measure/test_bootstrap.py``) the 90 % percentile interval held the true
-:math:`N_\mathrm{eff}` in none of 100 draws, the basic one in 96 (with 100 images, in 78: the
-correction is first-order only); where the bias is small beside the spread (4 dimensions, 200
-images) both hold it at about their level. A measured value can then lie outside its basic
-interval, above it: the interval is for the value all images would give, which the measured
-one underestimates (:attr:`BootstrapProfile.bias`).
+**Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` its replicates'
+quantiles, at ``level`` :math:`1 - 2\alpha`: *basic*
+:math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]` (the default) or *percentile*
+:math:`[q_\alpha, q_{1-\alpha}]`. :math:`N_\mathrm{eff}` of a sample is biased low and a
+replicate lower still; the basic interval reflects the replicates about the measured value,
+correcting that bias to first order (400 images in 32 dimensions: the true value in 96 of 100
+basic 90 % intervals, in none of the percentile ones; ``tests/measure/test_bootstrap.py``). A
+measured value can therefore lie above its basic interval (:attr:`BootstrapProfile.bias`).
 
-Every block of a profile is measured on the same replicates (the same resampled images), so a
-statistic of several blocks (a U-depth, a difference between blocks) gets its interval from
-the same replicates too (:meth:`BootstrapProfile.interval`); two profiles bootstrapped with
-the same ``seed`` on the same images in the same order share their replicates' images, so a
-statistic of both (a change over training) is paired (:func:`joint_interval`).
-
-For a k-NN accuracy, :func:`wilson_interval` gives the binomial (Wilson score) interval.
+Every block is measured on the same replicates, so a statistic of several blocks gets its
+interval from them (:meth:`BootstrapProfile.interval`); profiles bootstrapped with the same
+``seed`` on the same images in the same order are paired (:func:`joint_interval`).
+:func:`wilson_interval` gives the binomial interval of a k-NN accuracy.
 """
 from __future__ import annotations
 

@@ -45,19 +45,12 @@ class CovarianceAccumulator:
         M = M_a + M_b + \delta\delta^\top \frac{n_a n_b}{n_a + n_b},
         \qquad \delta = \bar h_b - \bar h_a,
 
-    which stays accurate when the mean is large compared with the spread, where the
-    naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
+    which stays accurate where the naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
 
-    **Precision.** float64 batches are multiplied in float64. Any other dtype (a model's
-    float32 output, float16, bfloat16) is centred on its float32 mean and multiplied in
-    float32 over at most 4,096 rows at a time, each piece scaled by :math:`\pi/4` times a
-    power of two; the pieces are summed in float64. Every entry of the scatter then errs
-    by at most :math:`\gamma_{K+2} \sqrt{M_{jj} M_{kk}}` (:math:`K \le 4096`,
-    :math:`u = 2^{-24}`): relative to the *centred* variances, whatever the mean. Streamed
-    :math:`N_\mathrm{eff}` matches the float64 one-shot value to :math:`10^{-6}`
-    relative (``tests/measure/test_metrics.py``). The derivation, and why the factor
-    :math:`\pi/4`, are in the API reference's section "Numerics of the covariance
-    accumulator".
+    **Precision.** Batches not in float64 are centred on their float32 mean and multiplied in
+    float32, at most 4,096 rows at a time, and summed in float64: every entry errs by at most
+    :math:`\gamma_{K+2} \sqrt{M_{jj} M_{kk}}`, relative to the *centred* variances (the API
+    reference's section "Numerics of the covariance accumulator" derives it).
 
     Args:
         dim: D, the feature width.

@@ -1,7 +1,6 @@
 r"""Multi-crop views for DINO: two global crops and ``n`` local crops of every image.
 
-DINO's recipe (Caron et al., 2021), with sizes taken from a
-:class:`~ib_tutorial.presets.ViewSettings` so that it fits small images:
+DINO's recipe (Caron et al., 2021), with sizes from a :class:`~ib_tutorial.presets.ViewSettings`:
 
 - global crop 1: random resized crop (area fraction in ``global_crop_scale``) to
   ``img_size``, flip, colour jitter (p = 0.8), grayscale (p = 0.2), Gaussian blur (p = 1.0);
@@ -9,53 +8,23 @@ DINO's recipe (Caron et al., 2021), with sizes taken from a
 - each local crop: random resized crop (``local_crop_scale``) to ``local_crop_size``,
   flip, colour jitter, grayscale, blur with p = 0.5.
 
-DINO blurs 224-pixel crops with PIL's Gaussian blur, its radius drawn from [0.1, 2.0]
-pixels (``blur_radius``). A fixed pixel radius would erase a 32-pixel image, so here the
-radius scales with ``img_size / 224``: every image loses the same fraction of its detail
-as an ImageNet crop does (at 32 px that is under 0.3 pixels, nearly no change).
-``color_strength`` scales the colour jitter and the grayscale and solarisation
-probabilities (1 = DINO's); ``grayscale`` sets the grayscale probability before that scaling
-(0.2 = DINO's); ``hue_jitter`` sets the jitter's largest hue rotation;
-``invert`` (0 = DINO's) inverts a view's colours with that probability, after grayscale;
-``tone_curve`` (0 = DINO's) passes a view's channels through random tone curves
-(:func:`apply_tone_curves`) with that probability, after the inversion.
+The blur radius (DINO: 0.1-2.0 px at 224 px) scales with ``img_size / 224``, so a small
+image loses the same fraction of its detail as an ImageNet crop. The other
+:class:`~ib_tutorial.presets.ViewSettings` fields (colour strength, hue, grayscale,
+inversion, tone curves: :func:`apply_tone_curves`) apply in that order. Every sample's views
+depend only on ``(seed, epoch, index)``, so a run gives the same views with any number of
+loader workers or DDP processes, and after a resume.
 
-Every sample's views depend only on ``(seed, epoch, index)`` (see
-:class:`MultiCropDataset`), so a run gives the same views with any number of loader
-workers or DDP processes, and after a resume.
-
-**The same views a batch at a time on the training device** (``augmentation="batched"``,
-:class:`BatchMultiCrop`). The loader path runs DINO's own PIL pipeline image by image in
-CPU workers. On a GPU with few CPU cores (Colab's free tier has two) that pipeline, not the
-GPU, sets the pace. The batched path decodes every training image once into a uint8 tensor
-(kept on the training device when it fits, :class:`DecodedImages`) and applies the same
-recipe, with the same probabilities and ranges, to a whole batch with per-sample random
-parameters:
-
-- crops: torchvision's ``RandomResizedCrop`` rule (ten tries at an area fraction in the
-  crop scale and a log-uniform aspect ratio in [3/4, 4/3], else a centre crop), cut and
-  resized by ``torchvision.ops.roi_align`` (bilinear, averaging several samples per output
-  pixel when it shrinks, so that it does not alias where PIL's bicubic resize filters);
-- horizontal flips; colour jitter with p = 0.8 in a per-sample random order, through
-  kornia's torchvision-matching kernels (brightness and contrast as blends with black and
-  with the grayscale mean, saturation as a blend with the grayscale, hue as a rotation);
-  grayscale; Gaussian blur (kornia) with the radius drawn per sample and scaled to the
-  crop as in the loader path; solarisation of pixels at or above 128 of 255; and, where
-  the view settings ask for them, inversion and random tone curves.
-
-Images of different sizes are stored resized to one square side; a crop box is drawn in
-the image's own pixels and mapped onto the stored square, so the crops cover the same
-part of each image at the same aspect ratio as the loader path's.
-
-The random parameters of sample ``index`` in epoch ``epoch`` are counter-based draws
-(:func:`counter_uniforms`, SplitMix64 over ``(seed, epoch, index, draw)``), made for a whole
-batch at once on the training device, so the views do not depend on batch size, process
-count, visiting order or resumption. (Before 2026-12-05 each sample had a CPU generator of
-its own, seeded by ``(seed, epoch, index)``: a batched run started before then and resumed
-since draws other views from the resumption on; its trajectory up to there is unchanged.)
-The two paths draw differently, so their views are not the same pixels; the tests
-compare their distributions (crop areas and aspect ratios, brightness, contrast,
-saturation, grayscale and solarisation rates).
+**Batched** (``augmentation="batched"``, :class:`BatchMultiCrop`): where few CPU cores cannot
+keep a GPU fed, every training image is decoded once into a uint8 tensor
+(:class:`DecodedImages`) and the same recipe runs on a whole batch on the training device:
+torchvision's ``RandomResizedCrop`` rule cut by ``torchvision.ops.roi_align`` (which averages
+when it shrinks, so it does not alias), kornia's torchvision-matching colour jitter in a
+per-sample random order, grayscale, blur, solarisation, inversion and tone curves. Crop boxes
+are drawn in each image's own pixels and mapped onto its stored square. The random
+parameters are counter-based draws (:func:`counter_uniforms`, SplitMix64 over
+``(seed, epoch, index, draw)``), independent of batch size, process count and resumption.
+The two paths draw the same distributions but not the same pixels; the tests compare them.
 """
 from __future__ import annotations
 

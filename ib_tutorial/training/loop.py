@@ -1,28 +1,17 @@
 """Train a ViT with DINO (or, as a control, with labels): the loop, and what a run records
 as it goes.
 
-One function, :func:`train`, runs everything. It resolves the preset and overrides into
-one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the multi-crop data
-(:mod:`ib_tutorial.training.augment`), the run's schedules once
-(:class:`~ib_tutorial.training.schedules.Schedules`) and its objective (an
-:class:`~ib_tutorial.training.objective.Objective`: DINO's student and teacher,
-:mod:`ib_tutorial.training.dino_step`), then for every step runs the objective's
-``forward`` (the loss; a non-finite one stops the run before it changes any weight) and
-its ``update`` (for DINO, :meth:`~ib_tutorial.training.dino_step.DINOTraining.update`:
-back-propagation, clipping, the last layer's freeze, AdamW's step, the teacher's EMA and
-the centre).
+:func:`train` resolves the preset and overrides into one
+:class:`~ib_tutorial.training.run_config.RunConfig`, builds the multi-crop data, the run's
+:class:`~ib_tutorial.training.schedules.Schedules` once and its
+:class:`~ib_tutorial.training.objective.Objective`, then runs the objective's ``forward``
+(a non-finite loss stops the run before any weight changes) and ``update``
+(:meth:`~ib_tutorial.training.dino_step.DINOTraining.update` for DINO) at every step.
 
-With ``objective="supervised"`` the same loop trains the same backbone with a linear
-classifier by cross-entropy on the two global views (:mod:`ib_tutorial.training.supervised_step`).
-
-Launched by ``torchrun`` it runs one process per device with PyTorch DDP (NCCL on GPUs,
-gloo on CPUs): a distributed sampler splits every global batch, the centre and the
-logged metrics are averaged over processes, and only rank 0 writes files.
-
-Reproducibility: a run is a function of its configuration and seed. Augmentations
-depend only on ``(seed, epoch, image index)``, and checkpoints carry every random
-state (:mod:`ib_tutorial.seeding`), so a resumed run continues exactly as an
-uninterrupted one would.
+Under ``torchrun`` it runs one process per device with DDP (NCCL on GPUs, gloo on CPUs);
+only rank 0 writes files. Views depend only on ``(seed, epoch, image index)`` and
+checkpoints carry every random state (:mod:`ib_tutorial.seeding`), so a resumed run
+continues exactly as an uninterrupted one.
 """
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 r"""Control inputs that separate what the input brings from what a network learned.
 
-A profile of a trained network on its images mixes two things: the statistics of the images
-and what training made of them. The same network on inputs that keep some of the images'
-statistics and drop the rest says which is which:
+The same network on inputs that keep some of the images' statistics and drop the rest says
+which part of a profile the images set and which training made:
 
-* :class:`GaussianNoiseImages`: white Gaussian noise with the images' per-channel mean and
-  standard deviation, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}`, :math:`z \sim \mathcal N(0, 1)`
-  independent over channels and pixels. No spatial or colour correlation at all: the isotropic
-  end, what the network makes of inputs with no structure.
-* :class:`PhaseScrambled`: each image with its amplitude spectrum kept and its phases
-  randomised (:func:`phase_scramble`). The same second-order statistics (power spectrum, colour
-  cross-spectra, hence the covariance of patches), but no objects and no edges: what remains
-  of a profile here is set by the images' spectra, not their content.
+* :class:`GaussianNoiseImages`: white noise with the images' per-channel mean and standard
+  deviation, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}`: no structure at all;
+* :class:`PhaseScrambled`: each image's amplitude spectrum with random phases
+  (:func:`phase_scramble`): the same second-order statistics, no objects or edges;
 * :func:`raw_patch_statistics`: the rank and :math:`N_\mathrm{eff}` of the raw pixel patches a
-  ViT embeds, the reference beside them (the patch embedding is linear).
+  ViT embeds (the patch embedding is linear).
 
-Both datasets work on image tensors [C, H, W] as the model receives them (after the
-evaluation transform: resized and normalised), so their values are directly the model's
-inputs, and both are deterministic: item ``index`` is a function of ``(seed, index)`` alone,
-whatever order it is read in.
+Both datasets hold image tensors [C, H, W] as the model receives them, and item ``index`` is
+a function of ``(seed, index)`` alone.
 """
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """Labelled image files on disk, and a deterministic stratified split of class folders.
 
-Every real dataset of the book ends as an :class:`ImageFiles`: a list of
-``(path, label)`` pairs read as RGB PIL images. Datasets that publish no split
-(UC Merced, EuroSAT, a DTD folder without its ``labels/``) are split here, class by
-class, reproducibly from a recorded seed.
+Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB PIL
+images; datasets that publish no split are split here, class by class, from a recorded seed.
 
-Unreadable files (truncated, zero bytes, not an image at all). Reading one always
-raises :class:`CorruptImageError` naming the file and the fixes; a DataLoader worker
-passes it to the main process like any exception. With ``skip_corrupt=True`` every
-file of the split is decoded once when the dataset is made, and those that fail are
-left out, listed in ``corrupt_files`` and announced in one warning. The check decodes
-the pixels: PIL's ``verify()`` reads headers only and passes a JPEG cut in half. It
-runs after the split, so skipping a file moves no other file between train and test.
+Reading an unreadable file raises :class:`CorruptImageError`, naming the file and the fixes.
+With ``skip_corrupt=True`` every file of the split is decoded once (PIL's ``verify()`` passes a
+JPEG cut in half) after the split, and those that fail are left out with one warning and
+listed in ``corrupt_files``.
 """
 from __future__ import annotations
 

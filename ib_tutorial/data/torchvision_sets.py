@@ -1,23 +1,16 @@
 """CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes.
 
-Downloads use the URLs and MD5 digests torchvision publishes for these datasets,
-through :mod:`ib_tutorial.data.archives` (so a bad file gets the same clear error,
-and extraction the same path checks, as every other dataset). CIFAR-100 is read by
-torchvision, which checks its extracted files against its own MD5s too; DTD and
-EuroSAT take torchvision's file lists and are read as
-:class:`~ib_tutorial.data.folders.ImageFiles`, so an unreadable image gets the same
-error, and ``skip_corrupt`` the same meaning, as in every folder-based dataset.
+Downloads use torchvision's URLs and MD5 digests through :mod:`ib_tutorial.data.archives`;
+DTD and EuroSAT are read as :class:`~ib_tutorial.data.folders.ImageFiles`, so errors and
+``skip_corrupt`` mean the same as for every folder-based dataset.
 
-- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000
-  test. Highly object-centric: one small object fills each image.
-- DTD, the Describable Textures Dataset (Cimpoi et al., 2014): 47 texture classes
-  x 120 photographs, 300-640 px. Texture-centric by construction; beyond the paper.
-  Official splits: ten partitions of train/val/test from ``labels/``. A folder of
-  ``images/<class>/`` without ``labels/`` (e.g. a subset) is read with the
-  ``folder`` option and split like UC Merced.
-- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 Sentinel-2 tiles
-  of 64 x 64 px. Texture-centric, like UC Merced at coarser resolution; beyond the
-  paper. It publishes no split: stratified 80/20 as for UC Merced.
+- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000 test;
+  object-centric.
+- DTD (Cimpoi et al., 2014): 47 texture classes x 120 photographs, 300-640 px; ten official
+  train/val/test partitions from ``labels/``, or a folder of ``images/<class>/`` (``folder``
+  option) split like UC Merced.
+- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 tiles of 64 x 64 px;
+  texture-centric, split 80/20 as UC Merced.
 """
 from __future__ import annotations
 

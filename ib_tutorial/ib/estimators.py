@@ -155,24 +155,19 @@ def kde_information(activations: Tensor, labels: Tensor, noise_variance: float =
     r"""Pairwise-distance (kernel) estimate for a layer made noisy: :math:`T = h(X) + Z`,
     :math:`Z \sim \mathcal{N}(0, \sigma^2 I_d)`, X uniform over the N rows of ``activations`` [N, d].
 
-    :math:`T` is then a mixture of N Gaussians centred on the rows :math:`h_i`. Kolchinsky &
-    Tracey bound its entropy with pairwise distances between the components; since
-    :math:`H(T \mid X)` is the entropy of the noise, the bound on the information is
+    :math:`T` is a mixture of N Gaussians on the rows :math:`h_i`; Kolchinsky & Tracey's bound
+    on its entropy by pairwise distances gives
 
     .. math::
 
         I(X;T) \le -\frac{1}{N} \sum_i \log_2 \frac{1}{N} \sum_j
         \exp\!\Big(-\frac{\lVert h_i - h_j \rVert^2}{c\,\sigma^2}\Big),
 
-    with :math:`c = 2` (Kullback-Leibler distance: the upper bound, ``bound="upper"``) or
-    :math:`c = 8` (Bhattacharyya distance: a lower bound, ``bound="lower"``). As Saxe et al.
-    do, :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies the same estimate to
-    :math:`H(T)` and to each class's mixture; that difference is an estimate, not a bound.
-    It never exceeds :math:`\log_2 N` and does not depend on bins, but it does depend on
-    :math:`\sigma^2`: the noise sets the scale below which two inputs count as the same.
-
-    Distances are computed in float32, ``chunk`` rows at a time, so memory is
-    ``chunk * N`` floats, on one thread (small operations gain nothing from more).
+    with :math:`c = 2` (Kullback-Leibler: the upper bound, ``bound="upper"``) or :math:`c = 8`
+    (Bhattacharyya: a lower bound, ``bound="lower"``). As Saxe et al. do,
+    :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies the same estimate to each term
+    (an estimate, not a bound). The noise :math:`\sigma^2` sets the scale below which two
+    inputs count as the same. Distances are computed in float32, ``chunk`` rows at a time.
     """
     if activations.ndim != 2:
         raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")

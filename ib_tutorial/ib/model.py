@@ -74,15 +74,11 @@ def sphere_score(inputs: Tensor) -> Tensor:
 def toy_task(train_fraction: float = TRAIN_FRACTION, seed: int = 0) -> ToyTask:
     r"""All :math:`2^{12} = 4096` binary inputs with the label :math:`y = [f(x) > \theta]`.
 
-    A documented reconstruction of the data of Shwartz-Ziv & Tishby (2017), who describe
-    12 binary inputs on 12 uniformly spread points of a sphere and a label from a
-    threshold on a spherically symmetric function, without publishing the function.
-    Here :math:`f` is :func:`sphere_score` and :math:`\theta` its median over the 4096
-    inputs, so the classes are balanced up to ties (2,012 of 4,096 inputs are positive).
-    As in the original data, the label is mostly set by the number of active bits (all
-    inputs with at most four bits on are negative, all with nine or more positive), and
-    the dipole term decides in between. ``train_fraction`` of the inputs (85 % as in the
-    original) are drawn for training with a generator seeded by ``seed``.
+    A reconstruction of the data of Shwartz-Ziv & Tishby (2017), who did not publish their
+    spherically symmetric function: :math:`f` is :func:`sphere_score` and :math:`\theta` its
+    median, so the classes are balanced up to ties (2,012 of 4,096 positive). As in the
+    original, the label is mostly set by the number of active bits. ``train_fraction`` of the
+    inputs (85 % as in the original) are drawn for training, seeded by ``seed``.
     """
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be between 0 and 1, got {train_fraction}")

@@ -54,23 +54,19 @@ _WORK_BYTES = 2**27
 class ImageStatistics:
     r"""Per-image (or per-group) sums of one block's tokens, in float64.
 
-    For each group :math:`g` of images (see the module docstring: one image per group while
-    there are at most ``groups`` images), the number of images, the token sum
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D] and the Gram matrix
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D], and on request the
-    per-position sums [T, D] (``keep`` holding ``"positions"``) and the per-image sums'
-    outer products [D, D] (``"image_outer"``) that some variants need
-    (:func:`~ib_tutorial.measure.variants.needed_sums`). The shift :math:`c` is the first
-    batch's mean token, fixed thereafter: it keeps the float64 sums far from cancelling.
+    For each group :math:`g` of images: the number of images, the token sum
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D], the Gram matrix
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D] and, on request, the
+    per-position sums [T, D] and the per-image sums' outer products [D, D]
+    (:func:`~ib_tutorial.measure.variants.needed_sums`). The shift :math:`c`, the first batch's
+    mean token, keeps the float64 sums far from cancelling.
 
     Args:
         dim: D, the token width.
         keep: optional sums to keep, from ``"positions"`` and ``"image_outer"``.
         groups: the most groups kept; default: as many as ``max_bytes`` holds.
-        max_bytes: the memory the groups' sums may take when ``groups`` is not given.
         seed: seeds which group each image beyond the first ``groups`` joins.
-        expected_images: how many images will come, when known: the storage for their groups
-            is made at once rather than grown as they arrive (the sums are the same).
+        expected_images: how many images will come, when known, to allocate their storage once.
     """
 
     def __init__(self, dim: int, keep: Iterable[str] = (), groups: int | None = None,
@@ -354,16 +350,12 @@ def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens"
 
     Args:
         statistics: one :class:`ImageStatistics` per block, all fed the same images in the
-            same order (so their groups hold the same images).
+            same order.
         variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`);
             the accumulators must keep the sums it needs.
-        replicates: R, the bootstrap replicates.
-        level: the intervals' level.
-        method: the intervals' kind (:func:`bootstrap_interval`).
         seed: seeds the resampling weights (:func:`resampling_weights`), shared by every block.
-        device: where the replicates' weighted sums and eigendecompositions run. On one CPU
-            core at :math:`D = 384` a replicate of a block takes about 21 ms (the
-            eigendecomposition), so 1,000 replicates of 12 blocks take about 5 minutes.
+        device: where the replicates' weighted sums and eigendecompositions run (on one CPU
+            core at :math:`D = 384`, 1,000 replicates of 12 blocks take about 5 minutes).
     """
     if not statistics:
         raise ValueError("no blocks to bootstrap")

@@ -139,16 +139,11 @@ def rankme(features: Tensor, eps: float = 1e-7) -> float:
 def twonn_dimension(features: Tensor, discard_fraction: float = 0.1) -> float:
     r"""TwoNN intrinsic dimension (Facco et al. 2017) of the points ``features`` [N, D].
 
-    For each point, :math:`\mu_i = r_2 / r_1`, the ratio of the distances to its second and
-    first nearest neighbours. If the density is locally uniform on a
-    :math:`d`-dimensional manifold, :math:`\mu` is Pareto distributed,
-    :math:`F(\mu) = 1 - \mu^{-d}`, so :math:`-\log(1 - F(\mu)) = d \log \mu`.
-    :math:`d` is the slope of a least-squares line through the origin fitted to the
-    empirical :math:`F`, after discarding the largest ``discard_fraction`` of the
-    :math:`\mu` (they are the most sensitive to noise), as in the original paper.
-
-    Unlike EED it is a *non-linear*, local measure: a curved one-dimensional manifold
-    spanning many directions has TwoNN close to 1 but a large EED.
+    With :math:`\mu_i = r_2 / r_1` the ratio of each point's second and first nearest-neighbour
+    distances, locally uniform density on a :math:`d`-dimensional manifold makes :math:`\mu`
+    Pareto, :math:`-\log(1 - F(\mu)) = d \log \mu`; :math:`d` is the least-squares slope
+    through the origin after discarding the largest ``discard_fraction`` of the :math:`\mu`.
+    Unlike EED it is non-linear and local: a curved 1-D manifold has TwoNN near 1 but a large EED.
     """
     h = _check_features(features)
     n = h.shape[0]

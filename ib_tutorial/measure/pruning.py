@@ -1,19 +1,14 @@
 r"""Targeted spectral pruning: how many principal directions of a block's tokens does the
 k-NN accuracy of its features need?
 
-The paper points to pruning as the use of a low effective dimension. For block
-:math:`l` of a trained teacher, the tokens of the training images define principal
-directions: the eigenvectors :math:`U` of their covariance, largest variance first, and
-their mean :math:`\mu`. Pruning to :math:`k` directions keeps a token's coordinates on the
-first :math:`k`, :math:`h \mapsto U_k^\top (h - \mu)`. An image's feature is the mean of its
-pruned patch tokens (``pool="mean"``; the projection is affine, so this is the pruned mean
-token) or its pruned CLS token (``pool="cls"``), and the weighted k-NN of
-:mod:`ib_tutorial.measure.knn` says how well the pruned features still separate the classes, for
-every :math:`k` from 1 to :math:`D`. At :math:`k = D` nothing is pruned (:math:`U` is a
-rotation, and cosine similarity ignores it); a representation of rank :math:`r` loses
-nothing at :math:`k = r`. :func:`smallest_sufficient_k` is the fewest directions that keep
-95 % of the unpruned accuracy: set beside the block's :math:`N_\mathrm{eff}`, it answers
-whether a block needs only about :math:`N_\mathrm{eff}` directions.
+For block :math:`l` of a trained teacher, the training images' tokens give principal
+directions :math:`U` (largest variance first) and a mean :math:`\mu`; pruning to :math:`k`
+directions keeps :math:`h \mapsto U_k^\top (h - \mu)`. An image's feature is its pruned mean
+patch token (``pool="mean"``) or CLS token (``pool="cls"``), and the weighted k-NN of
+:mod:`ib_tutorial.measure.knn` scores it for every :math:`k` from 1 to :math:`D` (at
+:math:`k = D` nothing is pruned). :func:`smallest_sufficient_k`, the fewest directions that
+keep 95 % of the unpruned accuracy, set beside :math:`N_\mathrm{eff}`, asks whether a block
+needs only about :math:`N_\mathrm{eff}` directions.
 """
 from __future__ import annotations
 

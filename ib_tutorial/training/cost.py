@@ -1,12 +1,10 @@
 """What a training run costs: the time of a whole run on a machine where none was timed,
 estimated from the benchmark records in ``benchmarks/results/``.
 
-:func:`estimate_run_time` turns the FLOPs of a step (its objective's ``image_flops``,
-counted from the settings: :meth:`~ib_tutorial.training.dino_step.DINOTraining.image_flops`)
-into a time for a machine described by its data sheet (:data:`COLAB_FREE_GPU`), with the two limits a GPU run meets: the GPU's arithmetic
-at the best fraction of peak the benchmarks measured, and the loader's augmentation on the
-machine's CPU cores, scaled from the rate the benchmarks measured. It is an estimate, and
-says so: nothing in it was timed on that machine.
+:func:`estimate_run_time` turns a step's FLOPs (the objective's ``image_flops``) into a time
+on a machine known by its data sheet (:data:`COLAB_FREE_GPU`), within two limits: the GPU's
+arithmetic at the best fraction of peak measured, and the loader's augmentation on its CPU
+cores. It is an estimate, and says so.
 """
 from __future__ import annotations
 

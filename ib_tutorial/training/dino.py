@@ -1,14 +1,10 @@
 r"""DINO's parts: projection head, loss with teacher centring, EMA teacher, the last layer's freeze.
 
-Self-distillation with no labels (Caron et al., 2021). A student network
-:math:`g_{\theta_s}` and a teacher :math:`g_{\theta_t}` (same architecture) map each
-view of an image to :math:`K` logits. The teacher sees the two global views, the
-student sees every view; the student is trained to predict the teacher's centred and
-sharpened distribution of a *different* view, and the teacher follows the student by
-an exponential moving average. Everything here follows the reference implementation
-(facebookresearch/dino, ``main_dino.py`` and ``utils.py``) term by term; the training
-step that strings the parts together is :meth:`ib_tutorial.training.dino_step.DINOTraining.update`;
-the schedules are :mod:`ib_tutorial.training.schedules`.
+Self-distillation with no labels (Caron et al., 2021): a student and a teacher of the same
+architecture map each view to :math:`K` logits; the student learns to predict the teacher's
+centred, sharpened distribution of a *different* view, and the teacher follows the student by
+an exponential moving average. Everything follows facebookresearch/dino term by term; the step
+that strings the parts together is :meth:`ib_tutorial.training.dino_step.DINOTraining.update`.
 """
 from __future__ import annotations
 

@@ -3,22 +3,17 @@
 A run directory holds::
 
     config.json                 every resolved setting of the run
-    metrics.jsonl               one JSON record per line: {"kind": "train", ...} every few
-                                steps, {"kind": "epoch", ...} (its wall time) after each
-                                epoch, {"kind": "knn", ...} after each k-NN evaluation
-    checkpoint.pt               the latest full training state (see ib_tutorial.training.dino_step)
+    metrics.jsonl               one JSON record per line: "train" every few steps, "epoch"
+                                (its wall time) after each epoch, "knn" after each evaluation
+    checkpoint.pt               the latest full training state
     checkpoint-previous.pt      the one before it, in case the latest cannot be read
     run.lock                    held by the process training into the folder
     backbones/teacher-epoch0000.pt, ...
-                                the teacher backbone's weights at initialisation and at
-                                every checkpoint, for measuring how the blocks change
+                                the teacher backbone at initialisation and every checkpoint
 
-Before it writes any of them, a run checks that they fit on its disk
-(:func:`check_disk_space`): a ``paper`` run writes gigabytes. Every file is written whole to
-a temporary name and then renamed, so an interruption never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line, and a
-last line cut short by a kill is ignored. One process at a time trains into a folder: it
-holds an OS lock on ``run.lock``, which the OS releases when the process ends, however it
-ends.
+A run first checks that they fit on its disk (:func:`check_disk_space`). Every file is
+written to a temporary name and renamed; a last ``metrics.jsonl`` line cut short by a kill is
+ignored. One process at a time holds an OS lock on ``run.lock``, released however it ends.
 """
 from __future__ import annotations
 

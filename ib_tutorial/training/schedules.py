@@ -1,27 +1,22 @@
 r"""A run's schedules, built once: warm-up and last-layer freeze, learning rate, weight decay,
 teacher momentum and teacher temperature.
 
-DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1),
-which on ImageNet means 25,020 and 2,502 steps of 512 images. On a small data set the same
-epochs are a few dozen steps, and a teacher that meets a full learning rate that early
-collapses within steps: its information about the image falls to nearly nothing (the DINO
-chapter shows it). Every ViT-DINO recipe known to learn on small data spends thousands of
-steps at a low learning rate first (Gani et al. 2022: 30 warm-up epochs, about 5,850 steps
-on Tiny ImageNet; solo-learn's ViT-tiny on ImageNet-100: about 4,900). So each phase of a
-DINO run lasts the longer of its epochs and a floor in steps,
+DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1):
+25,020 and 2,502 steps on ImageNet, but a few dozen on a small data set, where a teacher that
+meets a full learning rate that early collapses within steps (the DINO chapter). ViT-DINO
+recipes known to learn on small data spend thousands of low-lr steps first (Gani et al. 2022:
+about 5,850 on Tiny ImageNet). So each phase of a DINO run lasts the longer of its epochs and
+a floor in steps,
 
 .. math::
     W = \max(\text{warmup\_epochs} \cdot S,\ \text{warmup\_min\_steps}),\qquad
     F = \max(\text{freeze\_last\_layer} \cdot S,\ \text{freeze\_min\_steps}),
 
-for :math:`S` steps an epoch (:class:`Phases`). The tiers that train to learn set the floors
-(:data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS`, :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`);
-a run whose phases come out shorter than those anchors says so when it starts, with the
-setting that fixes it (:func:`phase_warnings`). The ``ci`` tier's few illustrative steps
-are exempt. The supervised control warms up for its epochs and has no floors.
-
-The training loop builds one :class:`Schedules` (:meth:`Schedules.of`) and passes it to the
-objective, which reads each step's values from it, and to what the run says when it starts.
+for :math:`S` steps an epoch (:class:`Phases`). A run whose phases come out shorter than
+:data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS` and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`
+says so when it starts (:func:`phase_warnings`), except the ``ci`` tier; the supervised
+control has no floors. The loop builds one :class:`Schedules` (:meth:`Schedules.of`) and
+passes it on.
 """
 from __future__ import annotations
 

@@ -26,16 +26,13 @@ class DINOHead(nn.Module):
         \hat z = z / \lVert z \rVert_2,\quad
         \mathrm{logits}_k = g_k \, \frac{v_k^\top \hat z}{\lVert v_k \rVert_2},\ k = 1..K
 
-    The MLP is Linear(in, hidden) - GELU - [Linear(hidden, hidden) - GELU] x (layers - 2)
-    - Linear(hidden, bottleneck). With ``norm_last_layer`` the gains :math:`g_k` are fixed
-    at 1, so every logit is a cosine similarity in [-1, 1] (DINO's default, which it reports
-    as the more stable choice).
+    With ``norm_last_layer`` the gains :math:`g_k` are fixed at 1, so every logit is a cosine
+    similarity (DINO's default, the more stable choice).
 
     Args:
         in_dim: backbone feature width (384 for ViT-S).
         out_dim: :math:`K`, the number of output dimensions ("prototypes").
         hidden_dim, bottleneck_dim, layers: MLP shape (DINO: 2048, 256, 3).
-        norm_last_layer: freeze the weight-norm gains at 1.
 
     Shapes: [N, in_dim] -> [N, out_dim].
     """

@@ -145,23 +145,17 @@ class DINOTraining(Objective):
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
-        r"""FLOPs one training image costs in one DINO step, counted from the shapes as
-        ``torch.utils.flop_counter`` counts them (the benchmarks use it): ``2 m n k`` for every
-        matrix product, elementwise work not counted. A linear layer of ``a`` inputs and ``b``
-        outputs costs ``2 a b`` per token forward and twice that backward, so one token through
-        one block of width :math:`D` costs :math:`2\,(3D^2 + D^2 + 4D^2 + 4D^2) = 24 D^2`, plus
-        :math:`4 T D` for attention over :math:`T` tokens.
-
-        Per crop: teacher forward (global crops only) plus student forward and backward (every
-        crop, three forwards), the head on the CLS token (``in -> hidden -> hidden -> bottleneck
-        -> K``); the patch embedding's backward computes its weight gradient only (the images
-        need none).
+        r"""FLOPs one training image costs in one DINO step, counted as ``torch.utils.flop_counter``
+        does: ``2 m n k`` per matrix product, elementwise work not counted. One token through one
+        block of width :math:`D` costs :math:`24 D^2` forward, plus :math:`4 T D` for attention
+        over :math:`T` tokens; a backward costs twice a forward. Per crop: the teacher's forward
+        (global crops only), the student's forward and backward, the head on the CLS token; the
+        patch embedding's backward computes its weight gradient only.
 
         Args:
             view: the crops' geometry (global and local side, patch size).
             train: the backbone (``arch``), the number of local crops and the head's shape.
-            attention: count the attention products (``False``: as the CPU benchmark counted,
-                where PyTorch's fused attention is not counted; a test checks both records).
+            attention: count the attention products (``False``: as the CPU benchmark counted).
         """
         shape = ARCHITECTURES[train.arch]
         width, depth = shape["embed_dim"], shape["depth"]
@@ -214,12 +208,10 @@ class InformationWatch:
     """Follows the teacher's information about the image through a run's phases and says
     when it falls: in the warm-up, while the last layer is frozen, or after its release.
 
-    A teacher that sharpens (its information rises) and then goes back towards uniform
-    once the prototypes move is how DINO fails on small data (the DINO chapter); the
-    collapse warning at :data:`INFORMATION_FRACTION` of log K comes much later. The watch
-    reads the mean of the last :data:`WATCHED_LOGS` logged values (one batch's estimate is
-    noisy), keeps its peak within each phase, and warns once a phase when it falls under
-    :data:`FALL_FRACTION` of that peak.
+    A teacher whose information rises and then falls back once the prototypes move is how
+    DINO fails on small data (the DINO chapter), long before the collapse warning. The watch
+    keeps the peak of the mean of the last :data:`WATCHED_LOGS` logged values within each
+    phase and warns once a phase when it falls under :data:`FALL_FRACTION` of that peak.
     """
 
     def __init__(self, phases: Phases):

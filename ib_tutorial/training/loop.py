@@ -61,25 +61,18 @@ def train(dataset: str, preset: str | Preset | None = None, out: str | os.PathLi
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
         out: the run directory (default ``<data root>/runs/<dataset>-<preset>``).
         resume: continue from the run directory's checkpoint (start afresh when it has none);
-            implied in processes that ``torchrun --max-restarts`` restarted after a failure.
-        root, download: passed to :func:`~ib_tutorial.data.get_dataset`.
-        dataset_options: extra keyword arguments for the dataset (e.g. ``texture_weight``).
-        progress: show a progress bar.
+            implied in processes that ``torchrun --max-restarts`` restarted.
+        root, download, dataset_options: passed to :func:`~ib_tutorial.data.get_dataset`.
         **overrides: any :class:`~ib_tutorial.presets.TrainSettings` or
-            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``
-            (e.g. ``epochs=3, lr=1e-3, patch_size=4``).
+            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``.
 
     A second process training into the same ``out`` is refused (:class:`~ib_tutorial.training.runs.RunLockedError`).
-    SIGTERM or Ctrl-C stops the run after the step under way, with a checkpoint there
-    (:mod:`ib_tutorial.training.stopping`).
 
     Raises:
-        NonFiniteLossError: when the loss becomes NaN or infinite; the checkpoint on disk is
-            the last good one.
-        TrainingStopped: on SIGTERM or SIGINT, after the checkpoint; its message is the
-            command that resumes the run.
-        CheckpointError: ``resume`` found a checkpoint it cannot read (the message names the
-            previous one).
+        NonFiniteLossError: the loss became NaN or infinite; the checkpoint on disk is the last good one.
+        TrainingStopped: on SIGTERM or SIGINT, after a checkpoint at the step under way; its
+            message is the command that resumes the run.
+        CheckpointError: ``resume`` found a checkpoint it cannot read.
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     config = RunConfig.resolve(dataset, preset, overrides, dataset_options)

@@ -65,13 +65,10 @@ class RunConfig:
         view, train: input geometry and training settings, overrides applied.
         versions: torch and timm versions of the run.
         steps_per_epoch, train_images_used: known once the data is loaded.
-        train_data: what the run trained on, also known once the data is loaded: the named
-            subset, the class list and a digest of the training files
-            (:class:`~ib_tutorial.data.subsets.SubsetRecord`; None in runs made before it
-            was recorded).
-        profile: how the run's saved networks are profiled (the preset's
-            :class:`~ib_tutorial.presets.ProfileSettings` when the run started; None in runs
-            made before it was recorded, which are profiled with their preset's of today).
+        train_data: what the run trained on (:class:`~ib_tutorial.data.subsets.SubsetRecord`;
+            None in older runs).
+        profile: the :class:`~ib_tutorial.presets.ProfileSettings` the run's networks are
+            profiled with (None in older runs, profiled with their preset's of today).
     """
 
     dataset: str

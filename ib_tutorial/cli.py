@@ -22,13 +22,7 @@ from .measure.block_profile import TOKEN_CHOICES
 from .measure.knn import POOLS as PRUNING_POOLS
 from .models import PUBLISHED_VIT_SMALL, PretrainedUnavailable
 from .paths import DATA_ENV_VAR, data_root, display_path
-from .presets import (
-    ENV_VAR,
-    PAPER_OPEN_CHOICES,
-    PRESETS,
-    get_preset,
-    training_overrides,
-)
+from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
 from .report.tables import write_comparison_table
 from .reproduction.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
 from .reproduction.measurement import IMAGES as MEASUREMENT_IMAGES

@@ -66,17 +66,13 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
         if fixed_texture_weight is None:
             texture_weight = 0.5 if texture_weight is None else texture_weight
         elif texture_weight is not None and texture_weight != fixed_texture_weight:
-            raise ValueError(
-                f"{world} has texture_weight={fixed_texture_weight} by definition; "
-                f"use get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values."
-            )
+            raise ValueError(f"{world} has texture_weight={fixed_texture_weight} by definition; use "
+                             f"get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values.")
         else:
             texture_weight = fixed_texture_weight
-        return SyntheticWorld(
-            split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
-            texture_weight=texture_weight, object_scale=object_scale, clutter=clutter, palette=palette,
-            transform=transform,
-        )
+        return SyntheticWorld(split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
+                              texture_weight=texture_weight, object_scale=object_scale, clutter=clutter,
+                              palette=palette, transform=transform)
 
     return load
 
@@ -172,9 +168,8 @@ def get_dataset(name: str, split: str = "train", root=None, download: bool = Fal
     """
     info = _dataset_info(name)
     if split not in info.splits:
-        raise ValueError(
-            f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. {info.split_note}".strip()
-        )
+        raise ValueError(f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. "
+                         f"{info.split_note}".strip())
     check_dataset_options(name, options)
     return info.load(split, root, download, transform, **options)
 
@@ -189,10 +184,9 @@ def dataset_on_disk(name: str, split: str, root=None, **options) -> tuple[object
 
 
 def options_on_disk(name: str, root=None) -> dict:
-    """The options that read ``name`` as it lies under the data root: a folder of
-    ``<root>/<name>/images/<class>/`` without the official split (a DTD folder without
-    ``labels/``, as ``ib-tutorial subset build dtd6`` makes it) is read with
-    ``folder=<name>``, relative and so inside the data root; a published layout with none."""
+    """The options that read ``name`` as it lies under the data root: ``folder=<name>`` for a
+    ``<root>/<name>/images/<class>/`` without the official split (as ``ib-tutorial subset build
+    dtd6`` makes it), none for a published layout."""
     readable_as_folder = "folder" in DATASETS[name].folder_options
     return {"folder": name} if readable_as_folder and (data_root(root) / name / "images").is_dir() else {}
 
@@ -215,25 +209,12 @@ def check_dataset_options(name: str, options) -> None:
         parameter.name for parameter in inspect.signature(_dataset_info(name).load).parameters.values()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     ]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise ValueError(
-            f"Dataset {name!r} does not take option(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(accepted) or 'no options'}."
-        )
+    if unknown := sorted(set(options) - set(accepted)):
+        raise ValueError(f"Dataset {name!r} does not take option(s) {', '.join(unknown)}; "
+                         f"it takes: {', '.join(accepted) or 'no options'}.")
 
 
 __all__ = [
-    "DATASETS",
-    "ArchiveError",
-    "ChecksumError",
-    "CorruptImageError",
-    "DatasetInfo",
-    "DatasetNotFoundError",
-    "SyntheticWorld",
-    "check_dataset_options",
-    "dataset_on_disk",
-    "get_dataset",
-    "held_out_split",
-    "options_on_disk",
+    "DATASETS", "ArchiveError", "ChecksumError", "CorruptImageError", "DatasetInfo", "DatasetNotFoundError",
+    "SyntheticWorld", "check_dataset_options", "dataset_on_disk", "get_dataset", "held_out_split", "options_on_disk",
 ]

@@ -18,13 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import data_root
-from .archives import (
-    ChecksumError,
-    DatasetNotFoundError,
-    RemoteArchive,
-    prepare,
-    verify_md5,
-)
+from .archives import ChecksumError, DatasetNotFoundError, RemoteArchive, prepare, verify_md5
 from .folders import ImageFiles, class_folders, stratified_split
 from .layouts import DTD_FOLDER_LAYOUT, DTD_LAYOUT
 from .subset_table import named_subset

@@ -16,12 +16,7 @@ from ..files import atomic_write
 from ..measure.metrics import effective_encoding_dimension
 from ..paths import data_root
 from ..presets import IBSettings
-from .estimators import (
-    ESTIMATORS,
-    InformationEstimate,
-    binned_information,
-    kde_information,
-)
+from .estimators import ESTIMATORS, InformationEstimate, binned_information, kde_information
 from .model import LAYER_WIDTHS, Trajectory, toy_task, train_information_network
 
 Tensor = torch.Tensor

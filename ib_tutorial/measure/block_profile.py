@@ -18,12 +18,7 @@ from tqdm.auto import tqdm
 
 from ..precision import autocast
 from .covariance import CovarianceAccumulator
-from .metrics import (
-    eed_percent,
-    effective_dimension_from_spectrum,
-    participation_ratio_from_spectrum,
-    twonn_dimension,
-)
+from .metrics import eed_percent, effective_dimension_from_spectrum, participation_ratio_from_spectrum, twonn_dimension
 
 Tokens = Literal["all", "cls", "patch", "mean"]  # which tokens feed the metric (select_tokens)
 #: Which tokens can feed the metric, in order (the values of ``Tokens``).

@@ -12,11 +12,7 @@ import threading
 
 import torch
 
-from .metrics import (
-    effective_dimension_from_spectrum,
-    rankme_from_singular_values,
-    sorted_eigenvalues,
-)
+from .metrics import effective_dimension_from_spectrum, rankme_from_singular_values, sorted_eigenvalues
 
 Tensor = torch.Tensor
 

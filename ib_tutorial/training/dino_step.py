@@ -15,14 +15,7 @@ import torch
 from ..models import ARCHITECTURES, build_vit
 from ..precision import autocast
 from ..presets import TrainSettings, ViewSettings
-from .dino import (
-    DINOHead,
-    DINOLoss,
-    DINOLossOutput,
-    MultiCropWrapper,
-    cancel_last_layer_gradients,
-    update_teacher,
-)
+from .dino import DINOHead, DINOLoss, DINOLossOutput, MultiCropWrapper, cancel_last_layer_gradients, update_teacher
 from .objective import Objective, apply_schedules, clip_gradients
 from .schedules import Phases, Schedules, phase_notes, phase_warnings
 

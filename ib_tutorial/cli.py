@@ -222,8 +222,7 @@ def _model_weights(text: str) -> tuple[str, Path]:
 
 def _reproduce(args: argparse.Namespace) -> None:
     weights = dict(args.weights or [])
-    unknown = sorted(set(weights) - set(args.pretrained))
-    if unknown:
+    if unknown := sorted(set(weights) - set(args.pretrained)):
         raise SystemExit(f"error: --weights names {', '.join(unknown)}, which --pretrained does not list")
     try:
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
@@ -256,7 +255,7 @@ def _profile_published(args: argparse.Namespace) -> None:
             print(f"  pruning curves in {pruned}")
 
 
-def _add_profile_published(commands) -> None:
+def _add_profile_published(commands) -> argparse.ArgumentParser:
     published = commands.add_parser(
         "profile-pretrained", help="per-block EED of published, converged ViTs (timm) on a dataset",
         description="Profile each timm MODEL with its published weights on the dataset's seeded held-out profile "
@@ -275,13 +274,11 @@ def _add_profile_published(commands) -> None:
                            help="input side in pixels (default: the model's published one; e.g. 224 for DINOv2 ViT-S/14)")
     published.add_argument("--out", type=Path, default=None,
                            help="results folder (default: <data root>/converged, which the chapter \"Converged ViTs\" reads)")
-    published.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
-    published.add_argument("--download", action="store_true", help="download the dataset if it is missing")
     published.add_argument("--prune", action="store_true",
                            help="also prune each model spectrally against the dataset's train images (the preset's "
                                 "k-NN images), into <out>/<dataset>/<model>/pruning/mean.json")
-    published.add_argument("--no-progress", action="store_true", help="no progress bars")
     published.set_defaults(func=_profile_published)
+    return published
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,11 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(commands)
     _add_data_commands(commands)
     _add_infoplane(commands)
-    for command in _add_run_commands(commands) + [_add_reproduce(commands)]:
+    for command in _add_run_commands(commands) + [_add_reproduce(commands), _add_profile_published(commands)]:
         command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
-    _add_profile_published(commands)
     return parser
 
 

@@ -41,15 +41,8 @@ def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16
         raise ValueError(f"Unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}.")
     if img_size % patch_size:
         raise ValueError(f"img_size {img_size} must be a multiple of patch_size {patch_size}")
-    return timm.create_model(
-        f"{arch}_patch16_224",
-        pretrained=False,
-        num_classes=0,
-        img_size=img_size,
-        patch_size=patch_size,
-        drop_path_rate=drop_path_rate,
-        dynamic_img_size=True,
-    )
+    return timm.create_model(f"{arch}_patch16_224", pretrained=False, num_classes=0, img_size=img_size,
+                             patch_size=patch_size, drop_path_rate=drop_path_rate, dynamic_img_size=True)
 
 
 def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float = 0.0) -> torch.nn.Module:

@@ -62,23 +62,18 @@ class RemoteArchive:
 
 
 def md5_of(path: str | os.PathLike) -> str:
-    """Hex MD5 digest of a file, read in 1 MiB chunks."""
-    digest = hashlib.md5()
+    """Hex MD5 digest of a file."""
     with open(path, "rb") as file:
-        while chunk := file.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(file, "md5").hexdigest()
 
 
 def verify_md5(path: Path, expected: str) -> None:
     """Raise :class:`ChecksumError` naming ``path`` and both digests when they differ."""
     actual = md5_of(path)
     if actual != expected:
-        raise ChecksumError(
-            f"Checksum mismatch for {path}: MD5 is {actual}, expected {expected}. "
-            "The file was not used and has been left in place; it is truncated, corrupt or a "
-            f"different version. Delete it and call again with {argument('download')}."
-        )
+        raise ChecksumError(f"Checksum mismatch for {path}: MD5 is {actual}, expected {expected}. "
+                            "The file was not used and has been left in place; it is truncated, corrupt or a "
+                            f"different version. Delete it and call again with {argument('download')}.")
 
 
 def fetch(archive: RemoteArchive, destination: Path) -> None:
@@ -107,10 +102,8 @@ def fetch(archive: RemoteArchive, destination: Path) -> None:
         except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             failures.append(f"{url}: {error}")
     partial.unlink(missing_ok=True)  # our own incomplete download, never a user's file
-    raise ArchiveError(
-        f"Could not download {archive.filename}; tried\n  " + "\n  ".join(failures)
-        + f"\nDownload it by hand to {destination} and call again."
-    )
+    raise ArchiveError(f"Could not download {archive.filename}; tried\n  " + "\n  ".join(failures)
+                       + f"\nDownload it by hand to {destination} and call again.")
 
 
 def _member_problem(name: str, is_link_or_special: bool) -> str | None:
@@ -129,10 +122,8 @@ def _check_members(names_and_kinds: Sequence[tuple[str, bool]], archive_path: Pa
     for name, special in names_and_kinds:
         problem = _member_problem(name, special)
         if problem:
-            raise ArchiveError(
-                f"Refusing to extract {archive_path}: member {name!r} {problem}. "
-                "Nothing was extracted. The archive is not the published one; delete it."
-            )
+            raise ArchiveError(f"Refusing to extract {archive_path}: member {name!r} {problem}. "
+                               "Nothing was extracted. The archive is not the published one; delete it.")
 
 
 def _extract_all(archive_path: Path, into: Path) -> None:
@@ -208,11 +199,9 @@ def prepare(archive: RemoteArchive, into: Path, folder: str, required: Sequence[
         missing = missing_files(target, required)
         if not missing:
             return target
-        raise DatasetNotFoundError(
-            f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
-            f"it was left alone.\nExpected layout:\n{layout}\n"
-            f"Complete it, or move it away and call again with {argument('download')}."
-        )
+        raise DatasetNotFoundError(f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
+                                   f"it was left alone.\nExpected layout:\n{layout}\n"
+                                   f"Complete it, or move it away and call again with {argument('download')}.")
     archive_path = into / archive.filename
     if not archive_path.exists():
         if not download:

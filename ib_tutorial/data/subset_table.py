@@ -26,12 +26,10 @@ BUILD_COMMAND = ("ib-tutorial subset build {name} "
 class Downscale:
     r"""Shrink an image so that its longer side is at most ``longer_side`` pixels.
 
-    A :math:`w \times h` image with :math:`s = \text{longer\_side} / \max(w, h) < 1`
-    becomes :math:`\mathrm{round}(s w) \times \mathrm{round}(s h)`, resampled with
-    ``resample`` (a :class:`PIL.Image.Resampling` name) in its own mode (grayscale
-    stays grayscale), and is saved as baseline JPEG at ``quality`` with Pillow's other
-    defaults (no EXIF, no ICC profile). An image already within the bound is copied
-    unchanged.
+    A :math:`w \times h` image with :math:`s = \text{longer\_side} / \max(w, h) < 1` becomes
+    :math:`\mathrm{round}(s w) \times \mathrm{round}(s h)`, resampled with ``resample`` (a
+    :class:`PIL.Image.Resampling` name) in its own mode, saved as baseline JPEG at ``quality``
+    with Pillow's other defaults; an image within the bound is copied unchanged.
     """
 
     longer_side: int = 256
@@ -62,10 +60,8 @@ class Downscale:
                 size = self.size(*image.size)
                 resized = None if size == image.size else image.resize(size, Image.Resampling[self.resample.upper()])
         except UNREADABLE as error:
-            raise CorruptImageError(
-                f"Cannot read {source} ({type(error).__name__}: {error}): the download is damaged. "
-                "Delete the dataset's folder, download it again, and build again."
-            ) from error
+            raise CorruptImageError(f"Cannot read {source} ({type(error).__name__}: {error}): the download is "
+                                    "damaged. Delete the dataset's folder, download it again, and build again.") from error
         if resized is None:
             shutil.copyfile(source, target)
         else:

@@ -38,11 +38,9 @@ from .subset_table import SUBSETS
 
 
 def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
-    """SHA-256 (hex) of a list of files, independent of the machine and of the order given.
-
-    Each path is taken relative to ``root`` (as given when ``root`` is ``None``) and
-    written with ``/``; the digest is that of the sorted relative paths, each followed by
-    a newline, in UTF-8. A full Tiny ImageNet restricted to ``tin20`` and the built
+    """SHA-256 (hex) of a list of files, independent of the machine and of the order given:
+    of the sorted paths relative to ``root`` (as given when ``None``), written with ``/``, each
+    followed by a newline, in UTF-8. A full Tiny ImageNet read as ``tin20`` and the built
     ``tin20`` folder give the same digest.
     """
     relative = sorted(PurePath(os.path.relpath(path, root) if root is not None else path).as_posix() for path in paths)

@@ -153,12 +153,10 @@ def texture_class(k: int) -> TextureClass:
     """The texture of class ``k`` (the same for every dataset size and seed)."""
     u = low_discrepancy_point(k, 4)
     low, high = TEXTURE_FREQUENCY_RANGE
-    return TextureClass(
-        frequency=float(low * (high / low) ** u[0]),
-        orientation=float(np.pi * u[1]),
-        concentration=TEXTURE_CONCENTRATIONS[int(u[2] * len(TEXTURE_CONCENTRATIONS))],
-        gain=TEXTURE_GAINS[int(u[3] * len(TEXTURE_GAINS))],
-    )
+    return TextureClass(frequency=float(low * (high / low) ** u[0]),
+                        orientation=float(np.pi * u[1]),
+                        concentration=TEXTURE_CONCENTRATIONS[int(u[2] * len(TEXTURE_CONCENTRATIONS))],
+                        gain=TEXTURE_GAINS[int(u[3] * len(TEXTURE_GAINS))])
 
 
 RADIUS_TABLE_SIZE = 1024  # outline radius sampled at this many angles; a power of two

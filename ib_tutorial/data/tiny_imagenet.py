@@ -16,11 +16,9 @@ from .folders import ImageFiles
 from .layouts import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
 from .subset_table import named_subset
 
-ARCHIVE = RemoteArchive(
-    filename="tiny-imagenet-200.zip",
-    md5="90528d7ca1a48142e341f4ef8d21d0de",
-    urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",),
-)
+ARCHIVE = RemoteArchive(filename="tiny-imagenet-200.zip",
+                        md5="90528d7ca1a48142e341f4ef8d21d0de",
+                        urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",))
 OFFICIAL_CLASSES = 200
 
 
@@ -84,12 +82,10 @@ def load(split: str, root=None, download: bool = False, transform: Callable | No
             wnids, folder / "wnids.txt", f"Point root at the full Tiny ImageNet download or at a built {subset!r} folder.")
         wnids, names = [wnids[i] for i in keep], [names[i] for i in keep]
     elif len(wnids) != OFFICIAL_CLASSES:
-        warnings.warn(
-            f"{folder / 'wnids.txt'} lists {len(wnids)} classes, not the official {OFFICIAL_CLASSES}: "
-            f"this is a {'subset' if len(wnids) < OFFICIAL_CLASSES else 'superset'} of Tiny ImageNet, "
-            "and accuracies on it are not comparable with published ones.",
-            stacklevel=3,
-        )
+        warnings.warn(f"{folder / 'wnids.txt'} lists {len(wnids)} classes, not the official {OFFICIAL_CLASSES}: "
+                      f"this is a {'subset' if len(wnids) < OFFICIAL_CLASSES else 'superset'} of Tiny ImageNet, "
+                      "and accuracies on it are not comparable with published ones.",
+                      stacklevel=3)
     samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids, subset is not None)
     info = {"wnids": wnids, "folder": str(folder), "num_classes": len(wnids), "subset": subset}
     return ImageFiles(samples, names, transform, info=info, skip_corrupt=skip_corrupt)

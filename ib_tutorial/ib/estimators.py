@@ -27,11 +27,8 @@ ESTIMATORS = ("binning", "kde")
 # --- exact information of discrete distributions -------------------------------------
 
 def entropy_bits(counts: Tensor) -> float:
-    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` (bits) of a histogram.
-
-    ``counts`` may hold counts or probabilities, in any shape; it is normalised to sum
-    to one, and empty cells contribute nothing (:math:`0 \log 0 = 0`).
-    """
+    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` (bits) of a histogram of counts or
+    probabilities, any shape (:math:`0 \log 0 = 0`)."""
     p = _normalised(counts).flatten()
     return float(torch.special.entr(p).sum()) / math.log(2)
 
@@ -59,10 +56,8 @@ def independence_bias_bits(occupied: int, classes: int, samples: int) -> float:
     r"""First-order bias of the plug-in (histogram) :math:`I(T;Y)` when :math:`T` and :math:`Y`
     are independent: :math:`(K_T - 1)(K_Y - 1) / (2 N \ln 2)` bits (Miller 1955).
 
-    ``occupied`` is the number :math:`K_T` of occupied bins of :math:`T`, ``classes`` the
-    number :math:`K_Y` of labels and ``samples`` :math:`N`. Valid while :math:`K_T \ll N`;
-    once almost every sample has a bin to itself the plug-in estimate tends to
-    :math:`H(Y)` instead, whatever the dependence.
+    ``occupied`` is :math:`K_T`, the occupied bins of :math:`T`; valid while :math:`K_T \ll N`
+    (once almost every sample has a bin to itself the estimate tends to :math:`H(Y)`).
     """
     return (occupied - 1) * (classes - 1) / (2 * samples * math.log(2))
 
@@ -79,10 +74,9 @@ def _normalised(counts: Tensor) -> Tensor:
 
 @contextlib.contextmanager
 def one_thread():
-    """Run a loop of small tensor operations on one thread. On an idle two-core machine a
-    second thread saves at most about a quarter of the time (``benchmarks/bench_ib.py``);
-    on one whose cores are busy with other work, every operation waits for the
-    descheduled thread, and we measured them ten to forty times slower."""
+    """Run a loop of small tensor operations on one thread: a second thread saves at most a
+    quarter of the time on an idle machine, and makes them ten to forty times slower on a
+    busy one (``benchmarks/bench_ib.py``)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -104,10 +98,9 @@ class InformationEstimate:
 def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, float] | None = None) -> Tensor:
     r"""Discretise a layer: the index [N] of the cell that holds each row of ``activations`` [N, d].
 
-    Each unit is cut into ``bins`` equal bins over ``value_range`` (the same edges for
-    every unit of the layer; values outside are put in the edge bins); a cell is a tuple
-    of per-unit bins, and cells are numbered :math:`0 \dots K-1` in sorted order. Without
-    ``value_range`` the bins span the smallest and largest value in ``activations``.
+    Each unit is cut into ``bins`` equal bins over ``value_range`` (default: the layer's
+    smallest to largest value; values outside go to the edge bins); a cell is a tuple of
+    per-unit bins, numbered :math:`0 \dots K-1` in sorted order.
     """
     if activations.ndim != 2:
         raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
@@ -123,23 +116,18 @@ def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, flo
 
 def binned_information(activations: Tensor, labels: Tensor, bins: int = 30,
                        value_range: tuple[float, float] | None = None) -> InformationEstimate:
-    r"""The binning estimate of Shwartz-Ziv & Tishby for one layer.
-
-    ``activations`` [N, d] are the layer's outputs for N distinct inputs (X uniform over
-    them) and ``labels`` [N] their classes. With :math:`\hat T` the cell of each row
-    (:func:`bin_codes`), the network being deterministic,
+    r"""The binning estimate of Shwartz-Ziv & Tishby for one layer: ``activations`` [N, d] for
+    N distinct inputs (X uniform over them), ``labels`` [N], :math:`\hat T` the cell of each
+    row (:func:`bin_codes`),
 
     .. math::
 
         I(X;\hat T) = H(\hat T), \qquad I(\hat T;Y) = \sum_{t,y} p(t,y) \log_2 \frac{p(t,y)}{p(t)p(y)},
 
-    from the joint histogram of cells and labels. Both are properties of the *binned*
-    layer: they depend on ``bins`` and ``value_range``, and tend to :math:`\log_2 N` and
-    :math:`H(Y)` as the bins shrink, for any injective layer.
+    properties of the *binned* layer: they tend to :math:`\log_2 N` and :math:`H(Y)` as the
+    bins shrink, for any injective layer.
     """
-    codes = bin_codes(activations, bins, value_range)
-    joint = _joint_counts(codes, _check_labels(labels, codes.shape[0]))
-    return InformationEstimate(i_xt=entropy_bits(joint.sum(1)), i_ty=mutual_information_bits(joint))
+    return discrete_information(bin_codes(activations, bins, value_range), labels)
 
 
 def discrete_information(codes: Tensor, labels: Tensor) -> InformationEstimate:

@@ -183,13 +183,8 @@ def eval_transform(img_size: int) -> transforms.Compose:
     For the square images of every dataset here, the whole image is kept."""
     from torchvision import transforms
 
-    return transforms.Compose(
-        [
-            transforms.Resize(img_size, interpolation=transforms.InterpolationMode.BICUBIC),
-            transforms.CenterCrop(img_size),
-            _normalize(),
-        ]
-    )
+    return transforms.Compose([transforms.Resize(img_size, interpolation=transforms.InterpolationMode.BICUBIC),
+                               transforms.CenterCrop(img_size), _normalize()])
 
 
 def sample_seed(seed: int, epoch: int, index: int) -> int:

@@ -115,8 +115,6 @@ def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
                         drop_last=True,
                         generator=torch.Generator().manual_seed(config.seed + processes.rank))
     if len(loader) == 0:
-        raise ValueError(
-            f"The global batch ({config.train.batch_size}) is larger than the "
-            f"{len(data.train_views)} training images; lower --batch-size or raise --train-images."
-        )
+        raise ValueError(f"The global batch ({config.train.batch_size}) is larger than the "
+                         f"{len(data.train_views)} training images; lower --batch-size or raise --train-images.")
     return DeviceViewsLoader(loader, data.train_views, device) if batched else loader

@@ -107,15 +107,13 @@ class RunConfig:
             per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
             train = dataclasses.replace(train, num_workers=max(1, (os.cpu_count() or 1) // per_node))
         options = dict(dataset_options or {})
-        return cls(
-            dataset=dataset, dataset_options=options,
-            held_out_split=train.eval_split or held_out_split(dataset, options),
-            preset=preset.name, seed=overrides.get("seed", preset.seed), device=device.type,
-            precision=resolve_precision(train.precision, device),
-            world_size=world_size, batch_per_process=train.batch_size // world_size,
-            model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
-            versions={"torch": torch.__version__, "timm": metadata.version("timm")}, profile=preset.profile,
-        )
+        return cls(dataset=dataset, dataset_options=options,
+                   held_out_split=train.eval_split or held_out_split(dataset, options),
+                   preset=preset.name, seed=overrides.get("seed", preset.seed), device=device.type,
+                   precision=resolve_precision(train.precision, device),
+                   world_size=world_size, batch_per_process=train.batch_size // world_size,
+                   model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
+                   versions={"torch": torch.__version__, "timm": metadata.version("timm")}, profile=preset.profile)
 
     @property
     def objective(self) -> type[Objective]:
@@ -138,16 +136,12 @@ class RunConfig:
         compared on everything else; the profile settings do not touch the trajectory."""
         current = self if saved.train_data is not None else dataclasses.replace(self, train_data=None)
         old, new = _flatten(saved.to_dict()), _flatten(current.to_dict())
-        changed = sorted(
-            key for key in set(old) | set(new)
-            if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and not key.startswith("profile.")
-            and old.get(key) != new.get(key)
-        )
+        changed = sorted(key for key in set(old) | set(new)
+                         if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and not key.startswith("profile.")
+                         and old.get(key) != new.get(key))
         if changed:
-            raise ValueError(
-                f"{where} holds a run with different settings ({', '.join(changed)}). "
-                "Resume it with its own settings, or start a new run with a different --out."
-            )
+            raise ValueError(f"{where} holds a run with different settings ({', '.join(changed)}). "
+                             "Resume it with its own settings, or start a new run with a different --out.")
 
 
 def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[TrainSettings, ViewSettings]:

@@ -106,15 +106,13 @@ class Schedules:
         cosine (no warm-up) to their final values (momentum to 1)."""
         phases = Phases.of(train, steps_per_epoch, floored)
         epochs = train.epochs
-        return cls(
-            phases=phases,
-            lr=cosine_schedule(train.lr * train.batch_size / 256, train.min_lr, epochs, steps_per_epoch,
-                               phases.warmup_steps),
-            weight_decay=cosine_schedule(train.weight_decay, train.weight_decay_end, epochs, steps_per_epoch),
-            momentum=cosine_schedule(train.momentum_teacher, 1.0, epochs, steps_per_epoch),
-            teacher_temp=teacher_temperature_schedule(train.warmup_teacher_temp, train.teacher_temp,
-                                                      train.warmup_teacher_temp_epochs, epochs),
-        )
+        return cls(phases=phases,
+                   lr=cosine_schedule(train.lr * train.batch_size / 256, train.min_lr, epochs, steps_per_epoch,
+                                      phases.warmup_steps),
+                   weight_decay=cosine_schedule(train.weight_decay, train.weight_decay_end, epochs, steps_per_epoch),
+                   momentum=cosine_schedule(train.momentum_teacher, 1.0, epochs, steps_per_epoch),
+                   teacher_temp=teacher_temperature_schedule(train.warmup_teacher_temp, train.teacher_temp,
+                                                             train.warmup_teacher_temp_epochs, epochs))
 
     @property
     def steps_per_epoch(self) -> int:

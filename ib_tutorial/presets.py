@@ -227,8 +227,7 @@ class TrainSettings:
 
 def training_overrides() -> dict[str, type]:
     """Every setting a training run accepts as an override, with its type: the fields of
-    :class:`TrainSettings` and :class:`ViewSettings`, and the preset's
-    ``seed`` and ``device``."""
+    :class:`TrainSettings` and :class:`ViewSettings`, ``seed`` and ``device``."""
     names: dict[str, type] = {"seed": int, "device": str}
     for section in (TrainSettings, ViewSettings):
         hints = typing.get_type_hints(section)
@@ -243,9 +242,8 @@ class WorldSettings:
     Attributes:
         img_size: side in pixels of the synthetic images shown and measured.
         num_classes: classes in each synthetic world.
-        probe_train: images per world (balanced over classes) that fit the linear
-            probes asking where the label lives; ``probe_test`` more evaluate them.
-        probe_test: held-out images per world for those probes.
+        probe_train, probe_test: images per world (balanced over classes) that fit and
+            evaluate the linear probes asking where the label lives.
     """
 
     img_size: int
@@ -258,15 +256,14 @@ class WorldSettings:
 class IBSettings:
     """The Information Bottleneck toy: the 12-10-7-5-4-3-2 network on 12-bit inputs.
 
-    The network is tiny, so every tier trains it on the CPU; the GPU tiers use the
-    ``laptop`` values.
+    Tiny, so every tier trains it on the CPU; the GPU tiers use the ``laptop`` values.
 
     Attributes:
         epochs: passes over the training inputs (85 % of the 4096).
         learning_rate: Adam's step size.
         batch_size: inputs per step; ``None`` for the full training set in one step.
-        logged_epochs: how many epochs, spaced evenly in log(epoch) from 0 to ``epochs``,
-            record every layer's activations (fewer when rounding makes some coincide).
+        logged_epochs: epochs, evenly spaced in log(epoch), that record every layer's
+            activations (fewer when rounding makes some coincide).
         bins: bins per unit for the binning estimator (30, as Shwartz-Ziv & Tishby).
         noise_variance: variance of the Gaussian noise assumed by the kernel (KDE)
             estimator, in squared activation units (1e-3, as in Saxe et al.'s code).

@@ -135,36 +135,27 @@ def get_dataset(name: str, split: str = "train", root=None, download: bool = Fal
         split: ``"train"``, ``"val"`` or ``"test"``, as the dataset offers them.
         root: data root; default ``$IB_TUTORIAL_DATA`` or ``~/.cache/ib_tutorial``.
         download: fetch and verify the files when they are missing.
-        transform: applied to each PIL image.
         **options: dataset-specific.
 
-            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes``
-              (default 10), ``size`` (images in the split, default 10,000 train /
-              2,000 val and test), ``seed`` (default 0) and, for ``synthetic-mix``,
-              ``texture_weight`` in [0, 1] (default 0.5).
-            - ``uc-merced``: ``train_fraction`` (0.8), ``split_seed`` (0),
-              ``size_policy`` (``"resize"`` the few images that are not 256 x 256
-              to 256 x 256, bicubic; or ``"keep"``).
-            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (a folder of
-              ``images/<class>/`` without ``labels/``, absolute or inside the data
-              root) with ``train_fraction`` and ``split_seed``; or ``subset``
-              (``"dtd6"``), a built subset folder read like ``folder`` (see
-              :mod:`~ib_tutorial.data.subsets`).
-            - ``tiny-imagenet``: ``subset`` (``"tin20"``), that subset's classes of a
-              full download or of a built subset folder.
-            - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
-            - every dataset read from image files: ``skip_corrupt`` (``False``): decode
-              every image once up front and leave out, with a warning, the unreadable ones
-              (listed in the dataset's ``corrupt_files``).
+            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes`` (10),
+              ``size`` (10,000 train / 2,000 val and test), ``seed`` (0), and for
+              ``synthetic-mix`` ``texture_weight`` in [0, 1] (0.5): :class:`SyntheticWorld`.
+            - ``uc-merced``, ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0);
+              ``uc-merced`` also ``size_policy`` (``"resize"`` or ``"keep"``).
+            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (``images/<class>/``
+              without ``labels/``, absolute or inside the data root) with ``train_fraction``
+              and ``split_seed``; or ``subset`` (``"dtd6"``, :mod:`~ib_tutorial.data.subsets`).
+            - ``tiny-imagenet``: ``subset`` (``"tin20"``).
+            - every dataset read from image files: ``skip_corrupt`` (``False``): leave out,
+              with a warning, the images that cannot be decoded.
 
     Raises:
         ValueError: for an unknown name, split or option, naming the known ones.
-        DatasetNotFoundError: data missing with ``download=False``; the message
-            shows the expected layout under ``root``.
+        DatasetNotFoundError: data missing with ``download=False``; the message shows the
+            expected layout under ``root``.
         ChecksumError: a file's MD5 differs; the message names the file and both digests.
         ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
-        CorruptImageError: (when an item is read, not here) an image file that
-            cannot be decoded; the message names the file and ``skip_corrupt``.
+        CorruptImageError: (when an item is read) an image file that cannot be decoded.
     """
     info = _dataset_info(name)
     if split not in info.splits:

@@ -41,9 +41,8 @@ def local_patch_spectrum(image: np.ndarray, patch: int = 8) -> np.ndarray:
     return np.log(np.abs(np.fft.rfft2(grey)) ** 2 + 1e-3).ravel()
 
 
-def ridge_probe_accuracy(
-    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, ridge: float = 1e-2
-) -> float:
+def ridge_probe_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
+                         ridge: float = 1e-2) -> float:
     r"""Test accuracy of a ridge-regression classifier: features standardised with the
     training statistics, plus a bias, :math:`W = (X^\top X + \lambda N I)^{-1} X^\top Y`
     for one-hot :math:`Y`; the prediction is :math:`\arg\max_c (xW)_c`."""
@@ -58,9 +57,7 @@ def ridge_probe_accuracy(
     return float(np.mean(np.argmax(design(test_x) @ weights, axis=1) == test_y))
 
 
-def probe(
-    train: SyntheticWorld, test: SyntheticWorld, features: Callable[[np.ndarray], np.ndarray]
-) -> float:
+def probe(train: SyntheticWorld, test: SyntheticWorld, features: Callable[[np.ndarray], np.ndarray]) -> float:
     """Accuracy of a ridge probe on ``features`` of ``train``'s images, tested on ``test``'s."""
     train_x = np.stack([features(train.image_array(i)) for i in range(len(train))])
     test_x = np.stack([features(test.image_array(i)) for i in range(len(test))])

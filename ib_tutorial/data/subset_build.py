@@ -119,18 +119,15 @@ def plan_dtd(subset: Subset, source_root: Path) -> Plan:
 PLANS: dict[str, Callable[[Subset, Path], Plan]] = {"tiny-imagenet": plan_tiny_imagenet, "dtd": plan_dtd}
 
 
-def build_subset(
-    name: str, source_root: str | os.PathLike, target_root: str | os.PathLike, progress: bool = True
-) -> Built:
+def build_subset(name: str, source_root: str | os.PathLike, target_root: str | os.PathLike,
+                 progress: bool = True) -> Built:
     """Write subset ``name`` from the full download under ``source_root`` to its folder
-    under the data root ``target_root`` (``<target_root>/tiny-imagenet-200``,
-    ``<target_root>/dtd``), in the layout its loader reads.
+    under the data root ``target_root``, in the layout its loader reads.
 
-    Files are copied byte for byte, or written through the subset's
-    :class:`~ib_tutorial.data.subset_table.Downscale`.
-    All or nothing: the folder is built as ``.<folder>.partial`` beside the target
-    (one left by an interrupted build is removed first) and renamed into place when
-    complete. Warns when the result's :func:`folder_digest` is not the recorded one.
+    Files are copied byte for byte, or through the subset's
+    :class:`~ib_tutorial.data.subset_table.Downscale`, into ``.<folder>.partial`` (one left by
+    an interrupted build is removed first), renamed into place when complete. Warns when the
+    result's :func:`folder_digest` is not the recorded one.
 
     Raises:
         FileExistsError: the target folder exists (it is never overwritten).
@@ -167,14 +164,11 @@ def build_subset(
         raise
     built = Built(target, len(plan.texts) + len(plan.files), digest, digest == subset.content_sha256)
     if not built.matches:
-        warnings.warn(
-            f"{target} is not the folder the committed runs used: {built.files:,} files with content digest "
-            f"{digest}, where that folder has {subset.content_files:,} with {subset.content_sha256}. The source "
-            f"is not the complete published {subset.dataset}"
-            + (", or this Pillow encodes JPEG differently" if subset.downscale else "")
-            + "; results on it may differ from the committed ones.",
-            stacklevel=2,
-        )
+        warnings.warn(f"{target} is not the folder the committed runs used: {built.files:,} files with content "
+                      f"digest {digest}, where that folder has {subset.content_files:,} with "
+                      f"{subset.content_sha256}. The source is not the complete published {subset.dataset}"
+                      + (", or this Pillow encodes JPEG differently" if subset.downscale else "")
+                      + "; results on it may differ from the committed ones.", stacklevel=2)
     return built
 
 

@@ -75,18 +75,13 @@ class Subset:
     Attributes:
         name: what ``subset=`` takes.
         dataset: the :func:`~ib_tutorial.data.get_dataset` name it is a subset of.
-        classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids;
-            DTD class folders).
+        classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids; DTD folders).
         folder: its folder under a data root, the one the dataset's loader reads.
-        description: one line for listings.
-        content_sha256: :func:`~ib_tutorial.data.subset_build.folder_digest` of the folder
-            the committed runs used.
-        content_files: how many files that folder holds.
+        content_sha256, content_files: :func:`~ib_tutorial.data.subset_build.folder_digest` and
+            file count of the folder the committed runs used.
         train_files_sha256: :func:`~ib_tutorial.data.subsets.training_file_digest` of its
-            training split, what a run's record holds, so that a run given the subset's folder
-            without ``subset=`` is still recognised (:attr:`~ib_tutorial.data.subsets.SubsetRecord.named`).
-        downscale: the transformation applied to every image, or ``None`` when the
-            original files are copied byte for byte.
+            training split, by which a run given the folder without ``subset=`` is recognised.
+        downscale: applied to every image; ``None`` copies the files byte for byte.
     """
 
     name: str

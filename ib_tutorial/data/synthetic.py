@@ -196,20 +196,18 @@ class SyntheticWorld(torch.utils.data.Dataset):
     Args:
         split: ``"train"``, ``"val"`` or ``"test"``; each draws from its own stream.
         img_size: side of the square RGB images, 16 to 256 pixels.
-        num_classes: number of classes (any positive number).
-        size: number of images in this split (default 10,000 for train, 2,000 for
-            val and test). Images are generated when indexed; nothing is stored.
+        size: images in this split (default 10,000 for train, 2,000 for val and test),
+            generated when indexed.
         seed: selects the images (not the classes).
         texture_weight: :math:`w \in [0, 1]`, image = :math:`(1-w)` object + :math:`w` texture.
-        object_scale: multiplies the objects' equivalent radius (16-28 % of the side at 1);
-            larger objects put the outline over more patches.
-        clutter: opacity of the background's blotches and strokes, from 0 (a plain background
-            of one colour) to 1 (the default clutter); the drawn images are the same
-            otherwise, so one ``(seed, index)`` shows the same object at every value.
-        palette: ``"random"`` (the default: every colour drawn at random) or ``"grey"`` (every
-            image in the same greys, :data:`PALETTE_GREYS`). The draws are the same, so one
-            ``(seed, index)`` shows the same object, in the same place, at either.
+        object_scale: multiplies the objects' equivalent radius (16-28 % of the side at 1).
+        clutter: opacity of the background's blotches and strokes, from 0 (one plain colour)
+            to 1 (the default).
+        palette: ``"random"`` (the default) or ``"grey"`` (:data:`PALETTE_GREYS`).
         transform: applied to the PIL image; without one, items are ``(PIL RGB image, int)``.
+
+    ``clutter`` and ``palette`` leave the draws unchanged, so one ``(seed, index)`` shows the
+    same object in the same place at every value.
 
     Attributes:
         classes: one name per class (``shape-007``, the texture's parameters, or both).

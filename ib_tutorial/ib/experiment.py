@@ -56,13 +56,11 @@ def information_plane(trajectory: Trajectory, estimator: str = "binning", bins: 
                       progress: bool = True) -> InformationPlane:
     r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch.
 
-    ``estimator="binning"`` (:func:`binned_information`) cuts each layer into ``bins``
-    bins; with ``bin_range="run"`` the bins span the smallest to the largest value the
-    layer takes over the whole run (so every epoch of a layer is binned on the same grid;
-    for tanh this is close to :math:`(-1, 1)` as in Shwartz-Ziv & Tishby), with
-    ``bin_range="epoch"`` they span each epoch's own range. ``estimator="kde"``
-    (:func:`kde_information`) uses the upper bound with noise variance
-    ``noise_variance``. ``bins`` and ``noise_variance`` default to the run's settings.
+    ``estimator="binning"`` (:func:`binned_information`) cuts each layer into ``bins`` bins
+    spanning its range over the whole run (``bin_range="run"``: one grid for every epoch, near
+    :math:`(-1, 1)` for tanh as in Shwartz-Ziv & Tishby) or at each epoch (``"epoch"``);
+    ``estimator="kde"`` (:func:`kde_information`) uses the upper bound. ``bins`` and
+    ``noise_variance`` default to the run's settings.
     """
     settings = trajectory.settings
     bins = settings.bins if bins is None else bins

@@ -114,19 +114,16 @@ def profile_model(model: torch.nn.Module, images_or_loader, tokens: str = "all",
 
     Args:
         model: a timm ``VisionTransformer`` (anything with ``.blocks``).
-        images_or_loader: an image tensor [B, 3, H, W], or an iterable of such
-            tensors or of ``(images, labels)`` pairs (a ``DataLoader``).
+        images_or_loader: an image tensor [B, 3, H, W], or an iterable of such tensors or of
+            ``(images, labels)`` pairs (a ``DataLoader``).
         tokens: which tokens feed the metric, see :func:`select_tokens`.
         center: centred covariance (default) or uncentred :math:`H^\\top H / N`.
         companions: any of ``rankme``, ``participation_ratio``, ``twonn``.
         device: where to run; defaults to the model's device.
-        twonn_samples: tokens per block kept (uniformly at random) for TwoNN.
-        seed: seeds the TwoNN token sample.
-        progress: show a progress bar over batches.
+        twonn_samples, seed: tokens per block kept (uniformly, seeded) for TwoNN.
 
-    The model is put in eval mode for the pass and restored afterwards. On CUDA the
-    forward runs under autocast (:func:`~ib_tutorial.precision.autocast`); the accumulators
-    are float64 everywhere.
+    The model is in eval mode for the pass; on CUDA the forward runs under autocast, the
+    accumulators in float64 everywhere.
     """
     (profile,) = profile_measurements(model, images_or_loader, [(tokens, center)], companions, device, twonn_samples,
                                       seed, progress)

@@ -45,8 +45,7 @@ class Machine:
     loader_cores: int
 
 
-# Colab's free tier: an NVIDIA T4 (no bf16, so `auto` precision trains in fp16 with loss
-# scaling) beside two virtual CPU cores.
+# Colab's free tier: an NVIDIA T4 (no bf16: `auto` trains in fp16) beside two virtual CPU cores.
 COLAB_FREE_GPU = Machine("Colab's free GPU (NVIDIA T4)", 65e12,
                          "fp16 on its tensor cores, NVIDIA's T4 data sheet", loader_cores=2)
 
@@ -92,14 +91,12 @@ class RunTimeEstimate:
 def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = COLAB_FREE_GPU,
                       record: dict | None = None) -> RunTimeEstimate | None:
     """Estimate the training time of ``preset`` on ``dataset`` on ``machine`` from a
-    utilisation record (default: the stored ``bench_utilisation_cpu.json``); None when no
-    record is at hand.
+    utilisation record (default: the stored ``bench_utilisation_cpu.json``); None without one.
 
-    - GPU: ``images x image_flops / (peak x u)`` (the objective's ``image_flops``), with ``u`` the best fraction of its own
-      matmul peak a benchmarked step reached (an optimistic bound for a GPU).
-    - Loader: the measured augmentation rate per core, at the benchmarked tier's crops,
-      scaled to this run's crops by their number (if a crop's fixed cost dominates) and by
-      the pixels written (if the pixel work dominates): the two ends of the range.
+    - GPU: ``images x image_flops / (peak x u)``, ``u`` the best fraction of its own matmul peak
+      a benchmarked step reached (an optimistic bound).
+    - Loader: the measured augmentation rate per core, scaled to this run's crops by their
+      number and by the pixels written: the two ends of the range.
 
     k-NN evaluations, profiles, pruning and the download are not counted.
     """

@@ -99,14 +99,12 @@ class MultiCropWrapper(nn.Module):
 class DINOLossOutput:
     """The loss and what it says about the two distributions (all scalars, nats).
 
-    ``teacher_entropy``: mean :math:`H(P_t)` over teacher views (``log K`` = uniform,
-    0 = one-hot); ``student_entropy``: mean :math:`H(P_s)` over student views;
-    ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the pairs the loss uses;
-    ``teacher_usage``: :math:`H(\\bar P_t)`, the entropy of the teacher's batch-mean
-    distribution (over the global batch under DDP) (its exponential is the number of output dimensions in use);
-    ``teacher_information``: :math:`H(\\bar P_t) - \\overline{H(P_t)}`, the mutual information
-    between an image of the batch and the teacher's output. Both collapses drive it to 0:
-    uniform (every image gets the flat distribution) and one-hot onto one dimension.
+    ``teacher_entropy``, ``student_entropy``: mean :math:`H(P_t)`, :math:`H(P_s)` over views
+    (``log K`` = uniform, 0 = one-hot); ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the
+    loss's pairs; ``teacher_usage``: :math:`H(\\bar P_t)` of the global batch-mean distribution
+    (its exponential: output dimensions in use); ``teacher_information``:
+    :math:`H(\\bar P_t) - \\overline{H(P_t)}`, the information between an image and the
+    teacher's output, which both collapses drive to 0.
     """
 
     loss: torch.Tensor
@@ -131,13 +129,11 @@ class DINOLoss(nn.Module):
         \mathcal{L} = \frac{1}{2(V-1)} \sum_{i=1}^{2} \sum_{v \ne i}
             \frac{1}{B}\sum_{b=1}^{B} -\sum_{k=1}^{K} P_t^{(i)}[b,k] \log P_s^{(v)}[b,k].
 
-    After the step, :meth:`update_center` moves the centre to follow the batch mean of the
-    teacher outputs, :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`, averaged
-    over all processes when a process group exists. Centring stops one dimension from dominating;
-    a low :math:`\tau_t` (sharpening) stops the uniform collapse that centring alone invites.
+    :meth:`update_center` then moves :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`
+    (over all processes). Centring stops one dimension from dominating; a low :math:`\tau_t`
+    stops the uniform collapse that centring alone invites.
 
     Args:
-        out_dim: :math:`K`.
         student_temp: :math:`\tau_s` (DINO: 0.1).
         center_momentum: :math:`m` (DINO: 0.9).
     """

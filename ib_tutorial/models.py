@@ -32,8 +32,7 @@ def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16
         patch_size: the side of each patch; tokens per image = (img_size / patch_size)^2 + 1.
         drop_path_rate: stochastic-depth rate (0 for measurement, > 0 for training).
 
-    ``dynamic_img_size=True`` interpolates the position embedding, so the same model
-    accepts the smaller local crops of multi-crop training.
+    The position embedding is interpolated, so the model accepts the smaller local crops too.
     """
     import timm
 
@@ -74,11 +73,9 @@ class PretrainedUnavailable(RuntimeError):
 
 
 def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_size: int | None = None) -> torch.nn.Module:
-    """timm's ``name`` with its published weights and no classification head: read from
-    ``weights`` (a local state dict, ``.pth``/``.bin``/``.safetensors``, for machines without
-    a network), else from the Hugging Face hub (cached after the first download). With
-    ``img_size``, the network takes inputs of that side (timm resamples its position
-    embeddings), e.g. DINOv2 ViT-S/14, published at 518 px, at 224 px.
+    """timm's ``name`` with its published weights and no classification head, from ``weights``
+    (a local ``.pth``/``.bin``/``.safetensors`` state dict) or else the Hugging Face hub. With
+    ``img_size`` it takes inputs of that side (e.g. DINOv2 ViT-S/14, published at 518 px, at 224).
 
     Raises:
         ValueError: timm knows no such model.

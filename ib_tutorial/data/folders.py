@@ -60,10 +60,8 @@ def unreadable_files(paths: Sequence[Path]) -> list[Path]:
 class ImageFiles(torch.utils.data.Dataset):
     """``(PIL RGB image, label)`` pairs from image files.
 
-    Grayscale, palette and CMYK files are converted to RGB, so every item has three
-    channels. ``fix_image`` (optional) is applied before ``transform``, e.g. a
-    dataset's policy for images of an unexpected size. ``skip_corrupt`` leaves out the
-    files that cannot be decoded (see the module docstring), with a warning.
+    Every file is converted to RGB. ``fix_image`` (e.g. a dataset's policy for images of an
+    unexpected size) is applied before ``transform``; ``skip_corrupt``: see the module docstring.
 
     Attributes:
         samples: list of ``(path, label)``.

@@ -53,9 +53,8 @@ class SubsetRecord:
 
     Attributes:
         subset: the named subset (``subset=`` option), or ``None``.
-        classes: the class names in label order, as the dataset's ``classes``.
-        class_ids: the identifiers the files are filed under, in label order
-            (Tiny ImageNet's wnids; elsewhere the same as ``classes``).
+        classes, class_ids: the class names and the identifiers the files are filed under
+            (Tiny ImageNet's wnids), in label order.
         train_files: how many items the training split has.
         train_files_sha256: :func:`training_file_digest` of its files relative to the
             dataset's folder; ``None`` for a dataset not read from files.

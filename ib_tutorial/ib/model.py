@@ -62,9 +62,8 @@ def sphere_score(inputs: Tensor) -> Tensor:
 
         f(x) = \sum_i s_i - w \, \Big\lVert \sum_i s_i u_i \Big\rVert^2, \qquad w = 0.3,
 
-    a monopole (how many bits are on) minus a dipole term (how lopsided the active points
-    are). Both terms are unchanged by any rotation that maps the 12 points onto
-    themselves, so the label depends on the pattern on the sphere, not on where it sits.
+    a monopole (how many bits are on) minus a dipole (how lopsided the active points are), both
+    unchanged by any rotation that maps the 12 points onto themselves.
     """
     spins = 2 * inputs.to(torch.float64) - 1
     dipole = spins @ icosahedron_vertices()

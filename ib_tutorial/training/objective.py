@@ -22,9 +22,8 @@ from .schedules import Schedules
 
 
 class Objective(ABC):
-    """The networks, optimiser, loss scaler and schedules of one run.
-
-    Its class attributes are the facts in which objectives differ.
+    """The networks, optimiser, loss scaler and schedules of one run; its class attributes are
+    the facts in which objectives differ.
 
     Attributes:
         name: the objective's name in :class:`~ib_tutorial.presets.TrainSettings`.
@@ -32,8 +31,8 @@ class Objective(ABC):
         network: what a profile calls the saved network (``teacher`` or ``network``).
         compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
         uses_labels: whether its loss reads the training labels.
-        phase_floors: whether its warm-up and last-layer freeze keep their floors in steps
-            (:class:`~ib_tutorial.training.schedules.Phases`; the supervised recipe learns without them).
+        phase_floors: whether its warm-up and freeze keep their floors in steps
+            (:class:`~ib_tutorial.training.schedules.Phases`).
     """
 
     uses_labels: ClassVar[bool]

@@ -67,8 +67,7 @@ def cosine_schedule(base: float, final: float, epochs: int, steps_per_epoch: int
         v_i = f + \tfrac12 (b - f)\Big(1 + \cos\frac{\pi (i - W)}{T - W}\Big),
 
     and during warm-up :math:`v` runs linearly from ``warmup_start`` (step 0) to ``base``
-    (step :math:`W - 1`), as ``np.linspace`` does. Returns an array of length
-    ``epochs * steps_per_epoch``.
+    (step :math:`W - 1`), as ``np.linspace`` does.
     """
     total = epochs * steps_per_epoch
     if warmup_steps > total:

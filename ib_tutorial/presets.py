@@ -52,8 +52,7 @@ class ProfileSettings:
         patch_size: ViT patch side in pixels for that first look.
         twonn_samples: tokens kept per block (uniform reservoir) for TwoNN.
         replicates: bootstrap replicates over the images kept with each profile of a run
-            (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`), from which its intervals
-            are read; 0 keeps none.
+            (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`); 0 keeps none.
     """
 
     images: int
@@ -129,8 +128,7 @@ REDUCED_VIEWS: dict[str, ViewSettings] = {
 class TrainSettings:
     """DINO training: optimisation, distillation, multi-crop, evaluation and bookkeeping.
 
-    The reference values are DINO's own (``main_dino.py``), which trains ViT-S/16 for 100
-    epochs on ImageNet with them; the paper states only ViT-S, DINO and 100 epochs.
+    The defaults are DINO's own 100-epoch ViT-S/16 recipe (``main_dino.py``).
 
     Attributes:
         epochs: passes over the training images.
@@ -154,24 +152,20 @@ class TrainSettings:
         freeze_last_layer: epochs during which the head's last layer is not updated.
         freeze_min_steps: the last layer stays frozen for at least this many steps.
         drop_path_rate: stochastic-depth rate of the student.
-        precision: ``auto`` (bf16 autocast on CUDA, fp16 with loss scaling where bf16 is not
-            supported, fp32 on CPU), or ``bf16``, ``fp16``, ``fp32``.
+        precision: ``auto`` (bf16 on CUDA, else fp16 with loss scaling; fp32 on CPU), ``bf16``,
+            ``fp16`` or ``fp32``.
         num_workers: data-loading processes per training process; ``None`` shares the node's
             CPU cores among its training processes.
-        train_images: images per epoch: a fixed random subset of the train split when it has
-            more, the split repeated (with fresh views) when it has fewer; ``None`` for the
-            split once.
+        train_images: images per epoch (a fixed random subset of the train split, or the split
+            repeated with fresh views); ``None`` for the split once.
         knn_train_images, knn_eval_images: images of the train and held-out splits used by
             the k-NN evaluation (fixed random subsets; ``None`` for all).
-        eval_split: the held-out split k-NN accuracy and profiles are measured on; ``None``
-            for the dataset's natural one (``val`` where it has one, else ``test``).
+        eval_split: the held-out split of k-NN and profiles; ``None``: ``val``, else ``test``.
         knn_k, knn_temperature: neighbours and temperature of the weighted k-NN vote.
-        knn_every: evaluate k-NN accuracy every this many epochs (and before the first, and
-            after the last).
+        knn_every: evaluate k-NN accuracy every this many epochs (and before the first and after the last).
         checkpoint_every: write a checkpoint every this many epochs (and after the last).
         log_every: append training metrics every this many steps.
-        arch: the backbone, a key of :data:`ib_tutorial.models.ARCHITECTURES`: ``vit_small``
-            (the paper's, D = 384) or ``vit_tiny`` (D = 192, a quarter of the compute).
+        arch: the backbone, ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
         threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
         objective: ``dino`` (the paper's), or ``supervised``: a linear classifier on the CLS
             token trained with cross-entropy (:mod:`ib_tutorial.training.supervised_step`), which
@@ -179,9 +173,8 @@ class TrainSettings:
         augmentation: ``loader`` (DINO's PIL pipeline in ``num_workers`` CPU processes) or
             ``batched`` (the same distributions on a whole batch on the training device:
             :class:`~ib_tutorial.training.augment.BatchMultiCrop`).
-        label_shuffle_seed: for ``supervised``: train on the labels permuted by this seed (the
-            control for training without learning; k-NN keeps the true labels); ``None``: the
-            true labels.
+        label_shuffle_seed: for ``supervised``: train on the labels permuted by this seed, the
+            control for training without learning (k-NN keeps the true labels).
     """
 
     epochs: int

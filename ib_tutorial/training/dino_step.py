@@ -1,11 +1,8 @@
 """One DINO training step and everything it changes: student and teacher networks, the
 loss with its centre, the optimiser, the loss scaler and the schedules.
 
-:func:`build_networks` makes the parts from a run's settings; :class:`DINOTraining` holds them, takes a step
-(:meth:`~DINOTraining.forward`, then :meth:`~DINOTraining.update`) and is what a
-checkpoint saves; what it shares with the supervised control is in
-:class:`~ib_tutorial.training.objective.Objective`. The parts themselves are in
-:mod:`ib_tutorial.training.dino`.
+:func:`build_networks` makes the parts (:mod:`ib_tutorial.training.dino`) from a run's
+settings; :class:`DINOTraining` holds them, takes a step and is what a checkpoint saves.
 """
 from __future__ import annotations
 
@@ -26,9 +23,8 @@ COLLAPSE_FRACTION = 0.02
 #: is a collapse too; a DINO run whose teacher ends under it did not learn
 #: (:mod:`ib_tutorial.reproduction.learned`).
 INFORMATION_FRACTION = 0.05
-# A teacher whose information falls under this fraction of its peak in the same phase (the
-# warm-up, the rest of the freeze, after the release), from a peak of at least
-# WATCHED_PEAK nats, is going back towards uniform (InformationWatch).
+# A teacher whose information falls under this fraction of its peak (of at least WATCHED_PEAK
+# nats) in the same phase is going back towards uniform (InformationWatch).
 FALL_FRACTION = 0.6
 WATCHED_PEAK = 0.3
 WATCHED_LOGS = 3
@@ -50,12 +46,8 @@ def build_networks(train: TrainSettings, view: ViewSettings) -> tuple[MultiCropW
 
 
 class DINOTraining(Objective):
-    """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
-    everything one step changes and a checkpoint holds.
-
-    One step is :meth:`forward` (the loss), then, if the loss is finite, :meth:`update`
-    (student, teacher, centre).
-    """
+    """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules: a step
+    is :meth:`forward` (the loss), then, if it is finite, :meth:`update`."""
 
     name = "dino"
     local_crops = True

@@ -1,10 +1,8 @@
 """One training run's resolved settings, as one frozen object, and the table of objectives.
 
-:meth:`RunConfig.resolve` applies overrides to a preset for one dataset, the number of
-processes and the device; the run writes the result to ``config.json`` with
-:func:`dataclasses.asdict` (:meth:`RunConfig.to_dict`) and every reader gets the same type
-back (:meth:`RunConfig.from_dict`). A resumed run must have the same configuration up to
-the settings in :data:`RESUMABLE_DIFFERENCES` (:meth:`RunConfig.check_resumable`).
+:meth:`RunConfig.resolve` applies overrides to a preset for one dataset, processes and device;
+``config.json`` holds :meth:`RunConfig.to_dict`, read back by :meth:`RunConfig.from_dict`. A
+resumed run must match up to :data:`RESUMABLE_DIFFERENCES` (:meth:`RunConfig.check_resumable`).
 """
 from __future__ import annotations
 
@@ -36,9 +34,8 @@ MAY_BE_ZERO = ("warmup_epochs", "warmup_min_steps", "warmup_teacher_temp_epochs"
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
-#: Every objective a run can train with, by name (``TrainSettings.objective``): DINO (the
-#: paper's) and the supervised control. The one place that knows which objectives exist:
-#: callers look an objective up here and ask it, instead of testing its name.
+#: Every objective a run can train with, by name (``TrainSettings.objective``): the one place
+#: that knows which exist; callers look an objective up here instead of testing its name.
 OBJECTIVES: dict[str, type[Objective]] = {objective.name: objective for objective in (DINOTraining, SupervisedTraining)}
 
 

@@ -138,11 +138,8 @@ def _mismatch(error: Exception, shown: int = 4) -> str:
 
 
 def pretrained_dino_vit_small() -> torch.nn.Module | None:
-    """timm's DINO ViT-S/16 (Caron et al. 2021) with its published weights, or ``None``
-    with a printed explanation when the weights cannot be fetched (e.g. offline).
-
-    This is the reference control: a converged DINO ViT-S trained on ImageNet at 224 px.
-    """
+    """timm's DINO ViT-S/16 (Caron et al. 2021) with its published weights, the converged
+    reference; ``None``, with a printed explanation, when they cannot be fetched."""
     try:
         return load_pretrained(PRETRAINED_DINO)
     except PretrainedUnavailable as error:  # the control is optional

@@ -121,11 +121,9 @@ def stratified_split(
 ) -> list[tuple[Path, int]]:
     r"""The ``split`` (``"train"`` or ``"test"``) part of every class, as ``(path, label)``.
 
-    Class :math:`c` (label = its position in ``files_by_class``) with :math:`n_c` files
-    is shuffled by a generator seeded with ``(seed, c)``; its first
-    :math:`\mathrm{round}(\text{train\_fraction}\cdot n_c)` files are train, the rest
-    test. So the split is deterministic, balanced per class, the two parts are
-    disjoint and cover every file, and adding a class does not move the others.
+    Class :math:`c` (label = its position in ``files_by_class``) is shuffled by a generator
+    seeded with ``(seed, c)``; its first :math:`\mathrm{round}(\text{train\_fraction}\cdot n_c)`
+    files are train, the rest test, so adding a class does not move the others.
     """
     if split not in STRATIFIED_SPLITS:
         raise ValueError(f"Unknown split {split!r}; a stratified split offers: {', '.join(STRATIFIED_SPLITS)}.")

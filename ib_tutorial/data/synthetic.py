@@ -85,8 +85,8 @@ PALETTE_GREYS = {"object": 0.9, "background": 0.5, "stroke": 0.55, "texture dark
 def low_discrepancy_point(k: int, dims: int) -> np.ndarray:
     r"""Point :math:`k` of the additive recurrence :math:`u_k = \{0.5 + k\,\alpha\}` in
     :math:`[0,1)^{dims}`, with :math:`\alpha_j = \phi_d^{-j}` and :math:`\phi_d` the
-    root of :math:`x^{d+1} = x + 1` (Roberts' generalised golden ratio). Any prefix
-    of the sequence covers the cube evenly, so classes are spread for any count."""
+    root of :math:`x^{d+1} = x + 1` (Roberts' generalised golden ratio): any prefix covers
+    the cube evenly."""
     phi = 2.0
     for _ in range(64):
         phi = (1.0 + phi) ** (1.0 / (dims + 1))
@@ -305,10 +305,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
 
     def object_factors(self, index: int) -> dict[str, float]:
         """What image ``index``'s object layer drew besides its class (:data:`OBJECT_FACTORS`):
-        the object's value (HSV, 0-1: below 0.25 a dark object, above 0.8 a bright one), hue
-        (in turns), equivalent radius (a fraction of the side) and centre (fractions of the side
-        from the left and the top), and the mean value of the background's two colours. A
-        network whose features tell these apart has learned what the class does not decide."""
+        the object's HSV value (below 0.25 dark, above 0.8 bright) and hue (turns), equivalent
+        radius and centre (fractions of the side), and the background's mean value."""
         if self.texture_weight == 1:
             raise ValueError("a texture world (texture_weight = 1) draws no object; its images have no object factors")
         factors: dict[str, float] = {}

@@ -70,10 +70,9 @@ def val_samples(folder: Path, wnids: list[str], other_classes: bool = False) -> 
 
 def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
          skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
-    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``);
-    ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`);
-    ``subset`` (e.g. ``"tin20"``, see :mod:`~ib_tutorial.data.subsets`) keeps that subset's
-    classes, in its order, of a full download or of a built subset folder alike."""
+    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``); ``subset``
+    (e.g. ``"tin20"``) keeps that subset's classes, in its order, of a full download or of a
+    built subset folder alike."""
     folder = prepare(ARCHIVE, data_root(root), TINY_IMAGENET_FOLDER, TINY_IMAGENET_REQUIRED, download, "Tiny ImageNet",
                      TINY_IMAGENET_LAYOUT)
     wnids, names = read_classes(folder)

@@ -55,14 +55,11 @@ def load_cifar100(split: str, root=None, download: bool = False, transform: Call
 def load_dtd(split: str, root=None, download: bool = False, transform: Callable | None = None, *, partition: int = 1,
              folder: str | Path | None = None, train_fraction: float = 0.8, split_seed: int = 0,
              skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
-    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
-    with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
-    stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused).
-    A relative ``folder`` is taken inside the data root (``folder="dtd"`` reads
-    ``<root>/dtd/images``), so a run's configuration names no machine's paths.
-    ``subset`` (e.g. ``"dtd6"``, see :mod:`~ib_tutorial.data.subsets`) reads that subset's
-    built folder (``folder``, by default the subset's own) the same way, its classes only.
-    ``skip_corrupt`` leaves unreadable image files out of either."""
+    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or, with
+    ``folder`` (relative: inside the data root, so a run's configuration names no machine's
+    paths), its ``images/<class>/`` split into ``train``/``test`` by ``train_fraction`` and
+    ``split_seed``. ``subset`` (e.g. ``"dtd6"``) reads that subset's built folder the same way,
+    its classes only."""
     if subset is not None:
         chosen = named_subset(subset, "dtd")
         folder = chosen.folder if folder is None else folder

@@ -98,10 +98,8 @@ def layer_eed(trajectory: Trajectory, center: bool = True) -> Tensor:
     r"""EED :math:`N_\mathrm{eff}` [E, L] of every layer at every recorded epoch, from
     :func:`~ib_tutorial.measure.metrics.effective_encoding_dimension` over the training inputs.
 
-    The layers are narrow (D = 10, 7, 5, 4, 3, 2), so :math:`1 \le N_\mathrm{eff} \le D`
-    leaves little room. The softmax output has rank one (its two probabilities sum to
-    one), so its :math:`N_\mathrm{eff}` is always 1. A layer whose outputs are all equal
-    (every ReLU unit dead) uses no direction at all; its entry is NaN.
+    The softmax output has rank one, so its :math:`N_\mathrm{eff}` is always 1; a layer whose
+    outputs are all equal (every ReLU unit dead) has NaN.
     """
     eed = torch.full((len(trajectory.epochs), len(trajectory.layers)), math.nan, dtype=torch.float64)
     for layer, values in enumerate(trajectory.layers):

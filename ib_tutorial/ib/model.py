@@ -165,10 +165,9 @@ def train_information_network(activation: str, settings: IBSettings, task: ToyTa
                               progress: bool = True) -> Trajectory:
     """Train :class:`InformationNetwork` on the toy task with Adam and record every layer.
 
-    ``settings`` gives the epochs, learning rate, batch size (``None``: the full training
-    set in one step) and how many log-spaced epochs to record (:func:`logged_epochs`);
-    ``settings.seed`` seeds the data split, the weights and the batch order. Runs on the
-    CPU: the network is so small that a GPU only adds launch overhead.
+    ``settings`` (:class:`~ib_tutorial.presets.IBSettings`) gives the epochs, learning rate,
+    batch size, recorded epochs (:func:`logged_epochs`) and seed. Runs on the CPU: the network
+    is so small that a GPU only adds launch overhead.
     """
     task = task if task is not None else toy_task(seed=settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)

@@ -30,9 +30,9 @@ COMPANIONS = ("rankme", "participation_ratio", "twonn")
 class Profile:
     """Per-block measurements of one model on one image set.
 
-    ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions``
-    maps a measure's name to its per-block list. Each field's ``metadata["schema"]``
-    constrains it in the profile files' JSON Schema (:data:`ib_tutorial.reproduction.records.PROFILE_SCHEMA`).
+    ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions`` maps a
+    measure's name to its per-block list. ``metadata["schema"]`` constrains a field in the
+    profile files' JSON Schema.
     """
 
     n_eff: list[float] = field(metadata={"schema": {"minItems": 1}})
@@ -230,8 +230,7 @@ def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[f
     r""":math:`N_\mathrm{eff}` of the raw pixel patches a ViT with ``patch_size`` would embed,
     and their dimension :math:`3p^2`.
 
-    The patch embedding is linear, so this is the dimension of the image content that
-    enters block 0: a baseline that says how much of a profile is set by the data itself.
+    The patch embedding is linear, so this baseline says how much of a profile the data sets.
     """
     accumulator = None
     for images in _batches(images_or_loader):

@@ -267,17 +267,15 @@ class BootstrapProfile:
     @property
     def bias(self) -> list[float]:
         r"""The bootstrap's estimate of each block's bias, the replicates' mean less the measured
-        :math:`N_\mathrm{eff}`, about the measured value's own bias (negative: spectral entropy
-        from a finite sample is biased low). The basic interval corrects it to first order; a
-        bias comparable to the interval's width says the images are too few for the width."""
+        :math:`N_\mathrm{eff}` (negative: a finite sample's spectral entropy is biased low); a bias
+        comparable to the interval's width says the images are too few for the width."""
         return (self.replicates.mean(0) - torch.tensor(self.n_eff, dtype=torch.float64)).tolist()
 
     def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:
         r"""The share of replicates :func:`~ib_tutorial.measure.shape.classify_shape` gives each
         shape, of their :math:`N_\mathrm{eff}` values with ``tolerance`` in effective directions
-        (shapes no replicate has are left out): how firmly the images fix the profile's shape.
-        For the basic method the replicates are first reflected about the measured profile,
-        :math:`2\hat v - v^*`, as its intervals are."""
+        (shapes no replicate has are left out), reflected as the basic intervals are: how
+        firmly the images fix the profile's shape."""
         shapes = [classify_shape(row, tolerance) for row in self._read_replicates()]
         return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
 
@@ -329,10 +327,9 @@ def joint_interval(statistic: Callable[..., float], profiles: Sequence[Bootstrap
                    level: float | None = None, method: str | None = None) -> Interval:
     """The interval of ``statistic(values_1, ..., values_k)``, one list of per-block values
     per profile, computed on the measured values and on replicate :math:`r` of every profile
-    together. Pairing is meaningful for profiles with the same ``seed`` measured on the same
-    images in the same order (they share each replicate's images); for profiles of
-    independent image sets any pairing is a valid draw of both. ``level`` and ``method``
-    (:func:`bootstrap_interval`) default to the first profile's."""
+    together: paired for profiles with the same ``seed`` on the same images in the same order,
+    a valid draw of both for independent image sets. ``level`` and ``method`` default to the
+    first profile's."""
     if len({profile.replicates.shape[0] for profile in profiles}) != 1:
         raise ValueError("the profiles have different numbers of replicates")
     scales = [100 / profile.dim if percent else 1.0 for profile in profiles]

@@ -65,11 +65,8 @@ class CovarianceAccumulator:
         self._spread_seen = False  # until two different rows are seen, the scatter stays exactly 0
 
     def update(self, features: Tensor) -> None:
-        """Add a batch of samples ``features`` [n, D] (any float dtype, any device).
-
-        float64 batches are multiplied in float64, all others in float32; see the class
-        docstring for the error that costs.
-        """
+        """Add a batch of samples ``features`` [n, D] (any float dtype, any device; see the
+        class docstring for the precision)."""
         if features.ndim != 2 or features.shape[1] != self.dim:
             raise ValueError(f"expected a [n, {self.dim}] batch, got shape {tuple(features.shape)}")
         n = features.shape[0]
@@ -100,11 +97,8 @@ class CovarianceAccumulator:
     def _shifted_moments(self, rows: Tensor, shift: Tensor) -> tuple[Tensor, Tensor]:
         r"""Column sums of :math:`C = R - \mathrm{shift}` and the blocks of :math:`C^\top C`
         on and above the diagonal, in float64, from products in ``rows``' dtype over at most
-        ``_ROWS_PER_PRODUCT`` rows at a time.
-
-        Each piece of rows is centred and scaled (:func:`_unbiasing_scale`) in the thread's
-        work buffers (:func:`_work_buffers`).
-        """
+        ``_ROWS_PER_PRODUCT`` rows at a time, each piece centred and scaled
+        (:func:`_unbiasing_scale`) in the thread's work buffers."""
         dim, device = self.dim, rows.device
         pieces = torch.split(rows, _ROWS_PER_PRODUCT)
         centred, product, moments = _work_buffers(len(pieces[0]), dim, rows.dtype, device)

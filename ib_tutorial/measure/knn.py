@@ -9,8 +9,8 @@ each weighted by :math:`\exp(\cos / T)`:
     \mathrm{score}(c) = \sum_{j \in \mathrm{top}_k} \exp\!\big(x^\top x_j / T\big)\,[y_j = c],
     \qquad \hat y = \arg\max_c \mathrm{score}(c).
 
-DINO uses :math:`k = 20` and :math:`T = 0.07`. No training, no labels during
-pre-training: it measures how well the features already separate the classes.
+DINO uses :math:`k = 20` and :math:`T = 0.07`: no training, it measures how well the features
+already separate the classes.
 """
 from __future__ import annotations
 
@@ -33,10 +33,8 @@ POOLS = ("cls", "mean")
 def extract_features(backbone: torch.nn.Module, dataset: Dataset, batch_size: int = 256,
                      device: torch.device | str = "cpu", num_workers: int = 0, progress: bool = True,
                      pools: Sequence[str] = ("cls",)) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """L2-normalised features [N, D] (float32, on CPU) for each pooling in ``pools``
-    (``cls``: the final CLS token; ``mean``: the mean of the final patch tokens), from one
-    pass, and labels [N], of a dataset of ``(image tensor, label)`` pairs. The backbone (a
-    timm ViT) is run in eval mode (and restored); on CUDA under bf16 autocast."""
+    """L2-normalised features [N, D] (float32, on CPU) for each pooling in ``pools`` (:data:`POOLS`),
+    from one pass in eval mode, and labels [N], of a dataset of ``(image tensor, label)`` pairs."""
     unknown = set(pools) - set(POOLS)
     if unknown:
         raise ValueError(f"Unknown pooling {sorted(unknown)}; choose from {', '.join(POOLS)}.")

@@ -81,10 +81,8 @@ def principal_directions(tokens: CovarianceAccumulator) -> tuple[torch.Tensor, t
 def pruned_accuracy(train: torch.Tensor, train_labels: torch.Tensor, held_out: torch.Tensor,
                     held_out_labels: torch.Tensor, mean: torch.Tensor, directions: torch.Tensor | None,
                     ks: Sequence[int], num_classes: int, k_neighbours: int = 20, temperature: float = 0.07) -> list[float]:
-    """k-NN top-1 accuracy (%) of the features pruned to each number of directions in
-    ``ks``; with ``directions=None``, of the features centred on ``mean`` and not pruned
-    (one value): what pruning to all D directions must give, since cosine similarity
-    ignores a rotation."""
+    """k-NN top-1 accuracy (%) of the features pruned to each number of directions in ``ks``;
+    with ``directions=None``, of the features centred on ``mean`` and not pruned (one value)."""
     def top1(train_features: torch.Tensor, held_out_features: torch.Tensor) -> float:
         return knn_accuracy(F.normalize(train_features.float(), dim=1), train_labels,
                             F.normalize(held_out_features.float(), dim=1), held_out_labels, num_classes,
@@ -106,10 +104,9 @@ def smallest_sufficient_k(ks: Sequence[int], accuracies: Sequence[float], unprun
 
 @dataclass
 class BlockPruning:
-    """One block's pruning curve: accuracy (%) at each ``k``; the unpruned accuracy (of the
-    pooled features centred on the training tokens' mean, which ``k = D`` reproduces); the
-    smallest ``k`` keeping 95 % of it; and the N_eff of the block's training tokens, and
-    how many tokens the directions were fitted on."""
+    """One block's pruning curve: accuracy (%) at each ``k``, the unpruned accuracy (which
+    ``k = D`` reproduces), the smallest ``k`` keeping 95 % of it, the N_eff of the block's
+    training tokens and how many tokens the directions were fitted on."""
 
     block: int
     ks: list[int]

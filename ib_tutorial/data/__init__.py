@@ -139,7 +139,7 @@ def get_dataset(name: str, split: str = "train", root=None, download: bool = Fal
 
             - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes`` (10),
               ``size`` (10,000 train / 2,000 val and test), ``seed`` (0), and for
-              ``synthetic-mix`` ``texture_weight`` in [0, 1] (0.5): :class:`SyntheticWorld`.
+              ``synthetic-mix`` ``texture_weight`` in [0, 1] (0.5): :class:`~ib_tutorial.data.synthetic.SyntheticWorld`.
             - ``uc-merced``, ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0);
               ``uc-merced`` also ``size_policy`` (``"resize"`` or ``"keep"``).
             - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (``images/<class>/``

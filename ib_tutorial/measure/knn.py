@@ -25,7 +25,7 @@ from ..precision import autocast
 from ..workers import ignore_stop_signals
 from .metrics import effective_encoding_dimension
 
-# Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
+#: Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
 POOLS = ("cls", "mean")
 
 

@@ -274,11 +274,10 @@ class IBSettings:
 
 @dataclass(frozen=True)
 class Preset:
-    """One named tier of settings. ``seed`` makes every run in the tier repeatable;
-    ``views`` holds the input geometry of each dataset (:class:`ViewSettings`).
-    ``illustrative``: a few training steps whose numbers illustrate the method and do
-    not reproduce it; figures say so, and chapters keep its runs apart for each version
-    of the code (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
+    """One named tier of settings; ``views`` holds each dataset's :class:`ViewSettings`.
+    ``illustrative``: a few training steps that illustrate the method and do not reproduce it;
+    chapters keep its runs apart for each version of the code
+    (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
 
     name: str
     description: str

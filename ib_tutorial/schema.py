@@ -88,11 +88,10 @@ def schema_error(schema: dict, value, path: tuple = ()) -> tuple[tuple, str] | N
     """The first place, in the data's order, where ``value`` breaks ``schema``, as (path,
     message) with the path's keys and indices; None where it conforms.
 
-    It checks the keywords :func:`json_schema` and the fields' metadata write, as a JSON
-    Schema validator does (the tests hold it against ``jsonschema``), and refuses a schema
-    with any other, which it would otherwise ignore. Importing ``jsonschema`` cost each
-    chapter's kernel a second and a half (its format checkers build grammars), and walking
-    a bootstrap's thousands of numbers one by one most of the time a bundle took to load."""
+    It checks the keywords :func:`json_schema` and the fields' metadata write, as a JSON Schema
+    validator does (the tests hold it against ``jsonschema``), and refuses any other. It is not
+    ``jsonschema``: importing that cost each chapter's kernel a second and a half, and walking
+    a bootstrap's numbers one by one most of a bundle's loading time."""
     unknown = set(schema) - _KEYWORDS
     if unknown:
         raise ValueError(f"no check for the schema keywords {sorted(unknown)}")

@@ -52,9 +52,7 @@ def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
 def epoch_indices(size: int, count: int | None, seed: int) -> list[int]:
     """The images of one training epoch: ``count`` of ``range(size)``, a fixed function of
     ``seed``. Fewer than ``size``: a subset (:func:`subset_indices`); more: every image as
-    often as fits, then a subset for the rest, so a small dataset (DTD's 720 images) gets
-    as many steps per epoch as a large one. A repeated image gets fresh views each time
-    (views depend on the position in the epoch)."""
+    often as fits, then a subset for the rest, each repeat with fresh views."""
     if count is None or count <= size:
         return subset_indices(size, count, seed)
     return list(range(size)) * (count // size) + subset_indices(size, count % size, seed)

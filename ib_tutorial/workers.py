@@ -13,9 +13,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def ignore_stop_signals(worker_id: int) -> None:
     """A ``worker_init_fn`` for every ``DataLoader`` with workers: SIGINT and SIGTERM are
-    ignored in the worker (it runs after PyTorch installs its own handlers, so it replaces
-    them). Workers need no seeding of their own here: PyTorch seeds ``random`` and
-    ``torch`` in each, and the training views are drawn from a generator seeded by (seed,
-    epoch, image index), so a batch does not depend on which worker made it."""
+    ignored in the worker (replacing PyTorch's handlers). Workers need no seeding of their own:
+    the views are drawn from a generator seeded by (seed, epoch, image index)."""
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)

@@ -195,11 +195,9 @@ def sample_seed(seed: int, epoch: int, index: int) -> int:
 class MultiCropDataset(Dataset):
     """``(views, label)`` for every ``(image, label)`` of ``dataset``, reproducibly.
 
-    The augmentation of sample ``index`` in epoch ``epoch`` runs on PyTorch's CPU
-    generator reseeded with :func:`sample_seed` and restored afterwards, so the views
-    do not depend on worker count, process count, visiting order or resumption, and
-    the caller's random state is left untouched. Call :meth:`set_epoch` before each
-    epoch (before creating the loader's iterator).
+    Sample ``index`` of epoch ``epoch`` is augmented on PyTorch's CPU generator reseeded with
+    :func:`sample_seed` and restored afterwards. Call :meth:`set_epoch` before each epoch
+    (before creating the loader's iterator).
     """
 
     def __init__(self, dataset: Dataset, augmentation: MultiCropAugmentation, seed: int):
@@ -402,12 +400,8 @@ def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
 def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tensor:
     r"""``[B, count]`` uniforms in [0, 1), one row per sample ``indices[b]``: draw ``j`` is
     SplitMix64's output for the state :math:`k + (\mathrm{index}\cdot 2^{20} + j + 1)\,\gamma`
-    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled.
-
-    Counter-based: every draw is computed from its own place, in one batch of integer
-    operations on ``indices``' device, so a sample's views depend on ``(seed, epoch, index)``
-    alone (not on the batch it is in, the process or a resumption), with no generator to seed
-    per sample."""
+    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled: every
+    draw computed from its own place, in one batch of integer operations on ``indices``' device."""
     if count > SAMPLE_STRIDE:
         raise ValueError(f"{count} draws a sample, more than the {SAMPLE_STRIDE} its counters leave room for")
     key = key % 2**64 - (2**64 if key % 2**64 >= 2**63 else 0)
@@ -423,10 +417,9 @@ class DecodedImages(Dataset):
     """Every image of ``dataset`` decoded once into ``uint8 [N, 3, S, S]`` (``pixels``),
     with each image's own (width, height) (``sizes``) and label.
 
-    ``S`` is the images' side when they are all the same square size (CIFAR-100, Tiny
-    ImageNet), else the largest side, at most :data:`LARGEST_SIDE`. Indexing gives
-    ``(index, label)``: the loader only deals out indices; :meth:`views` makes the views.
-    Call :meth:`set_epoch` before each epoch, as for the loader path's dataset.
+    ``S`` is the images' side when they are all the same square size, else the largest side,
+    at most :data:`LARGEST_SIDE`. Indexing gives ``(index, label)``; :meth:`views` makes the
+    views. Call :meth:`set_epoch` before each epoch.
     """
 
     def __init__(self, dataset: Dataset, augmentation: BatchMultiCrop, device: torch.device, progress: bool = True):
@@ -470,10 +463,8 @@ class DeviceViewsLoader:
     """A loader of sample indices that yields ``(views, labels)`` made on ``device``:
     what the training loop iterates, whichever path makes the views.
 
-    The views of the next batch are made while the training step of the current one runs:
-    on a GPU on a stream of their own (the step's stream waits for them only where it uses
-    them), so that augmentation and the step overlap; on a CPU one after the other, in the
-    same order, with the same views."""
+    The next batch's views are made while the current step runs: on a GPU on a stream of their
+    own, so that augmentation and the step overlap; on a CPU one after the other."""
 
     def __init__(self, loader, images: DecodedImages, device: torch.device):
         self.loader, self.images, self.device = loader, images, device

@@ -135,9 +135,8 @@ def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, mo
                   per_saved_s: float = 0.0, checkpoint_every: int = 1) -> int:
     """The most epochs (at least 1, at most ``most``) of ``images_per_epoch`` that a
     measured ``images_per_s`` trains in ``seconds``, with ``per_saved_s`` more for each
-    teacher the run saves (:func:`~ib_tutorial.training.runs.saved_epochs`) to be measured once it ends: how a run
-    with a deadline, such as the device plan's, sizes its schedule before it starts (a
-    cosine schedule cannot be cut short without changing the run)."""
+    teacher the run saves (:func:`~ib_tutorial.training.runs.saved_epochs`): how a run with a
+    deadline sizes its schedule before it starts (a cosine schedule cannot be cut short)."""
     if images_per_s <= 0 or images_per_epoch <= 0:
         raise ValueError(f"need a positive rate and epoch size, got {images_per_s} images/s and {images_per_epoch} images")
 

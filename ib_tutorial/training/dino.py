@@ -69,9 +69,8 @@ def _init_linear(module: nn.Module) -> None:
 class MultiCropWrapper(nn.Module):
     """Backbone then head over a list of views of different sizes.
 
-    Consecutive views of equal size go through the backbone as one batch (one pass per
-    resolution), their features are concatenated in view order and the head runs once.
-    Wrapping both in one module keeps a single forward per step, which DDP requires.
+    Consecutive views of equal size go through the backbone as one batch, and the head runs
+    once; one module keeps a single forward per step, which DDP requires.
 
     Shapes: ``views`` is a list of V tensors [B, 3, H_v, W_v]; the output is [V * B, K],
     view-major (rows ``v * B`` to ``(v + 1) * B`` belong to view ``v``).
@@ -199,8 +198,7 @@ def update_teacher(student: nn.Module, teacher: nn.Module, momentum: float) -> N
     r"""Move every teacher parameter towards the student's:
     :math:`\theta_t \leftarrow m\,\theta_t + (1 - m)\,\theta_s`.
 
-    ``student`` is the unwrapped module (not the DDP wrapper); both must list their
-    parameters in the same order (they are built by the same code).
+    ``student`` is the unwrapped module (not the DDP wrapper), its parameters in the teacher's order.
     """
     teacher_params = list(teacher.parameters())
     student_params = [p.detach() for p in student.parameters()]

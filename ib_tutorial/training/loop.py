@@ -283,18 +283,14 @@ def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | N
 
 
 # ============ running out of GPU memory ============
-# What to say when a training step runs out of GPU memory: the batch that failed and the
-# largest that would fit, estimated from what the step had allocated and what it asked for,
-# instead of PyTorch's traceback.
 class TrainingOutOfMemory(RuntimeError):
     """A training step ran out of memory; ``str()`` names the batch and what to try."""
 
 
 def largest_batch(batch: int, fixed: int, peak: int, tried: int, total: int) -> int:
-    """The largest batch whose step would fit in ``total`` bytes, if the step's memory
-    grows in proportion to the batch above what the weights and optimiser hold (``fixed``):
-    the failed step held ``peak`` and asked for ``tried`` more (an estimate: it needed at
-    least that much)."""
+    """The largest batch whose step would fit in ``total`` bytes, if its memory above ``fixed``
+    (weights and optimiser) grows with the batch: the failed step held ``peak`` and asked for
+    ``tried`` more."""
     per_image = max(1, peak + tried - fixed) / batch
     return max(0, int((total - fixed) // per_image))
 

@@ -91,9 +91,8 @@ class RunConfig:
                 world_size: int | None = None) -> "RunConfig":
         """The configuration of ``preset`` on ``dataset`` with ``overrides`` (names from
         :func:`~ib_tutorial.presets.training_overrides`; ``seed`` and ``device`` included):
-        the one place where overrides are applied and the device is resolved
-        (:func:`~ib_tutorial.presets.resolve_device`). ``world_size``: the processes of the
-        job (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
+        the one place where overrides are applied and the device resolved. ``world_size``: the
+        job's processes (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
         check_dataset_options(dataset, dataset_options or {})  # an unknown name or option fails here, first
         train, view = resolve_settings(preset, dataset, overrides)
         device = resolve_device(preset.replace(device=overrides.get("device", preset.device)))

@@ -114,8 +114,7 @@ class RunDirectory:
 
     def load_checkpoint(self, map_location: str | torch.device = "cpu") -> dict | None:
         """The latest checkpoint (the previous one when a kill came between their renames), or
-        ``None`` when the run has none yet. Loaded with ``weights_only=True``: tensors and
-        plain data only, never code.
+        ``None`` when the run has none yet; ``weights_only``: never code.
 
         Raises:
             CheckpointError: the checkpoint cannot be read; the message names it, and the
@@ -206,8 +205,7 @@ class RunDirectory:
     def load_backbone(self, epoch: int | None = None, device: str | torch.device = "cpu") -> torch.nn.Module:
         """The teacher ViT of ``epoch`` (default: the latest saved), in eval mode.
 
-        Built with the run's input and patch size; epoch 0 is the initialisation the
-        run started from, the baseline against which training is judged.
+        Epoch 0 is the initialisation, the baseline against which training is judged.
         """
         epochs = self.backbone_epochs()
         if not epochs:
@@ -280,10 +278,9 @@ def saved_epochs(first: int, epochs: int, every: int) -> list[int]:
 
 
 def run_writes(state, config, start_epoch: int) -> RunWrites:
-    """Reckon :class:`RunWrites` from a built training ``state``: the checkpoint (student, teacher,
-    head, loss centre and the optimiser's two moments of every trainable weight, counted before
-    the first step creates them), kept as the latest and the previous one with a third while
-    the next is written, and the teacher's backbone at every saved epoch."""
+    """Reckon :class:`RunWrites` from a built training ``state``: the checkpoint (networks, centre
+    and the optimiser's two moments of every trainable weight), three at once while the next is
+    written, and the teacher's backbone at every saved epoch."""
     parts = sum(_bytes(part.state_dict()) for part in state.checkpointed().values())
     moments = 2 * sum(p.numel() * p.element_size() for group in state.optimizer.param_groups for p in group["params"]
                       if p.requires_grad)

@@ -142,10 +142,8 @@ def phase_notes(train: TrainSettings, schedules: Schedules) -> list[str]:
 
 
 def phase_warnings(train: TrainSettings, schedules: Schedules) -> list[str]:
-    """A message for each phase shorter than its anchor, naming the settings that fix it.
-
-    Raises nothing: a short phase is a choice a reader may make on purpose (the recipe table
-    does), but not one a run makes silently."""
+    """A message for each phase shorter than its anchor, naming the settings that fix it (a
+    short phase may be chosen on purpose, but never silently)."""
     per_epoch, phases, total = schedules.steps_per_epoch, schedules.phases, len(schedules.lr)
     messages = []
     for phase, steps, anchor, setting, floor in (

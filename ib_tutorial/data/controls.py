@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ..measure.covariance import CovarianceAccumulator
+from ..measure.block_profile import patch_covariance
 from ..measure.metrics import eed_percent, effective_dimension_from_spectrum
 
 Tensor = torch.Tensor
@@ -177,16 +177,7 @@ def raw_patch_statistics(images: Tensor | Iterable, patch_size: int, center: boo
     eigenvalues above ``rtol`` times the largest: far above float64 round-off, far below the
     :math:`10^{-6}` that 8-bit quantisation alone leaves.
     """
-    batches = [images] if isinstance(images, torch.Tensor) else images
-    accumulator = None
-    for batch in batches:
-        batch = batch[0] if isinstance(batch, (tuple, list)) else batch
-        patches = torch.nn.functional.unfold(batch.to(torch.float64), patch_size, stride=patch_size)  # [B, Cp^2, T]
-        rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
-        accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)
-        accumulator.update(rows)
-    if accumulator is None:
-        raise ValueError("no images to measure")
+    accumulator = patch_covariance(images, patch_size, center, torch.float64)
     spectrum = accumulator.spectrum()
     rank = int((spectrum > rtol * spectrum[0]).sum())
     return PatchStatistics(rank, effective_dimension_from_spectrum(spectrum), accumulator.dim)

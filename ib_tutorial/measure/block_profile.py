@@ -232,12 +232,20 @@ def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[f
 
     The patch embedding is linear, so this baseline says how much of a profile the data sets.
     """
+    accumulator = patch_covariance(images_or_loader, patch_size, center)
+    return accumulator.effective_dimension(), accumulator.dim
+
+
+def patch_covariance(images_or_loader, patch_size: int, center: bool = True,
+                     dtype: torch.dtype = torch.float32) -> CovarianceAccumulator:
+    """The covariance of the non-overlapping ``patch_size`` pixel patches of ``images_or_loader``
+    (as :func:`profile_model` takes it), from the images in ``dtype``."""
     accumulator = None
     for images in _batches(images_or_loader):
-        patches = torch.nn.functional.unfold(images.float(), patch_size, stride=patch_size)  # [B, 3p^2, T]
+        patches = torch.nn.functional.unfold(images.to(dtype), patch_size, stride=patch_size)  # [B, Cp^2, T]
         rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
         accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)
         accumulator.update(rows)
     if accumulator is None:
         raise ValueError("no images to measure")
-    return accumulator.effective_dimension(), accumulator.dim
+    return accumulator

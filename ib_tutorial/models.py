@@ -1,9 +1,8 @@
 """The backbone: timm's ViT-Small (D = 384, 12 blocks, 6 heads), or ViT-Tiny (D = 192, 12
 blocks, 3 heads) for CPU budgets, at any input and patch size.
 
-timm is imported where a network is built or its weights are read, not with this module:
-with torchvision, which it imports, it costs about two seconds, which a chapter that only
-reads results (and needs these names and sizes) would otherwise pay."""
+timm is imported where a network is built or its weights read: with torchvision it costs
+about two seconds, which a chapter that only reads results would otherwise pay."""
 from __future__ import annotations
 
 import os

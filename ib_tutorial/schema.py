@@ -1,13 +1,11 @@
 """The JSON Schema of a dataclass, derived from its fields' types, so that a record's type
 and the schema its files validate against are one definition.
 
-Types map to JSON types (``str`` string, ``int`` integer, ``float`` number, ``bool``
-boolean, ``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null, ``Literal``
-an enum, a nested dataclass an object); a field's ``metadata["schema"]`` adds constraints
-(``minimum``, ``minItems``, ``const``, ...). Every field is required (a record is written
-whole) but one that defaults to None, which files written before it was added lack; other
-keys are allowed, so a record may carry more than its type names. :func:`schema_error`
-checks data against such a schema, and :func:`from_json` reads it back as the dataclass.
+Types map to JSON types (``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null,
+``Literal`` an enum, a nested dataclass an object, ...); a field's ``metadata["schema"]`` adds
+constraints. Every field is required but one that defaults to None (older files lack it);
+other keys are allowed. :func:`schema_error` checks data against such a schema, and
+:func:`from_json` reads it back as the dataclass.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Random state: seeding every generator, saving and restoring it, and seeded subsets.
 
-A run is a function of its seed. :func:`seed_all` seeds Python, NumPy and PyTorch (every
-device); :func:`rng_state` and :func:`set_rng_state` carry all of them through a
-checkpoint, so a resumed run draws exactly what an uninterrupted one would; and the
-image subsets a run uses are fixed functions of the seed.
+:func:`seed_all` seeds Python, NumPy and PyTorch (every device); :func:`rng_state` and
+:func:`set_rng_state` carry them through a checkpoint, so a resumed run draws exactly what an
+uninterrupted one would.
 """
 from __future__ import annotations
 

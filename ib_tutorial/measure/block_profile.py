@@ -1,9 +1,8 @@
 """Measure every transformer block of a ViT in one forward pass.
 
-A forward hook on each block hands its output tokens [B, T, D] to one
-:class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block, so memory does not
-grow with the number of images. The hooks see the residual stream *after* each
-block, before the final LayerNorm.
+A forward hook on each block hands its output tokens [B, T, D] (the residual stream after the
+block, before the final LayerNorm) to one
+:class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block.
 """
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""What the training loop reads: the augmented views of the training images, and the
-plain images its k-NN evaluations (and a run's pruning) compare.
-
-Both are seeded subsets of the dataset, so a run (and anything measured on it later)
-sees the same images on every machine and after every resume.
+"""What the training loop reads: the augmented views of the training images, and the plain
+images its k-NN evaluations (and a run's pruning) compare; both seeded subsets, the same on
+every machine and after every resume.
 """
 from __future__ import annotations
 

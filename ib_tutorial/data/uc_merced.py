@@ -15,16 +15,10 @@ from ..paths import data_root
 from .archives import DatasetNotFoundError, RemoteArchive, prepare
 from .folders import ImageFiles, class_folders, stratified_split
 
-ARCHIVE = RemoteArchive(
-    filename="UCMerced_LandUse.zip",
-    # The MD5 published with torchgeo's UCMerced loader for this archive, whose
-    # mirror below serves the same file.
-    md5="5b7ec56793786b6dc8a908e8854ac0e4",
-    urls=(
-        "http://weegee.vision.ucmerced.edu/datasets/UCMerced_LandUse.zip",
-        "https://huggingface.co/datasets/torchgeo/ucmerced/resolve/main/UCMerced_LandUse.zip",
-    ),
-)
+# The MD5 published with torchgeo's UCMerced loader for this archive, whose mirror serves the same file.
+ARCHIVE = RemoteArchive("UCMerced_LandUse.zip", "5b7ec56793786b6dc8a908e8854ac0e4",
+                        ("http://weegee.vision.ucmerced.edu/datasets/UCMerced_LandUse.zip",
+                         "https://huggingface.co/datasets/torchgeo/ucmerced/resolve/main/UCMerced_LandUse.zip"))
 FOLDER = "UCMerced_LandUse"
 REQUIRED = ("Images",)
 LAYOUT = """  <root>/UCMerced_LandUse/

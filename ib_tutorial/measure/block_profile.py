@@ -212,16 +212,8 @@ def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_imag
         extra["participation_ratio"] = [participation_ratio_from_spectrum(s) for s in spectra]
     if "twonn" in companions:
         extra["twonn"] = [twonn_dimension(r.rows) for r in reservoirs]
-    return Profile(
-        n_eff=n_eff,
-        eed_percent=[eed_percent(n, dim) for n in n_eff],
-        dim=dim,
-        tokens=tokens,
-        center=center,
-        n_images=n_images,
-        n_tokens=accumulators[0].count,
-        companions=extra,
-    )
+    return Profile(n_eff=n_eff, eed_percent=[eed_percent(n, dim) for n in n_eff], dim=dim, tokens=tokens, center=center,
+                   n_images=n_images, n_tokens=accumulators[0].count, companions=extra)
 
 
 @torch.no_grad()

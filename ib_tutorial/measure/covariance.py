@@ -76,10 +76,8 @@ class CovarianceAccumulator:
         rows = features.detach().to(product_dtype)
         total = rows.sum(0)  # any NaN or inf shows in it
         if not torch.isfinite(total).all():
-            raise ValueError(
-                f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
-                "check the model output or the input images"
-            )
+            raise ValueError(f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
+                             "check the model output or the input images")
         if not self._spread_seen:
             if torch.equal(rows, rows[:1].expand_as(rows)):
                 # One row repeated: its scatter is 0, not the round-off of a mean.

@@ -127,8 +127,7 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
         gpu_seconds=images * flops / (machine.peak_flops * measured["fraction_of_peak"]),
         loader_images_per_s=(rates[0], rates[1]),
         reference=(f"{per_core:.0f} images/s per core at the {tier} tier's {reference_crops} crops of "
-                   f"{reference_view.img_size} and {reference_view.local_crop_size} px"),
-    )
+                   f"{reference_view.img_size} and {reference_view.local_crop_size} px"))
 
 
 def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int,

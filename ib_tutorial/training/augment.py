@@ -131,20 +131,15 @@ class MultiCropAugmentation:
         from torchvision import transforms
 
         strength = view.color_strength
-        flip_and_color_jitter = transforms.Compose(
-            [
-                transforms.RandomHorizontalFlip(p=0.5),
-                transforms.RandomApply(
-                    [transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength,
-                                            saturation=0.2 * strength, hue=view.hue_jitter * strength)], p=0.8
-                ),
-                transforms.RandomGrayscale(p=view.grayscale * strength),
-                # Only where asked for: RandomInvert draws even at p = 0, which would change
-                # every later draw, and so the views of every run made without it.
-                *([transforms.RandomInvert(p=view.invert)] if view.invert else []),
-                *([RandomToneCurves(p=view.tone_curve)] if view.tone_curve else []),
-            ]
-        )
+        jitter = transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength, saturation=0.2 * strength,
+                                        hue=view.hue_jitter * strength)
+        flip_and_color_jitter = transforms.Compose([
+            transforms.RandomHorizontalFlip(p=0.5), transforms.RandomApply([jitter], p=0.8),
+            transforms.RandomGrayscale(p=view.grayscale * strength),
+            # Only where asked for: RandomInvert draws even at p = 0, which would change
+            # every later draw, and so the views of every run made without it.
+            *([transforms.RandomInvert(p=view.invert)] if view.invert else []),
+            *([RandomToneCurves(p=view.tone_curve)] if view.tone_curve else [])])
         bicubic = transforms.InterpolationMode.BICUBIC
 
         def global_crop():
@@ -152,24 +147,10 @@ class MultiCropAugmentation:
 
         self.global_views = [
             transforms.Compose([global_crop(), flip_and_color_jitter, _blur(1.0, view), _normalize()]),
-            transforms.Compose(
-                [
-                    global_crop(),
-                    flip_and_color_jitter,
-                    _blur(0.1, view),
-                    transforms.RandomSolarize(threshold=128, p=0.2 * strength),
-                    _normalize(),
-                ]
-            ),
-        ]
-        self.local_view = transforms.Compose(
-            [
-                transforms.RandomResizedCrop(view.local_crop_size, scale=view.local_crop_scale, interpolation=bicubic),
-                flip_and_color_jitter,
-                _blur(0.5, view),
-                _normalize(),
-            ]
-        )
+            transforms.Compose([global_crop(), flip_and_color_jitter, _blur(0.1, view),
+                                transforms.RandomSolarize(threshold=128, p=0.2 * strength), _normalize()])]
+        local_crop = transforms.RandomResizedCrop(view.local_crop_size, scale=view.local_crop_scale, interpolation=bicubic)
+        self.local_view = transforms.Compose([local_crop, flip_and_color_jitter, _blur(0.5, view), _normalize()])
         self.local_crops_number = local_crops_number
 
     def __call__(self, image: Image.Image) -> list[torch.Tensor]:

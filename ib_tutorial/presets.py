@@ -119,9 +119,8 @@ PAPER_VIEWS: dict[str, ViewSettings] = {name: paper_view(info.input_size) for na
 
 # CPU tiers: every dataset at 32 px with patch 8 (4 x 4 patches per global crop, 2 x 2 per
 # local crop), which cuts the tokens per image 4-fold against patch 4.
-REDUCED_VIEWS: dict[str, ViewSettings] = {
-    name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16) for name in DATASETS
-}
+REDUCED_VIEWS: dict[str, ViewSettings] = {name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16)
+                                           for name in DATASETS}
 
 
 @dataclass(frozen=True)
@@ -295,10 +294,8 @@ class Preset:
         try:
             return self.views[dataset]
         except KeyError:
-            raise ValueError(
-                f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
-                "Add a ViewSettings entry for it to the preset's `views`."
-            ) from None
+            raise ValueError(f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
+                             "Add a ViewSettings entry for it to the preset's `views`.") from None
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -404,10 +401,8 @@ def get_preset(name: str | None = None) -> Preset:
         return PRESETS[chosen]
     except KeyError:
         source = "" if name is not None else f" (from {ENV_VAR})"
-        raise ValueError(
-            f"Unknown preset {chosen!r}{source}. Known presets: {', '.join(PRESETS)}. "
-            f"Choose one with {argument('preset', '<name>')} or `export {ENV_VAR}=<name>`."
-        ) from None
+        raise ValueError(f"Unknown preset {chosen!r}{source}. Known presets: {', '.join(PRESETS)}. "
+                         f"Choose one with {argument('preset', '<name>')} or `export {ENV_VAR}=<name>`.") from None
 
 
 def resolve_device(preset: Preset):

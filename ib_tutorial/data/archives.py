@@ -208,8 +208,7 @@ def prepare(archive: RemoteArchive, into: Path, folder: str, required: Sequence[
             raise DatasetNotFoundError(
                 f"{dataset} is not under {into}.\nExpected layout:\n{layout}\n"
                 f"Call again with {argument('download')} to fetch {archive.filename} from {archive.urls[0]}, "
-                f"or put that archive at {archive_path}, or pass {argument('root', '<folder holding the layout>')}."
-            )
+                f"or put that archive at {archive_path}, or pass {argument('root', '<folder holding the layout>')}.")
         fetch(archive, archive_path)
     verify_md5(archive_path, archive.md5)
     extract(archive_path, into, folder, archive.md5)

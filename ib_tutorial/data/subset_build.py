@@ -64,8 +64,7 @@ def _source_folder(candidates: Sequence[Path], required: str, dataset: str, layo
     raise DatasetNotFoundError(
         f"No full {dataset} download under the source (looked for {looked}). Expected layout:\n{layout}\n"
         f"Download it with get_dataset({dataset!r}, 'train', root=<source>, download=True) "
-        "and pass that root as --source."
-    )
+        "and pass that root as --source.")
 
 
 def _line_of(lines: dict[bytes, bytes], wnid: str) -> bytes:

@@ -103,8 +103,7 @@ class Subset:
             raise DatasetNotFoundError(
                 f"Subset {self.name!r} of {self.dataset}: {where} lacks {len(missing)} of its "
                 f"{len(self.classes)} classes ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); "
-                f"it has {len(available)}. {fix}"
-            )
+                f"it has {len(available)}. {fix}")
         return [list(available).index(name) for name in self.classes]
 
     def built_classes(self, images: Path) -> dict[str, list[Path]]:
@@ -128,8 +127,7 @@ class Subset:
             raise DatasetNotFoundError(
                 f"Subset {self.name!r}: {len(oversized)} images under {images} are larger than its "
                 f"{self.downscale.longer_side} px, e.g. {oversized[0]}: that is the full-size {self.dataset}, "
-                f"not the subset's downscaled images. {build}"
-            )
+                f"not the subset's downscaled images. {build}")
         return files
 
 

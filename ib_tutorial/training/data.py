@@ -102,9 +102,8 @@ def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
     """Batches of ``(views, labels)`` for this process; with batched augmentation the loader
     deals out indices and the views are made on ``device``."""
     batched = isinstance(data.train_views, DecodedImages)
-    sampler = ResumableSampler(
-        data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True, seed=config.seed
-    )
+    sampler = ResumableSampler(data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True,
+                               seed=config.seed)
     # The loader's own generator: starting an epoch then draws nothing from the global one, so
     # a run resumed mid-epoch finds the global generator (stochastic depth) where it was saved.
     loader = DataLoader(data.train_views, batch_size=config.batch_per_process, sampler=sampler,

@@ -275,11 +275,9 @@ def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> s
 
 def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:
     where = f"the last good checkpoint is {last_saved}" if last_saved else "no checkpoint had been written yet"
-    return (
-        f"The loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
-        f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
-        "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume."
-    )
+    return (f"The loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
+            f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
+            "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume.")
 
 
 # ============ running out of GPU memory ============

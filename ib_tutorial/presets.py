@@ -1,23 +1,18 @@
 """Named settings for every experiment in the book.
 
-A preset is plain, frozen data. One environment variable, ``IB_TUTORIAL_PRESET``,
-chooses it for the notebooks and the command line; the default is ``ci`` so that
-every chapter runs in minutes on a laptop CPU.
-
-Tiers, from smallest to largest:
+A preset is plain, frozen data, chosen by ``IB_TUTORIAL_PRESET`` (default ``ci``). Tiers:
 
 ``ci``
-    CPU, offline, seconds to minutes per chapter. Exercises every code path with
-    small images and few samples; the numbers it produces illustrate the method,
-    they do not reproduce the paper.
+    CPU, offline, minutes per chapter: exercises every code path; its numbers illustrate the
+    method, they do not reproduce the paper.
 ``laptop``
     CPU, about 80 minutes per dataset on two cores, with ViT-Tiny (D = 192): a whole short
     DINO schedule whose k-NN accuracy rises beyond noise on the Tiny ImageNet subset.
 ``quick``
     One GPU, minutes per dataset.
 ``paper``
-    One or more GPUs; as close to the paper as it states. Choices the paper leaves
-    open are listed in :data:`PAPER_OPEN_CHOICES`.
+    One or more GPUs, as close to the paper as it states (open choices:
+    :data:`PAPER_OPEN_CHOICES`).
 """
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
-"""Downloading, verifying and safely extracting dataset archives.
+"""Downloading, verifying and safely extracting dataset archives, so that nothing on disk is
+lost and nothing half-done is trusted:
 
-The rules, so that nothing on disk is lost and nothing half-done is trusted:
-
-- A download goes to ``<file>.part`` and is renamed only when complete: every byte
-  the server announced arrived. A download cut short is removed and the next URL tried.
-- An archive is used only if its MD5 matches; a mismatch names the file and both
-  digests, and leaves the file where it is (never deleted behind the user's back).
-- Extraction checks every member first: absolute paths, ``..`` components and links
-  or special files are refused before anything is written.
-- Extraction is all-or-nothing: members go to a staging folder
-  ``.<folder>.partial`` next to the target, a completion marker is written last, and
-  only then is the folder renamed into place. A staging folder found later is an
-  interrupted extraction: it is removed and the extraction redone.
-- A dataset folder that exists but lacks files is reported, never overwritten.
+- a download goes to ``<file>.part`` and is renamed only when every announced byte arrived;
+- an archive is used only if its MD5 matches; a mismatch names the file and both digests,
+  and leaves the file where it is;
+- extraction refuses absolute paths, ``..`` components, links and special files before
+  anything is written, and is all-or-nothing: members go to ``.<folder>.partial``, a
+  completion marker is written last, then the folder is renamed into place (a staging folder
+  found later is an interrupted extraction, redone);
+- a dataset folder that exists but lacks files is reported, never overwritten.
 """
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 r"""Where does the label live? Linear probes on two kinds of cue.
 
-An object-centric label is a property of one region's outline; a texture-centric
-label is a statistic every patch shares. Two cheap features tell them apart:
-
-- :func:`global_colour_statistics`: per-channel mean, standard deviation and 10/50/90 %
-  quantiles over the whole image. Blind to where anything is and to its shape.
-- :func:`local_patch_spectrum`: the log power spectrum of one small, fixed,
-  contrast-normalised grey patch. Blind to everything outside that patch.
-
-A linear probe (:func:`ridge_probe_accuracy`) on each feature measures how much of
-the label that cue carries. On ``synthetic-objects`` neither should beat chance by
-much; on ``synthetic-textures`` the patch should. :func:`cue_accuracies` sweeps the
+:func:`global_colour_statistics` (per-channel mean, standard deviation and 10/50/90 % quantiles,
+blind to where anything is) and :func:`local_patch_spectrum` (the log power spectrum of one
+small, fixed, contrast-normalised grey patch, blind to everything outside it) each feed a
+linear probe (:func:`ridge_probe_accuracy`). On ``synthetic-objects`` neither should beat
+chance by much; on ``synthetic-textures`` the patch should. :func:`cue_accuracies` sweeps the
 ``texture_weight`` knob of ``synthetic-mix``.
 """
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes.
+"""CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes, downloaded with its URLs
+and MD5s through :mod:`ib_tutorial.data.archives`; DTD and EuroSAT are read as
+:class:`~ib_tutorial.data.folders.ImageFiles`, with the same errors and ``skip_corrupt``.
 
-Downloads use torchvision's URLs and MD5 digests through :mod:`ib_tutorial.data.archives`;
-DTD and EuroSAT are read as :class:`~ib_tutorial.data.folders.ImageFiles`, so errors and
-``skip_corrupt`` mean the same as for every folder-based dataset.
-
-- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000 test;
-  object-centric.
+- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000 test.
 - DTD (Cimpoi et al., 2014): 47 texture classes x 120 photographs, 300-640 px; ten official
-  train/val/test partitions from ``labels/``, or a folder of ``images/<class>/`` (``folder``
-  option) split like UC Merced.
-- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 tiles of 64 x 64 px;
-  texture-centric, split 80/20 as UC Merced.
+  partitions from ``labels/``, or a ``folder`` of ``images/<class>/`` split like UC Merced.
+- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 tiles of 64 x 64 px, split
+  80/20 as UC Merced.
 """
 from __future__ import annotations
 

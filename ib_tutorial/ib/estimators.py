@@ -1,12 +1,8 @@
-r"""Information in bits: exact quantities of discrete distributions, and two estimators of
-:math:`I(X;T)` and :math:`I(T;Y)` for the activations :math:`T` of a layer.
-
-* :func:`entropy_bits` and :func:`mutual_information_bits`, for worked examples and as
-  the core of the binning estimator;
-* the binning estimator of Shwartz-Ziv & Tishby (:func:`binned_information`);
-* the pairwise-distance (kernel) bound of Kolchinsky & Tracey for a noisy channel
-  :math:`T + \mathcal{N}(0, \sigma^2 I)`, as used by Saxe et al. (:func:`kde_information`).
-
+r"""Information in bits: exact quantities of discrete distributions (:func:`entropy_bits`,
+:func:`mutual_information_bits`), and two estimators of :math:`I(X;T)` and :math:`I(T;Y)` for
+the activations :math:`T` of a layer: the binning estimator of Shwartz-Ziv & Tishby
+(:func:`binned_information`) and the pairwise-distance bound of Kolchinsky & Tracey for a noisy
+channel :math:`T + \mathcal{N}(0, \sigma^2 I)`, as Saxe et al. use it (:func:`kde_information`).
 :math:`X` is uniform over the distinct training inputs, so for a deterministic network
 :math:`I(X;T) = H(T)`.
 """

@@ -1,16 +1,12 @@
 r"""Weighted k-nearest-neighbour accuracy of frozen features (Wu et al., 2018; DINO's k-NN).
 
-Every image is represented by a backbone feature, L2 normalised: the ViT's final CLS
-token (``pool="cls"``, DINO's choice) or the mean of its final patch tokens
-(``pool="mean"``). A held-out image votes with its :math:`k` most similar training images,
-each weighted by :math:`\exp(\cos / T)`:
+Each image is an L2-normalised feature, the final CLS token (``pool="cls"``, DINO's) or mean
+patch token (``pool="mean"``); a held-out image votes with its :math:`k` most similar training
+images, weighted by :math:`\exp(\cos / T)` (DINO: :math:`k = 20`, :math:`T = 0.07`):
 
 .. math::
     \mathrm{score}(c) = \sum_{j \in \mathrm{top}_k} \exp\!\big(x^\top x_j / T\big)\,[y_j = c],
     \qquad \hat y = \arg\max_c \mathrm{score}(c).
-
-DINO uses :math:`k = 20` and :math:`T = 0.07`: no training, it measures how well the features
-already separate the classes.
 """
 from __future__ import annotations
 

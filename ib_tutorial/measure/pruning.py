@@ -1,14 +1,12 @@
 r"""Targeted spectral pruning: how many principal directions of a block's tokens does the
 k-NN accuracy of its features need?
 
-For block :math:`l` of a trained teacher, the training images' tokens give principal
-directions :math:`U` (largest variance first) and a mean :math:`\mu`; pruning to :math:`k`
-directions keeps :math:`h \mapsto U_k^\top (h - \mu)`. An image's feature is its pruned mean
-patch token (``pool="mean"``) or CLS token (``pool="cls"``), and the weighted k-NN of
-:mod:`ib_tutorial.measure.knn` scores it for every :math:`k` from 1 to :math:`D` (at
-:math:`k = D` nothing is pruned). :func:`smallest_sufficient_k`, the fewest directions that
-keep 95 % of the unpruned accuracy, set beside :math:`N_\mathrm{eff}`, asks whether a block
-needs only about :math:`N_\mathrm{eff}` directions.
+The training images' tokens of block :math:`l` give principal directions :math:`U` and a mean
+:math:`\mu`; pruning to :math:`k` keeps :math:`h \mapsto U_k^\top (h - \mu)`. The pruned mean
+patch token (``pool="mean"``) or CLS token (``pool="cls"``) is scored by the weighted k-NN of
+:mod:`ib_tutorial.measure.knn` for every :math:`k` from 1 to :math:`D`;
+:func:`smallest_sufficient_k`, the fewest directions keeping 95 % of the unpruned accuracy,
+is set beside :math:`N_\mathrm{eff}`.
 """
 from __future__ import annotations
 

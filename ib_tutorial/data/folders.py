@@ -2,11 +2,9 @@
 
 Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB PIL
 images; datasets that publish no split are split here, class by class, from a recorded seed.
-
-Reading an unreadable file raises :class:`CorruptImageError`, naming the file and the fixes.
-With ``skip_corrupt=True`` every file of the split is decoded once (PIL's ``verify()`` passes a
-JPEG cut in half) after the split, and those that fail are left out with one warning and
-listed in ``corrupt_files``.
+An unreadable file raises :class:`CorruptImageError`, naming the file and the fixes; with
+``skip_corrupt=True`` every file of the split is decoded once (PIL's ``verify()`` passes a JPEG
+cut in half), after the split, and those that fail are left out with one warning.
 """
 from __future__ import annotations
 

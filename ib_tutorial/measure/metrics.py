@@ -1,9 +1,6 @@
-r"""Spectral measures of how many dimensions a representation uses.
-
-Everything here is a pure function of a feature matrix :math:`H \in \mathbb{R}^{N \times D}`
-(rows are samples: images or tokens) or of a covariance spectrum; the streaming
-accumulator of :mod:`~ib_tutorial.measure.covariance` lets millions of tokens pass
-without sitting in memory at once. No model code lives here.
+r"""Spectral measures of how many dimensions a representation uses: pure functions of a feature
+matrix :math:`H \in \mathbb{R}^{N \times D}` (rows are images or tokens) or of a covariance
+spectrum (streamed by :mod:`~ib_tutorial.measure.covariance`).
 
 The central quantity is the Effective Encoding Dimension (EED). With
 :math:`\lambda_1 \ge \dots \ge \lambda_D \ge 0` the eigenvalues of the covariance

@@ -1,7 +1,5 @@
-r"""Control inputs that separate what the input brings from what a network learned.
-
-The same network on inputs that keep some of the images' statistics and drop the rest says
-which part of a profile the images set and which training made:
+r"""Control inputs that separate what the input brings from what a network learned: the same
+network on inputs that keep some of the images' statistics and drop the rest.
 
 * :class:`GaussianNoiseImages`: white noise with the images' per-channel mean and standard
   deviation, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}`: no structure at all;
@@ -10,8 +8,8 @@ which part of a profile the images set and which training made:
 * :func:`raw_patch_statistics`: the rank and :math:`N_\mathrm{eff}` of the raw pixel patches a
   ViT embeds (the patch embedding is linear).
 
-Both datasets hold image tensors [C, H, W] as the model receives them, and item ``index`` is
-a function of ``(seed, index)`` alone.
+Both datasets hold image tensors [C, H, W] as the model receives them; item ``index`` is a
+function of ``(seed, index)`` alone.
 """
 from __future__ import annotations
 

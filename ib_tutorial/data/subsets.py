@@ -1,24 +1,18 @@
 """Named subsets of the real datasets: which classes, which files, and how to build them.
 
-The book's real-image runs train on two subsets small enough for a CPU:
-
-- ``tin20``: 20 of the 200 Tiny ImageNet classes, every image of each (500 train and
-  50 val), the original files;
-- ``dtd6``: 6 of the 47 DTD classes, all 120 images of each, downscaled so that the
-  longer side is at most 256 px (bicubic, JPEG quality 90).
-
-A dataset option names one: ``get_dataset("tiny-imagenet", "train", subset="tin20")``, or the
-specs ``tiny-imagenet:subset=tin20`` and ``dtd:subset=dtd6``. ``tin20`` also reads a full Tiny
-ImageNet download; ``dtd6`` needs its downscaled images, built once into a data root of its
-own (the folders take the downloads' names)::
+The book's real-image runs train on two subsets small enough for a CPU: ``tin20``, 20 of the
+200 Tiny ImageNet classes with every original file (500 train and 50 val each), and ``dtd6``,
+6 of the 47 DTD classes (120 images each) downscaled to a longer side of at most 256 px
+(bicubic, JPEG quality 90). A dataset option names one (``get_dataset("dtd", "train",
+subset="dtd6")``, or the spec ``dtd:subset=dtd6``). ``tin20`` also reads a full Tiny ImageNet
+download; ``dtd6`` is built once into a data root of its own::
 
     ib-tutorial subset build dtd6 --source ~/.cache/ib_tutorial --out ~/subsets
 
 The table is :mod:`ib_tutorial.data.subset_table`; :func:`~ib_tutorial.data.subset_build.build_subset`
 writes a folder all or nothing and checks its
-:func:`~ib_tutorial.data.subset_build.folder_digest` against the one the committed runs were
-trained on. The command is :func:`main` (``ib-tutorial subset``). :func:`subset_record` is
-what a run records about the data it saw.
+:func:`~ib_tutorial.data.subset_build.folder_digest` against the committed runs'. The command is
+:func:`main` (``ib-tutorial subset``); :func:`subset_record` is what a run records of its data.
 """
 from __future__ import annotations
 

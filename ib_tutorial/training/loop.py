@@ -1,17 +1,13 @@
 """Train a ViT with DINO (or, as a control, with labels): the loop, and what a run records
 as it goes.
 
-:func:`train` resolves the preset and overrides into one
-:class:`~ib_tutorial.training.run_config.RunConfig`, builds the multi-crop data, the run's
-:class:`~ib_tutorial.training.schedules.Schedules` once and its
-:class:`~ib_tutorial.training.objective.Objective`, then runs the objective's ``forward``
-(a non-finite loss stops the run before any weight changes) and ``update``
-(:meth:`~ib_tutorial.training.dino_step.DINOTraining.update` for DINO) at every step.
-
-Under ``torchrun`` it runs one process per device with DDP (NCCL on GPUs, gloo on CPUs);
-only rank 0 writes files. Views depend only on ``(seed, epoch, image index)`` and
-checkpoints carry every random state (:mod:`ib_tutorial.seeding`), so a resumed run
-continues exactly as an uninterrupted one.
+:func:`train` resolves one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the data,
+the run's :class:`~ib_tutorial.training.schedules.Schedules` once and its
+:class:`~ib_tutorial.training.objective.Objective`, then runs the objective's ``forward`` (a
+non-finite loss stops the run before any weight changes) and ``update`` at every step. Under
+``torchrun`` it runs one DDP process per device; only rank 0 writes files. Checkpoints carry
+every random state (:mod:`ib_tutorial.seeding`), so a resumed run continues exactly as an
+uninterrupted one.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ A run directory holds::
     backbones/teacher-epoch0000.pt, ...
                                 the teacher backbone at initialisation and every checkpoint
 
-A run first checks that they fit on its disk (:func:`check_disk_space`). Every file is
-written to a temporary name and renamed; a last ``metrics.jsonl`` line cut short by a kill is
-ignored. One process at a time holds an OS lock on ``run.lock``, released however it ends.
+A run first checks that they fit on its disk (:func:`check_disk_space`); every file is written
+to a temporary name and renamed (a last ``metrics.jsonl`` line cut short is ignored); one
+process at a time holds the OS lock on ``run.lock``.
 """
 from __future__ import annotations
 

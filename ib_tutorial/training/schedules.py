@@ -2,11 +2,11 @@ r"""A run's schedules, built once: warm-up and last-layer freeze, learning rate,
 teacher momentum and teacher temperature.
 
 DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1):
-25,020 and 2,502 steps on ImageNet, but a few dozen on a small data set, where a teacher that
-meets a full learning rate that early collapses within steps (the DINO chapter). ViT-DINO
-recipes known to learn on small data spend thousands of low-lr steps first (Gani et al. 2022:
-about 5,850 on Tiny ImageNet). So each phase of a DINO run lasts the longer of its epochs and
-a floor in steps,
+thousands of steps on ImageNet, a few dozen on a small data set, where a teacher that meets a
+full learning rate that early collapses within steps (the DINO chapter). ViT-DINO recipes
+known to learn on small data spend thousands of low-lr steps first (Gani et al. 2022: about
+5,850 on Tiny ImageNet). So each phase of a DINO run lasts the longer of its epochs and a
+floor in steps,
 
 .. math::
     W = \max(\text{warmup\_epochs} \cdot S,\ \text{warmup\_min\_steps}),\qquad
@@ -14,9 +14,8 @@ a floor in steps,
 
 for :math:`S` steps an epoch (:class:`Phases`). A run whose phases come out shorter than
 :data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS` and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`
-says so when it starts (:func:`phase_warnings`), except the ``ci`` tier; the supervised
-control has no floors. The loop builds one :class:`Schedules` (:meth:`Schedules.of`) and
-passes it on.
+says so when it starts (:func:`phase_warnings`); the supervised control has no floors. The
+loop builds one :class:`Schedules` (:meth:`Schedules.of`) and passes it on.
 """
 from __future__ import annotations
 

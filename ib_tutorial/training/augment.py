@@ -1,29 +1,20 @@
 r"""Multi-crop views for DINO: two global crops and ``n`` local crops of every image.
 
 DINO's recipe (Caron et al., 2021), with sizes from a :class:`~ib_tutorial.presets.ViewSettings`:
-
-- global crop 1: random resized crop (area fraction in ``global_crop_scale``) to
-  ``img_size``, flip, colour jitter (p = 0.8), grayscale (p = 0.2), Gaussian blur (p = 1.0);
-- global crop 2: the same, but blur with p = 0.1 and solarisation with p = 0.2;
-- each local crop: random resized crop (``local_crop_scale``) to ``local_crop_size``,
-  flip, colour jitter, grayscale, blur with p = 0.5.
-
-The blur radius (DINO: 0.1-2.0 px at 224 px) scales with ``img_size / 224``, so a small
-image loses the same fraction of its detail as an ImageNet crop. The other
-:class:`~ib_tutorial.presets.ViewSettings` fields (colour strength, hue, grayscale,
-inversion, tone curves: :func:`apply_tone_curves`) apply in that order. Every sample's views
-depend only on ``(seed, epoch, index)``, so a run gives the same views with any number of
-loader workers or DDP processes, and after a resume.
+global crop 1: random resized crop to ``img_size``, flip, colour jitter (p = 0.8), grayscale
+(p = 0.2), Gaussian blur (p = 1.0); global crop 2: the same with blur p = 0.1 and solarisation
+p = 0.2; each local crop: to ``local_crop_size``, flip, colour jitter, grayscale, blur p = 0.5.
+The blur radius (DINO: 0.1-2.0 px at 224 px) scales with ``img_size / 224``; the other view
+settings (colour strength, hue, grayscale, inversion, tone curves: :func:`apply_tone_curves`)
+apply in that order. A sample's views depend only on ``(seed, epoch, index)``, whatever the
+workers, processes or resumptions.
 
 **Batched** (``augmentation="batched"``, :class:`BatchMultiCrop`): where few CPU cores cannot
-keep a GPU fed, every training image is decoded once into a uint8 tensor
-(:class:`DecodedImages`) and the same recipe runs on a whole batch on the training device:
-torchvision's ``RandomResizedCrop`` rule cut by ``torchvision.ops.roi_align`` (which averages
-when it shrinks, so it does not alias), kornia's torchvision-matching colour jitter in a
-per-sample random order, grayscale, blur, solarisation, inversion and tone curves. Crop boxes
-are drawn in each image's own pixels and mapped onto its stored square. The random
-parameters are counter-based draws (:func:`counter_uniforms`, SplitMix64 over
-``(seed, epoch, index, draw)``), independent of batch size, process count and resumption.
+keep a GPU fed, every training image is decoded once (:class:`DecodedImages`) and the same
+recipe runs on a whole batch on the training device: torchvision's ``RandomResizedCrop`` rule
+cut by ``roi_align`` (which averages when it shrinks, so it does not alias), kornia's
+torchvision-matching colour jitter in a per-sample random order, grayscale, blur,
+solarisation, inversion and tone curves, with counter-based draws (:func:`counter_uniforms`).
 The two paths draw the same distributions but not the same pixels; the tests compare them.
 """
 from __future__ import annotations

@@ -32,9 +32,8 @@ class CovarianceAccumulator:
     r"""Streaming first and second moments of D-dimensional samples, held in float64.
 
     Keeps the count :math:`n`, the mean :math:`\bar h` and the centred scatter
-    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`. Each batch is reduced to its
-    own count, mean and scatter, and batches (and accumulators from other processes) are
-    merged with the pairwise update of Chan et al. (1979),
+    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`; batches (and other processes'
+    accumulators) are merged by the pairwise update of Chan et al. (1979),
 
     .. math::
 
@@ -49,9 +48,8 @@ class CovarianceAccumulator:
     reference's section "Numerics of the covariance accumulator" derives it).
 
     Args:
-        dim: D, the feature width.
-        center: whether :meth:`covariance` is centred (:math:`M/(n-1)`, the default)
-            or the uncentred second moment :math:`H^\top H / n = M/n + \bar h \bar h^\top`.
+        center: whether :meth:`covariance` is centred (:math:`M/(n-1)`, the default) or the
+            uncentred second moment :math:`H^\top H / n = M/n + \bar h \bar h^\top`.
     """
 
     def __init__(self, dim: int, center: bool = True):

@@ -1,11 +1,10 @@
 r"""Measurement variants a reader would try: which covariance of a block's tokens EED reads.
 
 Every variant is a function of one set of sums over a block's tokens, :class:`TokenMoments`,
-so one pass over the images serves them all (accumulated by
-:class:`~ib_tutorial.measure.bootstrap.ImageStatistics`). For token :math:`x_{it} \in \mathbb{R}^D`
-of image :math:`i` (:math:`N` images of :math:`T` tokens), a fixed shift :math:`c` near the
-mean (it cancels from every covariance) and image weights :math:`w_i` (1, or a bootstrap's
-multinomial counts):
+accumulated in one pass by :class:`~ib_tutorial.measure.bootstrap.ImageStatistics`. For token
+:math:`x_{it} \in \mathbb{R}^D` of image :math:`i` (:math:`N` images of :math:`T` tokens), a
+fixed shift :math:`c` near the mean (it cancels) and image weights :math:`w_i` (1, or a
+bootstrap's multinomial counts):
 
 .. math::
 
@@ -17,16 +16,12 @@ multinomial counts):
 
 The variants (:data:`VARIANTS`):
 
-* ``tokens`` (the default; the paper's): all tokens pooled,
-  :math:`C = (G - s s^\top / NT) / (NT - 1)`;
-* ``post_ln``: the same, after the LayerNorm the *next* block applies
-  (:func:`post_layernorm`, :func:`next_norms`);
-* ``correlation``: :math:`R = \mathrm{diag}(C)^{-1/2}\, C\, \mathrm{diag}(C)^{-1/2}`, so the
-  residual stream's few channels of outsized scale count no more than the others;
-* ``position_centred``: :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))`, without the
-  position embedding's offset;
-* ``per_image``: :math:`C = (G - Q / T) / (N (T - 1))`, the within-image covariance averaged
-  over images.
+* ``tokens`` (the default; the paper's): all tokens pooled, :math:`C = (G - s s^\top / NT) / (NT - 1)`;
+* ``post_ln``: the same after the next block's LayerNorm (:func:`post_layernorm`, :func:`next_norms`);
+* ``correlation``: :math:`R = \mathrm{diag}(C)^{-1/2}\, C\, \mathrm{diag}(C)^{-1/2}`, so the residual
+  stream's few outsized channels count no more than the others;
+* ``position_centred``: :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))`, without the position offset;
+* ``per_image``: :math:`C = (G - Q / T) / (N (T - 1))`, the within-image covariance.
 """
 from __future__ import annotations
 

@@ -1,29 +1,26 @@
 r"""Uncertainty of a profile: the bootstrap over images, and the Wilson interval of an accuracy.
 
-A replicate draws the images again with replacement. Every covariance of
-:mod:`~ib_tutorial.measure.variants` is a function of sums over images, so a replicate is the
-same sums weighted by multinomial counts :math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`,
-with no second pass over the network. Images, not tokens, are resampled: the tokens of one
-image are not independent, and resampling them would give intervals far too narrow.
+A replicate draws the images again with replacement: every covariance of
+:mod:`~ib_tutorial.measure.variants` is a function of sums over images, so it is the same sums
+weighted by multinomial counts :math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`, with no second
+pass over the network. Images, not tokens, are resampled: the tokens of one image are not
+independent, and resampling them would give intervals far too narrow.
 
 **Memory.** :class:`ImageStatistics` keeps at most :math:`K` groups of sums (``groups``, by
-default as many as ``max_bytes`` allows; a Gram matrix takes :math:`8 D^2` bytes): image
-:math:`j < K` has a group of its own, every later one joins a random group. Beyond :math:`K`
-images this is a cluster bootstrap, still valid but coarser: keep :math:`K \ge 100`.
+default as many as ``max_bytes`` allows): image :math:`j < K` has a group of its own, every
+later one joins a random group, a cluster bootstrap, still valid but coarser: keep :math:`K \ge 100`.
 
 **Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` its replicates'
 quantiles, at ``level`` :math:`1 - 2\alpha`: *basic*
 :math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]` (the default) or *percentile*
-:math:`[q_\alpha, q_{1-\alpha}]`. :math:`N_\mathrm{eff}` of a sample is biased low and a
-replicate lower still; the basic interval reflects the replicates about the measured value,
-correcting that bias to first order (400 images in 32 dimensions: the true value in 96 of 100
-basic 90 % intervals, in none of the percentile ones; ``tests/measure/test_bootstrap.py``). A
-measured value can therefore lie above its basic interval (:attr:`BootstrapProfile.bias`).
+:math:`[q_\alpha, q_{1-\alpha}]`. :math:`N_\mathrm{eff}` of a sample is biased low, a replicate
+lower still; the basic interval corrects that to first order (400 images in 32 dimensions: the
+true value in 96 of 100 basic 90 % intervals, in no percentile one), so a measured value can lie
+above its basic interval (:attr:`BootstrapProfile.bias`).
 
-Every block is measured on the same replicates, so a statistic of several blocks gets its
-interval from them (:meth:`BootstrapProfile.interval`); profiles bootstrapped with the same
-``seed`` on the same images in the same order are paired (:func:`joint_interval`).
-:func:`wilson_interval` gives the binomial interval of a k-NN accuracy.
+Every block is measured on the same replicates (:meth:`BootstrapProfile.interval`); profiles
+bootstrapped with the same ``seed`` on the same images in the same order are paired
+(:func:`joint_interval`). :func:`wilson_interval` gives the binomial interval of a k-NN accuracy.
 """
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """Keep freed memory in the process, so that a forward pass does not pay for fresh pages.
 
-On Linux, glibc's ``malloc`` serves blocks above its mmap threshold (128 KiB at first,
-rising as such blocks are freed, to 32 MiB at most) with ``mmap`` and returns them to the
-system when they are freed, and trims the top of its heap as soon as twice that threshold
-lies free there. A forward pass of ViT-S at 224 px frees and reallocates hundreds of MiB
-of activations per batch, so every batch faults the same pages in again, one per 4 KiB,
-each zeroed by the kernel: on a 2-core CPU, 75,000 to 113,000 faults per pass, which made
-it 8 to 13 % slower (benchmarks/bench_allocator.py).
-
-:func:`keep_freed_memory` raises both limits, so freed blocks go back to the heap and the
-next batch reuses them. The process then keeps the memory of its largest batch until it
-exits, which a training or profiling process needs again at its next step anyway. The
-command line calls it at start; elsewhere (a notebook, a script) call it yourself. Other
-platforms and C libraries keep their own policies, and it does nothing there.
+glibc's ``malloc`` returns large freed blocks to the system, so every batch of a ViT forward
+pass faults hundreds of MiB of pages in again, each zeroed by the kernel: on a 2-core CPU that
+made a pass 8 to 13 % slower (benchmarks/bench_allocator.py). :func:`keep_freed_memory`
+raises glibc's mmap and trim thresholds, so the next batch reuses the freed blocks and the
+process keeps the memory of its largest batch. The command line calls it at start; a notebook
+or script calls it itself. Elsewhere than glibc it does nothing.
 """
 from __future__ import annotations
 

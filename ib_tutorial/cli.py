@@ -22,13 +22,7 @@ from .measure.block_profile import TOKEN_CHOICES
 from .measure.knn import POOLS as PRUNING_POOLS
 from .models import PUBLISHED_VIT_SMALL, PretrainedUnavailable
 from .paths import DATA_ENV_VAR, data_root, display_path
-from .presets import (
-    ENV_VAR,
-    PAPER_OPEN_CHOICES,
-    PRESETS,
-    get_preset,
-    training_overrides,
-)
+from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
 from .report.tables import write_comparison_table
 from .reproduction.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
 from .reproduction.measurement import IMAGES as MEASUREMENT_IMAGES
@@ -119,8 +113,7 @@ def _train(args: argparse.Namespace) -> None:
     try:
         path = train(
             args.dataset, args.preset, out=args.out, resume=args.resume, root=args.root, download=args.download,
-            dataset_options=dict(args.dataset_option), progress=not args.no_progress, **overrides,
-        )
+            dataset_options=dict(args.dataset_option), progress=not args.no_progress, **overrides)
     except TrainingStopped as stopped:
         _stop(stopped)
     if os.environ.get("RANK", "0") == "0":
@@ -228,8 +221,7 @@ def _model_weights(text: str) -> tuple[str, Path]:
 
 def _reproduce(args: argparse.Namespace) -> None:
     weights = dict(args.weights or [])
-    unknown = sorted(set(weights) - set(args.pretrained))
-    if unknown:
+    if unknown := sorted(set(weights) - set(args.pretrained)):
         raise SystemExit(f"error: --weights names {', '.join(unknown)}, which --pretrained does not list")
     try:
         out = reproduce(args.preset, datasets=args.datasets, out=args.out, root=args.root, download=args.download,
@@ -262,14 +254,13 @@ def _profile_published(args: argparse.Namespace) -> None:
             print(f"  pruning curves in {pruned}")
 
 
-def _add_profile_published(commands) -> None:
+def _add_profile_published(commands) -> argparse.ArgumentParser:
     published = commands.add_parser(
         "profile-pretrained", help="per-block EED of published, converged ViTs (timm) on a dataset",
         description="Profile each timm MODEL with its published weights on the dataset's seeded held-out profile "
         "images, at the model's own input size and normalisation, with every measurement (all, CLS, patch and "
         "mean tokens, centred and not); write <out>/<dataset>/<model>/profiles/*.json. "
-        f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.",
-    )
+        f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.")
     published.add_argument("models", nargs="+", metavar="MODEL", help="timm model names, e.g. vit_small_patch16_224.dino")
     published.add_argument("--dataset", required=True, type=_run_spec, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
     published.add_argument("--weights", type=Path, default=None,
@@ -281,13 +272,11 @@ def _add_profile_published(commands) -> None:
                            help="input side in pixels (default: the model's published one; e.g. 224 for DINOv2 ViT-S/14)")
     published.add_argument("--out", type=Path, default=None,
                            help="results folder (default: <data root>/converged, which the chapter \"Converged ViTs\" reads)")
-    published.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
-    published.add_argument("--download", action="store_true", help="download the dataset if it is missing")
     published.add_argument("--prune", action="store_true",
                            help="also prune each model spectrally against the dataset's train images (the preset's "
                                 "k-NN images), into <out>/<dataset>/<model>/pruning/mean.json")
-    published.add_argument("--no-progress", action="store_true", help="no progress bars")
     published.set_defaults(func=_profile_published)
+    return published
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,11 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(commands)
     _add_data_commands(commands)
     _add_infoplane(commands)
-    for command in _add_run_commands(commands) + [_add_reproduce(commands)]:
+    for command in _add_run_commands(commands) + [_add_reproduce(commands), _add_profile_published(commands)]:
         command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
-    _add_profile_published(commands)
     return parser
 
 
@@ -312,8 +300,7 @@ def _add_train(commands) -> None:
     train_parser = commands.add_parser(
         "train", help="train ViT-Small with DINO",
         description="Train ViT-Small with DINO (--objective supervised: the same backbone with labels, as a control). "
-                    "For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...",
-    )
+                    "For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...")
     add_train_arguments(train_parser)
     train_parser.set_defaults(func=_train)
 
@@ -337,8 +324,7 @@ def _add_infoplane(commands) -> None:
         help="train the Information Bottleneck toy network and report each layer's compression",
         description="Train the 12-10-7-5-4-3-2 network on the 12-bit task with the chosen preset's "
         "IB settings, estimate every layer's information plane by binning and by the KDE bound, "
-        "and print each layer's peak and final I(X;T).",
-    )
+        "and print each layer's peak and final I(X;T).")
     infoplane.add_argument("--preset", default=None, type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
     infoplane.add_argument("--activation", nargs="+", default=["tanh", "relu"], choices=["tanh", "relu"])
     infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
@@ -350,8 +336,7 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
     profile = commands.add_parser(
         "profile", help="per-block EED of every saved checkpoint of a run",
         description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
-        "profiles/<epoch>.json (other token choices and --uncentred go to profiles/<variant>/).",
-    )
+        "profiles/<epoch>.json (other token choices and --uncentred go to profiles/<variant>/).")
     profile.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
@@ -361,8 +346,7 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
         description="Measure the teacher RUN_DIR saved at --epoch (0: its random initialisation) on the run's "
         "profile images, on the same images phase-scrambled and on noise with their channel moments, with every "
         "measurement variant and token choice (the controls: the default measurement), each with a bootstrap "
-        "over the images; print the two tables and write measurement/<epoch>.json in RUN_DIR.",
-    )
+        "over the images; print the two tables and write measurement/<epoch>.json in RUN_DIR.")
     measure.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
     measure.add_argument("--epoch", type=int, default=None, help="the saved teacher to measure (default: the last)")
     measure.add_argument("--images", type=int, default=MEASUREMENT_IMAGES,
@@ -376,8 +360,7 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
         "prune", help="k-NN accuracy of each block pruned to its top k principal directions",
         description="For one saved teacher of RUN_DIR (default the last), fit each block's principal directions "
         "on the run's k-NN training images, and measure the k-NN accuracy of the pooled features pruned to k "
-        "directions for every k from 1 to D; write pruning/<pool>-<epoch>.json.",
-    )
+        "directions for every k from 1 to D; write pruning/<pool>-<epoch>.json.")
     prune.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
     prune.add_argument("--epoch", type=int, default=None, help="the saved teacher to prune (default: the last)")
     prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean",
@@ -387,8 +370,7 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
         description="For the saved teachers of RUN_DIR (a run on a synthetic world with objects), the k-NN accuracy "
         "of the class and of the median split of each thing the world draws besides it (the object's value, hue "
         "and size, the background's value, ...), from the CLS token and the mean patch token, on the run's k-NN "
-        "images; write factors.json in RUN_DIR.",
-    )
+        "images; write factors.json in RUN_DIR.")
     factors.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
     factors.add_argument("--epochs", type=int, nargs="+", default=None, help="saved teachers to measure (default: all)")
     for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (factors, _factors)):
@@ -401,8 +383,7 @@ def _add_reproduce(commands) -> argparse.ArgumentParser:
     reproduce = commands.add_parser(
         "reproduce", help="train and profile each dataset, then compare with the paper",
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
-        "Finished work is skipped, so the command can be rerun after an interruption.",
-    )
+        "Finished work is skipped, so the command can be rerun after an interruption.")
     reproduce.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
     reproduce.add_argument("--datasets", nargs="+", default=[RunSpec.parse(spec) for spec in PAPER_DATASETS], type=_run_spec,
                            metavar="NAME[:KEY=VALUE,...][@SETTING=VALUE,...]",

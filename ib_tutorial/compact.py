@@ -1,19 +1,14 @@
 """Committed results in compact form: a record stored xz-compressed under its own name, and
 the one reader that takes either form.
 
-A bundle's measured records (each profile with its bootstrap's replicates, the pruning
-curves, the measurements) and its training logs are most of the repository's bytes, and
-their digits compress about four-fold. So the files that :func:`compactable` names, every
-``metrics.jsonl`` and every ``.json`` below a ``profiles/``, ``pruning/`` or
-``measurement/`` folder, are stored as the xz stream of their text, under the same name:
-paths, globs and existence checks stay as they are, and what describes a run
-(``config.json``, ``summary.json``, ``factors.json``, ``comparison.md``) stays plain text.
-:func:`read_text` tells the two forms apart by xz's magic bytes, so plain files, those
-written before this form and every file a run writes as it goes, read as before.
+Measured records and training logs are most of the repository's bytes and compress about
+four-fold. The files :func:`compactable` names (every ``metrics.jsonl`` and every ``.json``
+below a ``profiles/``, ``pruning/`` or ``measurement/`` folder) are stored as the xz stream of
+their text under the same name, so paths and globs stay; what describes a run stays plain
+text. :func:`read_text` tells the forms apart by xz's magic bytes.
 
-``python -m ib_tutorial.compact FOLDER...`` converts what it finds (a no-op on files already
-compact), ``--expand`` writes them back as plain text, byte for byte as they were; ``xz -dcf
-FILE`` prints either form.
+``python -m ib_tutorial.compact FOLDER...`` converts (a no-op on compact files), ``--expand``
+writes them back byte for byte; ``xz -dcf FILE`` prints either form.
 """
 from __future__ import annotations
 

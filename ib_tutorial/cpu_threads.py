@@ -26,10 +26,8 @@ TAKEN = 0.75
 
 
 def busy_cores(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
-    """How many cores other work kept busy over the next ``seconds`` (from the kernel's CPU
-    counters; this process sleeps meanwhile, so it is not counted, and niced processes yield
-    their cores, so they are not counted either), or None where the counters are not
-    available (not Linux)."""
+    """How many cores other (not niced) work kept busy over the next ``seconds``, from the
+    kernel's CPU counters while this process sleeps; None where there are none (not Linux)."""
     try:
         first = _cpu_times(stat)
         time.sleep(seconds)

@@ -1,9 +1,8 @@
 """The backbone: timm's ViT-Small (D = 384, 12 blocks, 6 heads), or ViT-Tiny (D = 192, 12
 blocks, 3 heads) for CPU budgets, at any input and patch size.
 
-timm is imported where a network is built or its weights are read, not with this module:
-with torchvision, which it imports, it costs about two seconds, which a chapter that only
-reads results (and needs these names and sizes) would otherwise pay."""
+timm is imported where a network is built or its weights read: with torchvision it costs
+about two seconds, which a chapter that only reads results would otherwise pay."""
 from __future__ import annotations
 
 import os
@@ -32,8 +31,7 @@ def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16
         patch_size: the side of each patch; tokens per image = (img_size / patch_size)^2 + 1.
         drop_path_rate: stochastic-depth rate (0 for measurement, > 0 for training).
 
-    ``dynamic_img_size=True`` interpolates the position embedding, so the same model
-    accepts the smaller local crops of multi-crop training.
+    The position embedding is interpolated, so the model accepts the smaller local crops too.
     """
     import timm
 
@@ -41,15 +39,8 @@ def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16
         raise ValueError(f"Unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}.")
     if img_size % patch_size:
         raise ValueError(f"img_size {img_size} must be a multiple of patch_size {patch_size}")
-    return timm.create_model(
-        f"{arch}_patch16_224",
-        pretrained=False,
-        num_classes=0,
-        img_size=img_size,
-        patch_size=patch_size,
-        drop_path_rate=drop_path_rate,
-        dynamic_img_size=True,
-    )
+    return timm.create_model(f"{arch}_patch16_224", pretrained=False, num_classes=0, img_size=img_size,
+                             patch_size=patch_size, drop_path_rate=drop_path_rate, dynamic_img_size=True)
 
 
 def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float = 0.0) -> torch.nn.Module:
@@ -81,11 +72,9 @@ class PretrainedUnavailable(RuntimeError):
 
 
 def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_size: int | None = None) -> torch.nn.Module:
-    """timm's ``name`` with its published weights and no classification head: read from
-    ``weights`` (a local state dict, ``.pth``/``.bin``/``.safetensors``, for machines without
-    a network), else from the Hugging Face hub (cached after the first download). With
-    ``img_size``, the network takes inputs of that side (timm resamples its position
-    embeddings), e.g. DINOv2 ViT-S/14, published at 518 px, at 224 px.
+    """timm's ``name`` with its published weights and no classification head, from ``weights``
+    (a local ``.pth``/``.bin``/``.safetensors`` state dict) or else the Hugging Face hub. With
+    ``img_size`` it takes inputs of that side (e.g. DINOv2 ViT-S/14, published at 518 px, at 224).
 
     Raises:
         ValueError: timm knows no such model.
@@ -148,11 +137,8 @@ def _mismatch(error: Exception, shown: int = 4) -> str:
 
 
 def pretrained_dino_vit_small() -> torch.nn.Module | None:
-    """timm's DINO ViT-S/16 (Caron et al. 2021) with its published weights, or ``None``
-    with a printed explanation when the weights cannot be fetched (e.g. offline).
-
-    This is the reference control: a converged DINO ViT-S trained on ImageNet at 224 px.
-    """
+    """timm's DINO ViT-S/16 (Caron et al. 2021) with its published weights, the converged
+    reference; ``None``, with a printed explanation, when they cannot be fetched."""
     try:
         return load_pretrained(PRETRAINED_DINO)
     except PretrainedUnavailable as error:  # the control is optional

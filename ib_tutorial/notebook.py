@@ -24,12 +24,10 @@ class ChapterSetup:
     data_root: Path
 
     def reproduce_folder(self) -> Path:
-        """Where the chapters that call ``reproduce`` keep their runs, so that running a
-        chapter again, or another chapter with the same runs, loads what is finished:
-        ``<data root>/reproduce/<preset>``. For an illustrative preset (a few steps, the
-        tests' ``ci``) the folder is named after the package's source as well,
-        ``ci-<fingerprint>``, so that runs made by other code are never loaded
-        (:func:`setup_chapter` removes theirs)."""
+        """Where the chapters that call ``reproduce`` keep their runs, so that a chapter run
+        again loads what is finished: ``<data root>/reproduce/<preset>``, or for an
+        illustrative preset ``ci-<fingerprint>`` of the package's source, so that runs made by
+        other code are never loaded (:func:`setup_chapter` removes theirs)."""
         if not self.preset.illustrative:
             return self.data_root / "reproduce" / self.preset.name
         return self.data_root / "reproduce" / f"{self.preset.name}-{source_fingerprint()}"
@@ -72,16 +70,13 @@ def show_source(obj):
     shows a copy that can drift from the code."""
     from IPython.display import Code  # Jupyter's own package: only notebooks call this
 
-
     return Code(inspect.getsource(obj), language="python")
 
 
 def glue_number(name: str, value: float | str) -> None:
-    """Store ``value`` under ``name`` for the chapter's text (MyST-NB's ``glue``; a Markdown
-    cell shows it with the ``glue:text`` role, the name and a format such as ``:.1f``; a
-    string is shown as it is), so
-    a sentence about a result is made from it. Outside the book's build environment (e.g.
-    in Colab, without MyST-NB) the text is not rendered and nothing is stored."""
+    """Store ``value`` under ``name`` for the chapter's text (MyST-NB's ``glue``, shown by the
+    ``glue:text`` role with a format such as ``:.1f``), so a sentence about a result is made
+    from it. Without MyST-NB (e.g. in Colab) nothing is stored."""
     try:
         from myst_nb import glue
     except ImportError:

@@ -22,10 +22,9 @@ def display_path(path: str | os.PathLike) -> str:
 
 
 def repository_root() -> Path:
-    """The folder that holds the package: the repository's root when the package runs from
-    a checkout (an editable install, as README and the Colab cells make, or ``PYTHONPATH``);
-    for a copy installed into ``site-packages``, that folder, which holds no results
-    (:func:`in_repository` tells which). The one place the package finds the repository."""
+    """The folder that holds the package: the repository's root when it runs from a checkout,
+    else ``site-packages`` (:func:`in_repository` tells which). The one place the package
+    finds the repository."""
     return Path(__file__).resolve().parents[1]
 
 
@@ -36,9 +35,9 @@ def in_repository() -> bool:
 
 
 def stored_results(name: str = "") -> Path:
-    """``results/<name>`` of the repository this package was loaded from: the bundles
-    committed with the book, found from the package's location (not the working
-    directory). An installed package has none (:func:`in_repository`); check ``.exists()``."""
+    """``results/<name>`` of the repository this package was loaded from (not the working
+    directory): the bundles committed with the book. An installed package has none; check
+    ``.exists()``."""
     return repository_root() / "results" / name
 
 

@@ -1,8 +1,7 @@
 """Numerical precision of forward passes: one rule for training, k-NN and block profiles.
 
-CUDA runs its forward passes under autocast (bf16 where the GPU supports it, else fp16);
-the CPU stays in fp32, where bf16 is slower and less exact. Measurements (covariances,
-eigenvalues) never use the reduced precision: they are accumulated in float64.
+CUDA runs forward passes under autocast (bf16 where supported, else fp16); the CPU stays in
+fp32. Measurements (covariances, eigenvalues) are accumulated in float64.
 """
 from __future__ import annotations
 

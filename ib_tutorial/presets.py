@@ -1,25 +1,18 @@
 """Named settings for every experiment in the book.
 
-A preset is plain, frozen data. One environment variable, ``IB_TUTORIAL_PRESET``,
-chooses it for the notebooks and the command line; the default is ``ci`` so that
-every chapter runs in minutes on a laptop CPU.
-
-Tiers, from smallest to largest:
+A preset is plain, frozen data, chosen by ``IB_TUTORIAL_PRESET`` (default ``ci``). Tiers:
 
 ``ci``
-    CPU, offline, seconds to minutes per chapter. Exercises every code path with
-    small images and few samples; the numbers it produces illustrate the method,
-    they do not reproduce the paper.
+    CPU, offline, minutes per chapter: exercises every code path; its numbers illustrate the
+    method, they do not reproduce the paper.
 ``laptop``
-    CPU, about 80 minutes per dataset on two cores (two hours on one), with ViT-Tiny
-    (D = 192) instead of ViT-Small: DINO runs a whole (short) schedule on real images,
-    with the warm-up and freeze floors of :mod:`ib_tutorial.training.schedules`, long enough
-    for its k-NN accuracy to rise beyond noise on the Tiny ImageNet subset.
+    CPU, about 80 minutes per dataset on two cores, with ViT-Tiny (D = 192): a whole short
+    DINO schedule whose k-NN accuracy rises beyond noise on the Tiny ImageNet subset.
 ``quick``
     One GPU, minutes per dataset.
 ``paper``
-    One or more GPUs; as close to the paper as it states. Choices the paper leaves
-    open are listed in :data:`PAPER_OPEN_CHOICES`.
+    One or more GPUs, as close to the paper as it states (open choices:
+    :data:`PAPER_OPEN_CHOICES`).
 """
 from __future__ import annotations
 
@@ -36,9 +29,8 @@ from .data import DATASETS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
-#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small
-#: data keep (:mod:`ib_tutorial.training.schedules`; the lab notes' recipe tables): the floor
-#: ``warmup_min_steps`` of the tiers that train to learn, and what a shorter one is warned against.
+#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small data
+#: keep (:mod:`ib_tutorial.training.schedules`): the floor ``warmup_min_steps``.
 WARMUP_ANCHOR_STEPS = 800
 #: The shortest last-layer freeze, in steps, likewise (the floor ``freeze_min_steps``).
 FREEZE_ANCHOR_STEPS = 400
@@ -55,8 +47,7 @@ class ProfileSettings:
         patch_size: ViT patch side in pixels for that first look.
         twonn_samples: tokens kept per block (uniform reservoir) for TwoNN.
         replicates: bootstrap replicates over the images kept with each profile of a run
-            (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`), from which its intervals
-            are read; 0 keeps none.
+            (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`); 0 keeps none.
     """
 
     images: int
@@ -78,30 +69,23 @@ class ViewSettings:
         global_crop_scale: (min, max) fraction of the source image's area a global crop covers.
         local_crop_scale: the same for local crops.
         blur_radius: (min, max) Gaussian blur radius in pixels of a 224-pixel crop, scaled by
-            ``img_size / 224`` (DINO: 0.1-2.0 at 224 px); ``(0, 0)`` turns the blur off.
+            ``img_size / 224`` (DINO: 0.1-2.0); ``(0, 0)`` turns the blur off.
         color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
-            0.2, hue ``hue_jitter``) and the probabilities of grayscale (``grayscale``) and
-            solarisation (0.2); 1 is DINO's recipe, 0 keeps every colour.
-        hue_jitter: the largest hue rotation of the colour jitter, in turns, before
-            ``color_strength`` scales it (DINO: 0.1, at most 0.5). At 0.5 every jittered
-            view's hue is rotated uniformly at random, so two views of one image share no
-            hue: on the synthetic worlds, whose images draw random colours, a hue that
-            would otherwise tell DINO which views belong together.
-        invert: the probability that a view's colours are inverted (every channel
-            ``x -> 1 - x``, after the jitter and grayscale), drawn anew for every view; 0 is
-            DINO's recipe. At 0.5 a view says nothing about whether the object is darker or
-            brighter than its background: on the synthetic object world, DINO's views
-            otherwise share that polarity, and the CLS token learns it instead of the shape.
+            0.2, hue ``hue_jitter``) and the probabilities of grayscale and solarisation (0.2);
+            1 is DINO's recipe, 0 keeps every colour.
+        hue_jitter: the largest hue rotation, in turns, before ``color_strength`` (DINO: 0.1).
+            At 0.5 two views of one image share no hue, which on the synthetic worlds would
+            otherwise tell DINO which views belong together.
+        invert: the probability that a view's colours are inverted (``x -> 1 - x``, after the
+            jitter and grayscale); 0 is DINO's. At 0.5 a view hides whether the object is
+            darker than its background, a polarity the CLS token otherwise learns instead of
+            the shape.
         grayscale: the probability that a view is turned grey, before ``color_strength``
-            scales it (DINO: 0.2). At 1 no view has a hue, so two views of one image share
-            neither their colours nor how the object's hue stands against its background's.
-        tone_curve: the probability that a view's channels are each passed through a random
-            tone curve (after the jitter, grayscale and inversion): piecewise linear through
-            values drawn uniformly in [0, 1] at 0, 1/4, 1/2, 3/4 and 1, one curve per channel
-            and view; 0 (DINO's recipe) draws nothing. The curves need not be monotone, so at
-            1 two views share where the colours change (outlines and edges) but neither
-            the colours nor which region is darker: on the synthetic object world, what is
-            left to share is the object's outline, position and size.
+            (DINO: 0.2); at 1 no two views share a hue.
+        tone_curve: the probability that each channel of a view passes through a random,
+            not necessarily monotone, piecewise-linear tone curve (knots at 0, 1/4, ..., 1,
+            values uniform in [0, 1]); 0 is DINO's. At 1 two views share edges, outline,
+            position and size, but not colours or which region is darker.
     """
 
     img_size: int
@@ -117,12 +101,8 @@ class ViewSettings:
     tone_curve: float = 0.0
 
 
-# DINO's ImageNet geometry is 224 px, patch 16 (14 x 14 patches), local crops 96 px
-# (6 x 6 patches). The paper states neither patch nor input size. Our default keeps each
-# dataset at the input size its registry entry gives (its native resolution, or 224 px
-# for UC Merced, resized from 256 px, and DTD) and chooses the patch so that a global
-# crop is an 8 x 8 grid of patches, or DINO's own 14 x 14 at 224 px, with local crops
-# half (or, at 224 px, DINO's 96 px) the global side. Scales are DINO's.
+# The paper states neither patch nor input size: each dataset keeps its registry's input size,
+# with an 8 x 8 patch grid and half-side local crops, or DINO's 224/16/96 px at 224 px.
 def paper_view(input_size: int) -> ViewSettings:
     """The paper tier's geometry for a dataset fed at ``input_size`` pixels."""
     if input_size == 224:
@@ -134,17 +114,15 @@ PAPER_VIEWS: dict[str, ViewSettings] = {name: paper_view(info.input_size) for na
 
 # CPU tiers: every dataset at 32 px with patch 8 (4 x 4 patches per global crop, 2 x 2 per
 # local crop), which cuts the tokens per image 4-fold against patch 4.
-REDUCED_VIEWS: dict[str, ViewSettings] = {
-    name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16) for name in DATASETS
-}
+REDUCED_VIEWS: dict[str, ViewSettings] = {name: ViewSettings(img_size=32, patch_size=8, local_crop_size=16)
+                                           for name in DATASETS}
 
 
 @dataclass(frozen=True)
 class TrainSettings:
     """DINO training: optimisation, distillation, multi-crop, evaluation and bookkeeping.
 
-    The reference values are DINO's own (``main_dino.py``), which trains ViT-S/16 for 100
-    epochs on ImageNet with them; the paper states only ViT-S, DINO and 100 epochs.
+    The defaults are DINO's own 100-epoch ViT-S/16 recipe (``main_dino.py``).
 
     Attributes:
         epochs: passes over the training images.
@@ -153,8 +131,7 @@ class TrainSettings:
         min_lr: learning rate at the end of the cosine decay.
         warmup_epochs: epochs of linear learning-rate warm-up from 0.
         warmup_min_steps: DINO's warm-up lasts at least this many steps (a floor for small data
-            sets, where few epochs are few steps: :mod:`ib_tutorial.training.schedules`); the
-            supervised control warms up for its epochs.
+            sets: :mod:`ib_tutorial.training.schedules`).
         weight_decay, weight_decay_end: AdamW weight decay, cosine from the first to the second.
         momentum_teacher: teacher EMA momentum at step 0; cosine to 1 at the end.
         warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs: the teacher temperature
@@ -167,43 +144,31 @@ class TrainSettings:
         local_crops_number: local crops per image (beside the two global crops).
         clip_grad: per-parameter gradient-norm clip (0 disables it).
         freeze_last_layer: epochs during which the head's last layer is not updated.
-        freeze_min_steps: the last layer stays frozen for at least this many steps (the same
-            floor for the freeze).
+        freeze_min_steps: the last layer stays frozen for at least this many steps.
         drop_path_rate: stochastic-depth rate of the student.
-        precision: ``auto`` (bf16 autocast on CUDA, fp16 with loss scaling where bf16 is not
-            supported, fp32 on CPU), or ``bf16``, ``fp16``, ``fp32``.
-        num_workers: data-loading processes per training process; ``None`` for one per CPU
-            core of the node, shared among its training processes (multi-crop augmentation
-            of small images is CPU-bound and can otherwise starve a GPU).
-        train_images: images per epoch: a fixed random subset of the train split when it has
-            more, the split repeated (with fresh views) when it has fewer; ``None`` for the
-            split once.
+        precision: ``auto`` (bf16 on CUDA, else fp16 with loss scaling; fp32 on CPU), ``bf16``,
+            ``fp16`` or ``fp32``.
+        num_workers: data-loading processes per training process; ``None`` shares the node's
+            CPU cores among its training processes.
+        train_images: images per epoch (a fixed random subset of the train split, or the split
+            repeated with fresh views); ``None`` for the split once.
         knn_train_images, knn_eval_images: images of the train and held-out splits used by
             the k-NN evaluation (fixed random subsets; ``None`` for all).
-        eval_split: the held-out split k-NN accuracy and profiles are measured on; ``None``
-            for the dataset's natural one (``val`` where it has one, else ``test``).
+        eval_split: the held-out split of k-NN and profiles; ``None``: ``val``, else ``test``.
         knn_k, knn_temperature: neighbours and temperature of the weighted k-NN vote.
-        knn_every: evaluate k-NN accuracy every this many epochs (and before the first, and
-            after the last).
+        knn_every: evaluate k-NN accuracy every this many epochs (and before the first and after the last).
         checkpoint_every: write a checkpoint every this many epochs (and after the last).
         log_every: append training metrics every this many steps.
-        arch: the backbone, a key of :data:`ib_tutorial.models.ARCHITECTURES`: ``vit_small``
-            (the paper's, D = 384) or ``vit_tiny`` (D = 192, a quarter of the compute).
+        arch: the backbone, ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
         threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
-        objective: ``dino`` (self-distillation, the paper's), or ``supervised``: the same
-            backbone with a linear classifier on its CLS token, trained with cross-entropy on
-            the labels of the two global views (:mod:`ib_tutorial.training.supervised_step`); the
-            comparison that asks whether the bottleneck comes from the data or the objective.
-        augmentation: where the multi-crop views are made: ``loader`` (DINO's own PIL
-            pipeline, image by image, in ``num_workers`` CPU processes) or ``batched`` (the
-            same recipe on a whole batch on the training device, from images decoded once:
-            :class:`~ib_tutorial.training.augment.BatchMultiCrop`; for a GPU that few CPU cores cannot
-            keep fed). The two draw the same distributions but not the same pixels.
-        label_shuffle_seed: for an objective that reads labels (``supervised``): train on the
-            training images' labels permuted among them by this seed, so that the class counts
-            stay and nothing the network learns from them generalises (the control for
-            training without learning); the k-NN evaluation keeps the true labels. ``None``:
-            the true labels.
+        objective: ``dino`` (the paper's), or ``supervised``: a linear classifier on the CLS
+            token trained with cross-entropy (:mod:`ib_tutorial.training.supervised_step`), which
+            asks whether the bottleneck comes from the data or the objective.
+        augmentation: ``loader`` (DINO's PIL pipeline in ``num_workers`` CPU processes) or
+            ``batched`` (the same distributions on a whole batch on the training device:
+            :class:`~ib_tutorial.training.augment.BatchMultiCrop`).
+        label_shuffle_seed: for ``supervised``: train on the labels permuted by this seed, the
+            control for training without learning (k-NN keeps the true labels).
     """
 
     epochs: int
@@ -249,8 +214,7 @@ class TrainSettings:
 
 def training_overrides() -> dict[str, type]:
     """Every setting a training run accepts as an override, with its type: the fields of
-    :class:`TrainSettings` and :class:`ViewSettings`, and the preset's
-    ``seed`` and ``device``."""
+    :class:`TrainSettings` and :class:`ViewSettings`, ``seed`` and ``device``."""
     names: dict[str, type] = {"seed": int, "device": str}
     for section in (TrainSettings, ViewSettings):
         hints = typing.get_type_hints(section)
@@ -265,9 +229,8 @@ class WorldSettings:
     Attributes:
         img_size: side in pixels of the synthetic images shown and measured.
         num_classes: classes in each synthetic world.
-        probe_train: images per world (balanced over classes) that fit the linear
-            probes asking where the label lives; ``probe_test`` more evaluate them.
-        probe_test: held-out images per world for those probes.
+        probe_train, probe_test: images per world (balanced over classes) that fit and
+            evaluate the linear probes asking where the label lives.
     """
 
     img_size: int
@@ -280,15 +243,14 @@ class WorldSettings:
 class IBSettings:
     """The Information Bottleneck toy: the 12-10-7-5-4-3-2 network on 12-bit inputs.
 
-    The network is tiny, so every tier trains it on the CPU; the GPU tiers use the
-    ``laptop`` values.
+    Tiny, so every tier trains it on the CPU; the GPU tiers use the ``laptop`` values.
 
     Attributes:
         epochs: passes over the training inputs (85 % of the 4096).
         learning_rate: Adam's step size.
         batch_size: inputs per step; ``None`` for the full training set in one step.
-        logged_epochs: how many epochs, spaced evenly in log(epoch) from 0 to ``epochs``,
-            record every layer's activations (fewer when rounding makes some coincide).
+        logged_epochs: epochs, evenly spaced in log(epoch), that record every layer's
+            activations (fewer when rounding makes some coincide).
         bins: bins per unit for the binning estimator (30, as Shwartz-Ziv & Tishby).
         noise_variance: variance of the Gaussian noise assumed by the kernel (KDE)
             estimator, in squared activation units (1e-3, as in Saxe et al.'s code).
@@ -306,11 +268,10 @@ class IBSettings:
 
 @dataclass(frozen=True)
 class Preset:
-    """One named tier of settings. ``seed`` makes every run in the tier repeatable;
-    ``views`` holds the input geometry of each dataset (:class:`ViewSettings`).
-    ``illustrative``: a few training steps whose numbers illustrate the method and do
-    not reproduce it; figures say so, and chapters keep its runs apart for each version
-    of the code (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
+    """One named tier of settings; ``views`` holds each dataset's :class:`ViewSettings`.
+    ``illustrative``: a few training steps that illustrate the method and do not reproduce it;
+    chapters keep its runs apart for each version of the code
+    (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
 
     name: str
     description: str
@@ -328,10 +289,8 @@ class Preset:
         try:
             return self.views[dataset]
         except KeyError:
-            raise ValueError(
-                f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
-                "Add a ViewSettings entry for it to the preset's `views`."
-            ) from None
+            raise ValueError(f"No input geometry for dataset {dataset!r}; known: {', '.join(self.views)}. "
+                             "Add a ViewSettings entry for it to the preset's `views`.") from None
 
     def replace(self, **changes) -> "Preset":
         """A copy with some top-level fields changed (sections are replaced whole)."""
@@ -365,16 +324,13 @@ PRESETS: dict[str, Preset] = {
         # would add minutes to a chapter (the committed bundles' profiles carry theirs).
         profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000,
                                 replicates=0),
-        # A few dozen seconds of CPU: 12 steps. Short runs need a teacher that follows the
-        # student within steps (momentum 0.99) and a slightly sharper teacher (0.03, DINO's
-        # advice when the loss does not decrease); the peak learning rate is DINO's 5e-4.
+        # 12 steps: a teacher that follows within steps (momentum 0.99) and a sharper one (0.03,
+        # DINO's advice when the loss does not decrease).
         train=TrainSettings(
             epochs=3, batch_size=16, lr=8e-3, min_lr=2e-4, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.03, teacher_temp=0.03, out_dim=1024, local_crops_number=2, num_workers=0,
             train_images=64, knn_train_images=256, knn_eval_images=128,
-            # One checkpoint, at the end: the chapters compare a run's teacher at its random
-            # initialisation with its last, and each checkpoint between cost a second of
-            # writing and a measurement of every kind.
+            # One checkpoint, at the end: the chapters compare the teacher at initialisation and last.
             knn_every=3, checkpoint_every=3, log_every=1,
         ),
         views=REDUCED_VIEWS,
@@ -388,14 +344,8 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="cpu",
         profile=ProfileSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
-        # About 80 minutes per dataset on two CPU cores, two hours on one (bench_train.py: 30
-        # images/s on one, 3.2x the former ViT-S tier): ViT-Tiny (D = 192) at 32 px / patch 8,
-        # 48 epochs of 5,000 images (DTD's 576 repeated), 3,744 steps of 64 at a peak learning
-        # rate of 5e-4, with the warm-up (800 steps) and freeze (400) floors; k-NN and a
-        # checkpoint (so a profile) every 4 epochs. 48 epochs, not 16 (1,248 steps) or the first
-        # 6 (468): at 16 the k-NN accuracy did not rise beyond noise (results/laptop-tier-16), at
-        # 48 it did (results/laptop-tier-48), the best of the CPU recipes tried in two hours of
-        # two cores (the DINO chapter's table).
+        # 48 epochs of 5,000 images (3,744 steps of 64): at 16 epochs the k-NN accuracy did not
+        # rise beyond noise (results/laptop-tier-16), at 48 it did (results/laptop-tier-48).
         train=TrainSettings(
             epochs=48, batch_size=64, lr=2e-3, min_lr=1e-5, warmup_epochs=1, momentum_teacher=0.99,
             warmup_teacher_temp=0.04, teacher_temp=0.04, warmup_teacher_temp_epochs=0,
@@ -425,13 +375,8 @@ PRESETS: dict[str, Preset] = {
         seed=0,
         device="auto",
         profile=ProfileSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
-        # Stated by the paper: ViT-S, DINO, 100 epochs. Not stated, and taken from DINO's
-        # 100-epoch ViT-S recipe: batch 256 (peak learning rate 5e-4, 10 warm-up epochs),
-        # K = 65,536, 8 local crops, teacher temperature 0.04, momentum 0.996 -> 1, weight
-        # decay 0.04 -> 0.4, clipping 3.0, last layer frozen for 1 epoch, drop path 0.1;
-        # input and patch size per dataset from PAPER_VIEWS. On a small data set those epochs
-        # are few steps: the warm-up and the freeze keep the floors in steps that recipes
-        # which learn on small data keep (ib_tutorial.training.schedules).
+        # Stated by the paper: ViT-S, DINO, 100 epochs; the rest is DINO's 100-epoch ViT-S recipe
+        # (TrainSettings' defaults), with the warm-up and freeze floors for small data sets.
         train=TrainSettings(epochs=100, batch_size=256, warmup_min_steps=WARMUP_ANCHOR_STEPS,
                             freeze_min_steps=FREEZE_ANCHOR_STEPS),
         worlds=WorldSettings(img_size=64, num_classes=10, probe_train=10000, probe_test=5000),
@@ -451,10 +396,8 @@ def get_preset(name: str | None = None) -> Preset:
         return PRESETS[chosen]
     except KeyError:
         source = "" if name is not None else f" (from {ENV_VAR})"
-        raise ValueError(
-            f"Unknown preset {chosen!r}{source}. Known presets: {', '.join(PRESETS)}. "
-            f"Choose one with {argument('preset', '<name>')} or `export {ENV_VAR}=<name>`."
-        ) from None
+        raise ValueError(f"Unknown preset {chosen!r}{source}. Known presets: {', '.join(PRESETS)}. "
+                         f"Choose one with {argument('preset', '<name>')} or `export {ENV_VAR}=<name>`.") from None
 
 
 def resolve_device(preset: Preset):

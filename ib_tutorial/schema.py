@@ -1,13 +1,11 @@
 """The JSON Schema of a dataclass, derived from its fields' types, so that a record's type
 and the schema its files validate against are one definition.
 
-Types map to JSON types (``str`` string, ``int`` integer, ``float`` number, ``bool``
-boolean, ``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null, ``Literal``
-an enum, a nested dataclass an object); a field's ``metadata["schema"]`` adds constraints
-(``minimum``, ``minItems``, ``const``, ...). Every field is required (a record is written
-whole) but one that defaults to None, which files written before it was added lack; other
-keys are allowed, so a record may carry more than its type names. :func:`schema_error`
-checks data against such a schema, and :func:`from_json` reads it back as the dataclass.
+Types map to JSON types (``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null,
+``Literal`` an enum, a nested dataclass an object, ...); a field's ``metadata["schema"]`` adds
+constraints. Every field is required but one that defaults to None (older files lack it);
+other keys are allowed. :func:`schema_error` checks data against such a schema, and
+:func:`from_json` reads it back as the dataclass.
 """
 from __future__ import annotations
 
@@ -88,11 +86,10 @@ def schema_error(schema: dict, value, path: tuple = ()) -> tuple[tuple, str] | N
     """The first place, in the data's order, where ``value`` breaks ``schema``, as (path,
     message) with the path's keys and indices; None where it conforms.
 
-    It checks the keywords :func:`json_schema` and the fields' metadata write, as a JSON
-    Schema validator does (the tests hold it against ``jsonschema``), and refuses a schema
-    with any other, which it would otherwise ignore. Importing ``jsonschema`` cost each
-    chapter's kernel a second and a half (its format checkers build grammars), and walking
-    a bootstrap's thousands of numbers one by one most of the time a bundle took to load."""
+    It checks the keywords :func:`json_schema` and the fields' metadata write, as a JSON Schema
+    validator does (the tests hold it against ``jsonschema``), and refuses any other. It is not
+    ``jsonschema``: importing that cost each chapter's kernel a second and a half, and walking
+    a bootstrap's numbers one by one most of a bundle's loading time."""
     unknown = set(schema) - _KEYWORDS
     if unknown:
         raise ValueError(f"no check for the schema keywords {sorted(unknown)}")

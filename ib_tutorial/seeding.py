@@ -1,9 +1,8 @@
 """Random state: seeding every generator, saving and restoring it, and seeded subsets.
 
-A run is a function of its seed. :func:`seed_all` seeds Python, NumPy and PyTorch (every
-device); :func:`rng_state` and :func:`set_rng_state` carry all of them through a
-checkpoint, so a resumed run draws exactly what an uninterrupted one would; and the
-image subsets a run uses are fixed functions of the seed.
+:func:`seed_all` seeds Python, NumPy and PyTorch (every device); :func:`rng_state` and
+:func:`set_rng_state` carry them through a checkpoint, so a resumed run draws exactly what an
+uninterrupted one would.
 """
 from __future__ import annotations
 
@@ -52,9 +51,7 @@ def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
 def epoch_indices(size: int, count: int | None, seed: int) -> list[int]:
     """The images of one training epoch: ``count`` of ``range(size)``, a fixed function of
     ``seed``. Fewer than ``size``: a subset (:func:`subset_indices`); more: every image as
-    often as fits, then a subset for the rest, so a small dataset (DTD's 720 images) gets
-    as many steps per epoch as a large one. A repeated image gets fresh views each time
-    (views depend on the position in the epoch)."""
+    often as fits, then a subset for the rest, each repeat with fresh views."""
     if count is None or count <= size:
         return subset_indices(size, count, seed)
     return list(range(size)) * (count // size) + subset_indices(size, count % size, seed)

@@ -66,17 +66,13 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
         if fixed_texture_weight is None:
             texture_weight = 0.5 if texture_weight is None else texture_weight
         elif texture_weight is not None and texture_weight != fixed_texture_weight:
-            raise ValueError(
-                f"{world} has texture_weight={fixed_texture_weight} by definition; "
-                f"use get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values."
-            )
+            raise ValueError(f"{world} has texture_weight={fixed_texture_weight} by definition; use "
+                             f"get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values.")
         else:
             texture_weight = fixed_texture_weight
-        return SyntheticWorld(
-            split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
-            texture_weight=texture_weight, object_scale=object_scale, clutter=clutter, palette=palette,
-            transform=transform,
-        )
+        return SyntheticWorld(split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
+                              texture_weight=texture_weight, object_scale=object_scale, clutter=clutter,
+                              palette=palette, transform=transform)
 
     return load
 
@@ -139,44 +135,32 @@ def get_dataset(name: str, split: str = "train", root=None, download: bool = Fal
         split: ``"train"``, ``"val"`` or ``"test"``, as the dataset offers them.
         root: data root; default ``$IB_TUTORIAL_DATA`` or ``~/.cache/ib_tutorial``.
         download: fetch and verify the files when they are missing.
-        transform: applied to each PIL image.
         **options: dataset-specific.
 
-            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes``
-              (default 10), ``size`` (images in the split, default 10,000 train /
-              2,000 val and test), ``seed`` (default 0) and, for ``synthetic-mix``,
-              ``texture_weight`` in [0, 1] (default 0.5).
-            - ``uc-merced``: ``train_fraction`` (0.8), ``split_seed`` (0),
-              ``size_policy`` (``"resize"`` the few images that are not 256 x 256
-              to 256 x 256, bicubic; or ``"keep"``).
-            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (a folder of
-              ``images/<class>/`` without ``labels/``, absolute or inside the data
-              root) with ``train_fraction`` and ``split_seed``; or ``subset``
-              (``"dtd6"``), a built subset folder read like ``folder`` (see
-              :mod:`~ib_tutorial.data.subsets`).
-            - ``tiny-imagenet``: ``subset`` (``"tin20"``), that subset's classes of a
-              full download or of a built subset folder.
-            - ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0).
-            - every dataset read from image files (``tiny-imagenet``, ``uc-merced``,
-              ``dtd``, ``eurosat``): ``skip_corrupt`` (``False``). When true, every
-              image of the split is decoded once up front and the unreadable ones
-              are left out, with a warning naming them and the count; the dataset's
-              ``corrupt_files`` lists them. The split itself is unchanged.
+            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes`` (10),
+              ``size`` (10,000 train / 2,000 val and test), ``seed`` (0), and for
+              ``synthetic-mix`` ``texture_weight`` in [0, 1] (0.5): :class:`~ib_tutorial.data.synthetic.SyntheticWorld`.
+            - ``uc-merced``, ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0);
+              ``uc-merced`` also ``size_policy`` (``"resize"`` or ``"keep"``).
+            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (``images/<class>/``
+              without ``labels/``, absolute or inside the data root) with ``train_fraction``
+              and ``split_seed``; or ``subset`` (``"dtd6"``, :mod:`~ib_tutorial.data.subsets`).
+            - ``tiny-imagenet``: ``subset`` (``"tin20"``).
+            - every dataset read from image files: ``skip_corrupt`` (``False``): leave out,
+              with a warning, the images that cannot be decoded.
 
     Raises:
         ValueError: for an unknown name, split or option, naming the known ones.
-        DatasetNotFoundError: data missing with ``download=False``; the message
-            shows the expected layout under ``root``.
+        DatasetNotFoundError: data missing with ``download=False``; the message shows the
+            expected layout under ``root``.
         ChecksumError: a file's MD5 differs; the message names the file and both digests.
         ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
-        CorruptImageError: (when an item is read, not here) an image file that
-            cannot be decoded; the message names the file and ``skip_corrupt``.
+        CorruptImageError: (when an item is read) an image file that cannot be decoded.
     """
     info = _dataset_info(name)
     if split not in info.splits:
-        raise ValueError(
-            f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. {info.split_note}".strip()
-        )
+        raise ValueError(f"Dataset {name!r} has no split {split!r}; it offers: {', '.join(info.splits)}. "
+                         f"{info.split_note}".strip())
     check_dataset_options(name, options)
     return info.load(split, root, download, transform, **options)
 
@@ -191,10 +175,9 @@ def dataset_on_disk(name: str, split: str, root=None, **options) -> tuple[object
 
 
 def options_on_disk(name: str, root=None) -> dict:
-    """The options that read ``name`` as it lies under the data root: a folder of
-    ``<root>/<name>/images/<class>/`` without the official split (a DTD folder without
-    ``labels/``, as ``ib-tutorial subset build dtd6`` makes it) is read with
-    ``folder=<name>``, relative and so inside the data root; a published layout with none."""
+    """The options that read ``name`` as it lies under the data root: ``folder=<name>`` for a
+    ``<root>/<name>/images/<class>/`` without the official split (as ``ib-tutorial subset build
+    dtd6`` makes it), none for a published layout."""
     readable_as_folder = "folder" in DATASETS[name].folder_options
     return {"folder": name} if readable_as_folder and (data_root(root) / name / "images").is_dir() else {}
 
@@ -217,25 +200,12 @@ def check_dataset_options(name: str, options) -> None:
         parameter.name for parameter in inspect.signature(_dataset_info(name).load).parameters.values()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     ]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise ValueError(
-            f"Dataset {name!r} does not take option(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(accepted) or 'no options'}."
-        )
+    if unknown := sorted(set(options) - set(accepted)):
+        raise ValueError(f"Dataset {name!r} does not take option(s) {', '.join(unknown)}; "
+                         f"it takes: {', '.join(accepted) or 'no options'}.")
 
 
 __all__ = [
-    "DATASETS",
-    "ArchiveError",
-    "ChecksumError",
-    "CorruptImageError",
-    "DatasetInfo",
-    "DatasetNotFoundError",
-    "SyntheticWorld",
-    "check_dataset_options",
-    "dataset_on_disk",
-    "get_dataset",
-    "held_out_split",
-    "options_on_disk",
+    "DATASETS", "ArchiveError", "ChecksumError", "CorruptImageError", "DatasetInfo", "DatasetNotFoundError",
+    "SyntheticWorld", "check_dataset_options", "dataset_on_disk", "get_dataset", "held_out_split", "options_on_disk",
 ]

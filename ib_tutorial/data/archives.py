@@ -1,18 +1,14 @@
-"""Downloading, verifying and safely extracting dataset archives.
+"""Downloading, verifying and safely extracting dataset archives, so that nothing on disk is
+lost and nothing half-done is trusted:
 
-The rules, so that nothing on disk is lost and nothing half-done is trusted:
-
-- A download goes to ``<file>.part`` and is renamed only when complete: every byte
-  the server announced arrived. A download cut short is removed and the next URL tried.
-- An archive is used only if its MD5 matches; a mismatch names the file and both
-  digests, and leaves the file where it is (never deleted behind the user's back).
-- Extraction checks every member first: absolute paths, ``..`` components and links
-  or special files are refused before anything is written.
-- Extraction is all-or-nothing: members go to a staging folder
-  ``.<folder>.partial`` next to the target, a completion marker is written last, and
-  only then is the folder renamed into place. A staging folder found later is an
-  interrupted extraction: it is removed and the extraction redone.
-- A dataset folder that exists but lacks files is reported, never overwritten.
+- a download goes to ``<file>.part`` and is renamed only when every announced byte arrived;
+- an archive is used only if its MD5 matches; a mismatch names the file and both digests,
+  and leaves the file where it is;
+- extraction refuses absolute paths, ``..`` components, links and special files before
+  anything is written, and is all-or-nothing: members go to ``.<folder>.partial``, a
+  completion marker is written last, then the folder is renamed into place (a staging folder
+  found later is an interrupted extraction, redone);
+- a dataset folder that exists but lacks files is reported, never overwritten.
 """
 from __future__ import annotations
 
@@ -62,23 +58,18 @@ class RemoteArchive:
 
 
 def md5_of(path: str | os.PathLike) -> str:
-    """Hex MD5 digest of a file, read in 1 MiB chunks."""
-    digest = hashlib.md5()
+    """Hex MD5 digest of a file."""
     with open(path, "rb") as file:
-        while chunk := file.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(file, "md5").hexdigest()
 
 
 def verify_md5(path: Path, expected: str) -> None:
     """Raise :class:`ChecksumError` naming ``path`` and both digests when they differ."""
     actual = md5_of(path)
     if actual != expected:
-        raise ChecksumError(
-            f"Checksum mismatch for {path}: MD5 is {actual}, expected {expected}. "
-            "The file was not used and has been left in place; it is truncated, corrupt or a "
-            f"different version. Delete it and call again with {argument('download')}."
-        )
+        raise ChecksumError(f"Checksum mismatch for {path}: MD5 is {actual}, expected {expected}. "
+                            "The file was not used and has been left in place; it is truncated, corrupt or a "
+                            f"different version. Delete it and call again with {argument('download')}.")
 
 
 def fetch(archive: RemoteArchive, destination: Path) -> None:
@@ -107,10 +98,8 @@ def fetch(archive: RemoteArchive, destination: Path) -> None:
         except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             failures.append(f"{url}: {error}")
     partial.unlink(missing_ok=True)  # our own incomplete download, never a user's file
-    raise ArchiveError(
-        f"Could not download {archive.filename}; tried\n  " + "\n  ".join(failures)
-        + f"\nDownload it by hand to {destination} and call again."
-    )
+    raise ArchiveError(f"Could not download {archive.filename}; tried\n  " + "\n  ".join(failures)
+                       + f"\nDownload it by hand to {destination} and call again.")
 
 
 def _member_problem(name: str, is_link_or_special: bool) -> str | None:
@@ -129,10 +118,8 @@ def _check_members(names_and_kinds: Sequence[tuple[str, bool]], archive_path: Pa
     for name, special in names_and_kinds:
         problem = _member_problem(name, special)
         if problem:
-            raise ArchiveError(
-                f"Refusing to extract {archive_path}: member {name!r} {problem}. "
-                "Nothing was extracted. The archive is not the published one; delete it."
-            )
+            raise ArchiveError(f"Refusing to extract {archive_path}: member {name!r} {problem}. "
+                               "Nothing was extracted. The archive is not the published one; delete it.")
 
 
 def _extract_all(archive_path: Path, into: Path) -> None:
@@ -208,19 +195,16 @@ def prepare(archive: RemoteArchive, into: Path, folder: str, required: Sequence[
         missing = missing_files(target, required)
         if not missing:
             return target
-        raise DatasetNotFoundError(
-            f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
-            f"it was left alone.\nExpected layout:\n{layout}\n"
-            f"Complete it, or move it away and call again with {argument('download')}."
-        )
+        raise DatasetNotFoundError(f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
+                                   f"it was left alone.\nExpected layout:\n{layout}\n"
+                                   f"Complete it, or move it away and call again with {argument('download')}.")
     archive_path = into / archive.filename
     if not archive_path.exists():
         if not download:
             raise DatasetNotFoundError(
                 f"{dataset} is not under {into}.\nExpected layout:\n{layout}\n"
                 f"Call again with {argument('download')} to fetch {archive.filename} from {archive.urls[0]}, "
-                f"or put that archive at {archive_path}, or pass {argument('root', '<folder holding the layout>')}."
-            )
+                f"or put that archive at {archive_path}, or pass {argument('root', '<folder holding the layout>')}.")
         fetch(archive, archive_path)
     verify_md5(archive_path, archive.md5)
     extract(archive_path, into, folder, archive.md5)

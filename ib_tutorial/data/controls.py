@@ -1,24 +1,15 @@
-r"""Control inputs that separate what the input brings from what a network learned.
+r"""Control inputs that separate what the input brings from what a network learned: the same
+network on inputs that keep some of the images' statistics and drop the rest.
 
-A profile of a trained network on its images mixes two things: the statistics of the images
-and what training made of them. The same network on inputs that keep some of the images'
-statistics and drop the rest says which is which:
-
-* :class:`GaussianNoiseImages`: white Gaussian noise with the images' per-channel mean and
-  standard deviation, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}`, :math:`z \sim \mathcal N(0, 1)`
-  independent over channels and pixels. No spatial or colour correlation at all: the isotropic
-  end, what the network makes of inputs with no structure.
-* :class:`PhaseScrambled`: each image with its amplitude spectrum kept and its phases
-  randomised (:func:`phase_scramble`). The same second-order statistics (power spectrum, colour
-  cross-spectra, hence the covariance of patches), but no objects and no edges: what remains
-  of a profile here is set by the images' spectra, not their content.
+* :class:`GaussianNoiseImages`: white noise with the images' per-channel mean and standard
+  deviation, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}`: no structure at all;
+* :class:`PhaseScrambled`: each image's amplitude spectrum with random phases
+  (:func:`phase_scramble`): the same second-order statistics, no objects or edges;
 * :func:`raw_patch_statistics`: the rank and :math:`N_\mathrm{eff}` of the raw pixel patches a
-  ViT embeds, the reference beside them (the patch embedding is linear).
+  ViT embeds (the patch embedding is linear).
 
-Both datasets work on image tensors [C, H, W] as the model receives them (after the
-evaluation transform: resized and normalised), so their values are directly the model's
-inputs, and both are deterministic: item ``index`` is a function of ``(seed, index)`` alone,
-whatever order it is read in.
+Both datasets hold image tensors [C, H, W] as the model receives them; item ``index`` is a
+function of ``(seed, index)`` alone.
 """
 from __future__ import annotations
 
@@ -29,7 +20,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ..measure.covariance import CovarianceAccumulator
+from ..measure.block_profile import patch_covariance
 from ..measure.metrics import eed_percent, effective_dimension_from_spectrum
 
 Tensor = torch.Tensor
@@ -107,20 +98,17 @@ class GaussianNoiseImages(Dataset):
 def phase_scramble(image: Tensor, rng: np.random.Generator) -> Tensor:
     r"""``image`` [C, H, W] with every channel's amplitude spectrum kept and its phases randomised.
 
-    With :math:`F_c = \mathcal F(x_c)` the 2-D discrete Fourier transform of channel :math:`c`
-    and :math:`\theta = \arg \mathcal F(n)` the phases of one white-noise image :math:`n` [H, W],
+    With :math:`F_c` the 2-D DFT of channel :math:`c` and :math:`\theta` the phases of one
+    white-noise image [H, W],
 
     .. math::
 
         y_c = \mathrm{Re}\, \mathcal F^{-1}\!\big(F_c\, e^{i\theta}\big), \qquad \theta_{00} = 0 .
 
-    Each channel's phases :math:`\arg F_c + \theta` are uniformly random, as if replaced by the
-    noise's, and independent of the image; turning every channel by the *same* :math:`\theta`
-    keeps the phase differences between channels, so each pair's cross-spectrum
-    :math:`F_c \bar F_d` (the colour correlations at every spatial frequency) is kept exactly,
-    and so is each channel's mean (:math:`\theta_{00} = 0`). :math:`\theta` is odd
-    (:math:`\theta_{-k} = -\theta_k`, the noise being real), so :math:`y` is real up to
-    round-off. No clipping here: see :class:`PhaseScrambled`.
+    Turning every channel by the *same* random :math:`\theta` keeps each pair's cross-spectrum
+    :math:`F_c \bar F_d` (the colour correlations at every frequency) and each channel's mean;
+    :math:`\theta` is odd, so :math:`y` is real up to round-off. No clipping here: see
+    :class:`PhaseScrambled`.
     """
     if image.ndim != 3:
         raise ValueError(f"expected an image [C, H, W], got shape {tuple(image.shape)}")
@@ -133,15 +121,12 @@ def phase_scramble(image: Tensor, rng: np.random.Generator) -> Tensor:
 
 class PhaseScrambled(Dataset):
     """The images of ``dataset`` (image tensors [C, H, W], or ``(image, label, ...)`` items),
-    phase-scrambled (:func:`phase_scramble`), each item otherwise as it was (labels kept).
+    phase-scrambled (:func:`phase_scramble`), each item otherwise as it was.
 
-    With ``clip`` (the default) each scrambled channel is clipped to the range of the original
-    channel, so no pixel leaves the range the images have (in normalised units, that of the
-    valid pixel values). Clipping is the one step that alters the amplitude spectrum: on the
-    100 validation images of the Tiny ImageNet sample it clipped 8 % of the pixels and moved
-    each image's amplitude spectrum by 6 % on average (relative L2 norm; 24 % at most);
-    ``clip=False`` keeps the spectra exactly. Image ``index``'s phases are a function of
-    ``(seed, index)``.
+    With ``clip`` (the default) each scrambled channel is clipped to the original channel's
+    range, the one step that alters the amplitude spectrum (on 100 Tiny ImageNet validation
+    images: 8 % of the pixels clipped, each spectrum moved 6 % on average); ``clip=False``
+    keeps the spectra exactly. Image ``index``'s phases are a function of ``(seed, index)``.
     """
 
     def __init__(self, dataset: Dataset, seed: int = 0, clip: bool = True):
@@ -186,22 +171,11 @@ def raw_patch_statistics(images: Tensor | Iterable, patch_size: int, center: boo
                          rtol: float = 1e-9) -> PatchStatistics:
     r"""Rank and :math:`N_\mathrm{eff}` of the non-overlapping ``patch_size`` patches of
     ``images``, a tensor [B, C, H, W] or an iterable of such batches (or of ``(images, labels)``
-    pairs, a ``DataLoader``): the rows a ViT's (linear) patch embedding maps to its first tokens.
-
-    The covariance is accumulated in float64, so an eigenvalue :math:`10^{-9}` times the
-    largest (``rtol``) is far above round-off and far below any direction 8-bit images carry
-    (their quantisation alone leaves about :math:`10^{-6}`).
+    pairs): the rows a ViT's linear patch embedding maps to its first tokens. The rank counts
+    eigenvalues above ``rtol`` times the largest: far above float64 round-off, far below the
+    :math:`10^{-6}` that 8-bit quantisation alone leaves.
     """
-    batches = [images] if isinstance(images, torch.Tensor) else images
-    accumulator = None
-    for batch in batches:
-        batch = batch[0] if isinstance(batch, (tuple, list)) else batch
-        patches = torch.nn.functional.unfold(batch.to(torch.float64), patch_size, stride=patch_size)  # [B, Cp^2, T]
-        rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
-        accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)
-        accumulator.update(rows)
-    if accumulator is None:
-        raise ValueError("no images to measure")
+    accumulator = patch_covariance(images, patch_size, center, torch.float64)
     spectrum = accumulator.spectrum()
     rank = int((spectrum > rtol * spectrum[0]).sum())
     return PatchStatistics(rank, effective_dimension_from_spectrum(spectrum), accumulator.dim)

@@ -1,16 +1,10 @@
 r"""Where does the label live? Linear probes on two kinds of cue.
 
-An object-centric label is a property of one region's outline; a texture-centric
-label is a statistic every patch shares. Two cheap features tell them apart:
-
-- :func:`global_colour_statistics`: per-channel mean, standard deviation and 10/50/90 %
-  quantiles over the whole image. Blind to where anything is and to its shape.
-- :func:`local_patch_spectrum`: the log power spectrum of one small, fixed,
-  contrast-normalised grey patch. Blind to everything outside that patch.
-
-A linear probe (:func:`ridge_probe_accuracy`) on each feature measures how much of
-the label that cue carries. On ``synthetic-objects`` neither should beat chance by
-much; on ``synthetic-textures`` the patch should. :func:`cue_accuracies` sweeps the
+:func:`global_colour_statistics` (per-channel mean, standard deviation and 10/50/90 % quantiles,
+blind to where anything is) and :func:`local_patch_spectrum` (the log power spectrum of one
+small, fixed, contrast-normalised grey patch, blind to everything outside it) each feed a
+linear probe (:func:`ridge_probe_accuracy`). On ``synthetic-objects`` neither should beat
+chance by much; on ``synthetic-textures`` the patch should. :func:`cue_accuracies` sweeps the
 ``texture_weight`` knob of ``synthetic-mix``.
 """
 from __future__ import annotations
@@ -41,9 +35,8 @@ def local_patch_spectrum(image: np.ndarray, patch: int = 8) -> np.ndarray:
     return np.log(np.abs(np.fft.rfft2(grey)) ** 2 + 1e-3).ravel()
 
 
-def ridge_probe_accuracy(
-    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, ridge: float = 1e-2
-) -> float:
+def ridge_probe_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
+                         ridge: float = 1e-2) -> float:
     r"""Test accuracy of a ridge-regression classifier: features standardised with the
     training statistics, plus a bias, :math:`W = (X^\top X + \lambda N I)^{-1} X^\top Y`
     for one-hot :math:`Y`; the prediction is :math:`\arg\max_c (xW)_c`."""
@@ -58,9 +51,7 @@ def ridge_probe_accuracy(
     return float(np.mean(np.argmax(design(test_x) @ weights, axis=1) == test_y))
 
 
-def probe(
-    train: SyntheticWorld, test: SyntheticWorld, features: Callable[[np.ndarray], np.ndarray]
-) -> float:
+def probe(train: SyntheticWorld, test: SyntheticWorld, features: Callable[[np.ndarray], np.ndarray]) -> float:
     """Accuracy of a ridge probe on ``features`` of ``train``'s images, tested on ``test``'s."""
     train_x = np.stack([features(train.image_array(i)) for i in range(len(train))])
     test_x = np.stack([features(test.image_array(i)) for i in range(len(test))])

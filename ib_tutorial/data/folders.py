@@ -1,17 +1,10 @@
 """Labelled image files on disk, and a deterministic stratified split of class folders.
 
-Every real dataset of the book ends as an :class:`ImageFiles`: a list of
-``(path, label)`` pairs read as RGB PIL images. Datasets that publish no split
-(UC Merced, EuroSAT, a DTD folder without its ``labels/``) are split here, class by
-class, reproducibly from a recorded seed.
-
-Unreadable files (truncated, zero bytes, not an image at all). Reading one always
-raises :class:`CorruptImageError` naming the file and the fixes; a DataLoader worker
-passes it to the main process like any exception. With ``skip_corrupt=True`` every
-file of the split is decoded once when the dataset is made, and those that fail are
-left out, listed in ``corrupt_files`` and announced in one warning. The check decodes
-the pixels: PIL's ``verify()`` reads headers only and passes a JPEG cut in half. It
-runs after the split, so skipping a file moves no other file between train and test.
+Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB PIL
+images; datasets that publish no split are split here, class by class, from a recorded seed.
+An unreadable file raises :class:`CorruptImageError`, naming the file and the fixes; with
+``skip_corrupt=True`` every file of the split is decoded once (PIL's ``verify()`` passes a JPEG
+cut in half), after the split, and those that fail are left out with one warning.
 """
 from __future__ import annotations
 
@@ -65,10 +58,8 @@ def unreadable_files(paths: Sequence[Path]) -> list[Path]:
 class ImageFiles(torch.utils.data.Dataset):
     """``(PIL RGB image, label)`` pairs from image files.
 
-    Grayscale, palette and CMYK files are converted to RGB, so every item has three
-    channels. ``fix_image`` (optional) is applied before ``transform``, e.g. a
-    dataset's policy for images of an unexpected size. ``skip_corrupt`` leaves out the
-    files that cannot be decoded (see the module docstring), with a warning.
+    Every file is converted to RGB. ``fix_image`` (e.g. a dataset's policy for images of an
+    unexpected size) is applied before ``transform``; ``skip_corrupt``: see the module docstring.
 
     Attributes:
         samples: list of ``(path, label)``.
@@ -128,11 +119,9 @@ def stratified_split(
 ) -> list[tuple[Path, int]]:
     r"""The ``split`` (``"train"`` or ``"test"``) part of every class, as ``(path, label)``.
 
-    Class :math:`c` (label = its position in ``files_by_class``) with :math:`n_c` files
-    is shuffled by a generator seeded with ``(seed, c)``; its first
-    :math:`\mathrm{round}(\text{train\_fraction}\cdot n_c)` files are train, the rest
-    test. So the split is deterministic, balanced per class, the two parts are
-    disjoint and cover every file, and adding a class does not move the others.
+    Class :math:`c` (label = its position in ``files_by_class``) is shuffled by a generator
+    seeded with ``(seed, c)``; its first :math:`\mathrm{round}(\text{train\_fraction}\cdot n_c)`
+    files are train, the rest test, so adding a class does not move the others.
     """
     if split not in STRATIFIED_SPLITS:
         raise ValueError(f"Unknown split {split!r}; a stratified split offers: {', '.join(STRATIFIED_SPLITS)}.")

@@ -1,10 +1,6 @@
 """The folders of the real datasets that named subsets are made of: where each lies under a
-data root and what it holds.
-
-Two sides share these layouts: the loaders (:mod:`ib_tutorial.data.tiny_imagenet`,
-:mod:`ib_tutorial.data.torchvision_sets`) read them and quote them in their errors, and
-:mod:`ib_tutorial.data.subset_build` writes a subset's folder in them. Both import them from
-here, so neither imports the other to learn them.
+data root and what it holds. The loaders read and quote them, :mod:`ib_tutorial.data.subset_build`
+writes them; both import them from here, so neither imports the other.
 """
 
 TINY_IMAGENET_FOLDER = "tiny-imagenet-200"

@@ -4,10 +4,8 @@
     uc-merced:train_fraction=0.5,split_seed=1
     tiny-imagenet:subset=tin20        (a named subset, see ib_tutorial.data.subsets)
 
-``ib-tutorial reproduce --datasets synthetic-objects synthetic-mix:texture_weight=0.5
-synthetic-textures`` sweeps the ``texture_weight`` knob in one results bundle. Each value is
-read as a Python literal (``0.5``, ``True``, ``'keep'``, a pair ``(0.9,1.0)``) and kept as
-text otherwise; a comma inside brackets belongs to the value.
+Each value is read as a Python literal (``0.5``, ``True``, ``'keep'``, ``(0.9,1.0)``) and kept
+as text otherwise; a comma inside brackets belongs to the value.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Building a named subset's folder from the full download, and checking one.
 
-:func:`build_subset` writes the folder under a data root in the layout its loader reads
-(:mod:`ib_tutorial.data.layouts`), all or nothing; :func:`check_subset` compares a folder's
-:func:`folder_digest` with the one that the subset's entry in :mod:`ib_tutorial.data.subset_table`
-records from the folder the committed runs were trained on, so a match means the same files,
-byte for byte.
+:func:`build_subset` writes the folder in the layout its loader reads, all or nothing;
+:func:`check_subset` compares its :func:`folder_digest` with the one
+:mod:`ib_tutorial.data.subset_table` records for the committed runs' folder.
 """
 from __future__ import annotations
 
@@ -18,11 +16,12 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .archives import CHUNK, DatasetNotFoundError
+from .archives import DatasetNotFoundError
 from .folders import class_folders
 from .layouts import DTD_LAYOUT, TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
 from .subset_table import BUILD_COMMAND, Subset, named_subset
 from .tiny_imagenet import read_classes
+
 
 def folder_digest(folder: Path, progress: bool = False) -> str:
     """SHA-256 (hex) of every file under ``folder`` and its path: the digest of the lines
@@ -31,11 +30,8 @@ def folder_digest(folder: Path, progress: bool = False) -> str:
     files = sorted((path.relative_to(folder).as_posix(), path) for path in folder.rglob("*") if path.is_file())
     lines = []
     for relative, path in tqdm(files, desc=f"digest {folder.name}", unit="file", disable=not progress):
-        digest = hashlib.sha256()
         with open(path, "rb") as file:
-            while chunk := file.read(CHUNK):
-                digest.update(chunk)
-        lines.append(f"{digest.hexdigest()}  {relative}\n")
+            lines.append(f"{hashlib.file_digest(file, 'sha256').hexdigest()}  {relative}\n")
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
@@ -50,9 +46,8 @@ class Plan:
 
 @dataclass(frozen=True)
 class Built:
-    """A subset's folder as :func:`build_subset` wrote it or :func:`check_subset` found
-    it: the folder, its file count, its :func:`folder_digest`, and whether that is the
-    digest the subset records."""
+    """A subset's folder as :func:`build_subset` wrote it or :func:`check_subset` found it,
+    and whether its :func:`folder_digest` is the one the subset records."""
 
     folder: Path
     files: int
@@ -69,8 +64,7 @@ def _source_folder(candidates: Sequence[Path], required: str, dataset: str, layo
     raise DatasetNotFoundError(
         f"No full {dataset} download under the source (looked for {looked}). Expected layout:\n{layout}\n"
         f"Download it with get_dataset({dataset!r}, 'train', root=<source>, download=True) "
-        "and pass that root as --source."
-    )
+        "and pass that root as --source.")
 
 
 def _line_of(lines: dict[bytes, bytes], wnid: str) -> bytes:
@@ -79,11 +73,10 @@ def _line_of(lines: dict[bytes, bytes], wnid: str) -> bytes:
 
 
 def plan_tiny_imagenet(subset: Subset, source_root: Path) -> Plan:
-    """The subset's ``tiny-imagenet-200/``: ``wnids.txt`` listing its classes, the
-    ``words.txt`` lines of those classes in that order, every file under
-    ``train/<wnid>/`` (images and ``<wnid>_boxes.txt``), and the val images of its
-    classes with their ``val/val_annotations.txt`` lines, in the source's order. The
-    source is ``<source_root>/tiny-imagenet-200`` or ``source_root`` itself."""
+    """The subset's ``tiny-imagenet-200/``: its classes' ``wnids.txt`` and ``words.txt`` lines,
+    every file under their ``train/<wnid>/``, and their val images with their
+    ``val/val_annotations.txt`` lines, in the source's order (``<source_root>/tiny-imagenet-200``
+    or ``source_root``)."""
     layout = TINY_IMAGENET_LAYOUT.replace("<root>", str(source_root))
     source = _source_folder([source_root / TINY_IMAGENET_FOLDER, source_root], "wnids.txt", "tiny-imagenet", layout)
     missing = [name for name in TINY_IMAGENET_REQUIRED if not (source / name).exists()]
@@ -113,9 +106,8 @@ def plan_tiny_imagenet(subset: Subset, source_root: Path) -> Plan:
 
 def plan_dtd(subset: Subset, source_root: Path) -> Plan:
     """The subset's ``dtd/images/<class>/``: every image of its classes, named as in the
-    source. The source is the DTD download's ``dtd/`` folder (holding ``images/``) at
-    ``<source_root>/dtd/dtd`` (where ``get_dataset("dtd", download=True)`` puts it),
-    ``<source_root>/dtd`` or ``source_root``."""
+    source, the ``dtd/`` folder holding ``images/`` at ``<source_root>/dtd/dtd`` (where
+    ``get_dataset("dtd", download=True)`` puts it), ``<source_root>/dtd`` or ``source_root``."""
     layout = DTD_LAYOUT.replace("<root>", str(source_root))
     source = _source_folder([source_root / "dtd" / "dtd", source_root / "dtd", source_root], "images", "dtd", layout)
     files_by_class = class_folders(source / "images")
@@ -126,18 +118,15 @@ def plan_dtd(subset: Subset, source_root: Path) -> Plan:
 PLANS: dict[str, Callable[[Subset, Path], Plan]] = {"tiny-imagenet": plan_tiny_imagenet, "dtd": plan_dtd}
 
 
-def build_subset(
-    name: str, source_root: str | os.PathLike, target_root: str | os.PathLike, progress: bool = True
-) -> Built:
+def build_subset(name: str, source_root: str | os.PathLike, target_root: str | os.PathLike,
+                 progress: bool = True) -> Built:
     """Write subset ``name`` from the full download under ``source_root`` to its folder
-    under the data root ``target_root`` (``<target_root>/tiny-imagenet-200``,
-    ``<target_root>/dtd``), in the layout its loader reads.
+    under the data root ``target_root``, in the layout its loader reads.
 
-    Files are copied byte for byte, or written through the subset's
-    :class:`~ib_tutorial.data.subset_table.Downscale`.
-    All or nothing: the folder is built as ``.<folder>.partial`` beside the target
-    (one left by an interrupted build is removed first) and renamed into place when
-    complete. Warns when the result's :func:`folder_digest` is not the recorded one.
+    Files are copied byte for byte, or through the subset's
+    :class:`~ib_tutorial.data.subset_table.Downscale`, into ``.<folder>.partial`` (one left by
+    an interrupted build is removed first), renamed into place when complete. Warns when the
+    result's :func:`folder_digest` is not the recorded one.
 
     Raises:
         FileExistsError: the target folder exists (it is never overwritten).
@@ -174,14 +163,11 @@ def build_subset(
         raise
     built = Built(target, len(plan.texts) + len(plan.files), digest, digest == subset.content_sha256)
     if not built.matches:
-        warnings.warn(
-            f"{target} is not the folder the committed runs used: {built.files:,} files with content digest "
-            f"{digest}, where that folder has {subset.content_files:,} with {subset.content_sha256}. The source "
-            f"is not the complete published {subset.dataset}"
-            + (", or this Pillow encodes JPEG differently" if subset.downscale else "")
-            + "; results on it may differ from the committed ones.",
-            stacklevel=2,
-        )
+        warnings.warn(f"{target} is not the folder the committed runs used: {built.files:,} files with content "
+                      f"digest {digest}, where that folder has {subset.content_files:,} with "
+                      f"{subset.content_sha256}. The source is not the complete published {subset.dataset}"
+                      + (", or this Pillow encodes JPEG differently" if subset.downscale else "")
+                      + "; results on it may differ from the committed ones.", stacklevel=2)
     return built
 
 

@@ -26,12 +26,10 @@ BUILD_COMMAND = ("ib-tutorial subset build {name} "
 class Downscale:
     r"""Shrink an image so that its longer side is at most ``longer_side`` pixels.
 
-    A :math:`w \times h` image with :math:`s = \text{longer\_side} / \max(w, h) < 1`
-    becomes :math:`\mathrm{round}(s w) \times \mathrm{round}(s h)`, resampled with
-    ``resample`` (a :class:`PIL.Image.Resampling` name) in its own mode (grayscale
-    stays grayscale), and is saved as baseline JPEG at ``quality`` with Pillow's other
-    defaults (no EXIF, no ICC profile). An image already within the bound is copied
-    unchanged.
+    A :math:`w \times h` image with :math:`s = \text{longer\_side} / \max(w, h) < 1` becomes
+    :math:`\mathrm{round}(s w) \times \mathrm{round}(s h)`, resampled with ``resample`` (a
+    :class:`PIL.Image.Resampling` name) in its own mode, saved as baseline JPEG at ``quality``
+    with Pillow's other defaults; an image within the bound is copied unchanged.
     """
 
     longer_side: int = 256
@@ -62,10 +60,8 @@ class Downscale:
                 size = self.size(*image.size)
                 resized = None if size == image.size else image.resize(size, Image.Resampling[self.resample.upper()])
         except UNREADABLE as error:
-            raise CorruptImageError(
-                f"Cannot read {source} ({type(error).__name__}: {error}): the download is damaged. "
-                "Delete the dataset's folder, download it again, and build again."
-            ) from error
+            raise CorruptImageError(f"Cannot read {source} ({type(error).__name__}: {error}): the download is "
+                                    "damaged. Delete the dataset's folder, download it again, and build again.") from error
         if resized is None:
             shutil.copyfile(source, target)
         else:
@@ -79,18 +75,13 @@ class Subset:
     Attributes:
         name: what ``subset=`` takes.
         dataset: the :func:`~ib_tutorial.data.get_dataset` name it is a subset of.
-        classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids;
-            DTD class folders).
+        classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids; DTD folders).
         folder: its folder under a data root, the one the dataset's loader reads.
-        description: one line for listings.
-        content_sha256: :func:`~ib_tutorial.data.subset_build.folder_digest` of the folder
-            the committed runs used.
-        content_files: how many files that folder holds.
+        content_sha256, content_files: :func:`~ib_tutorial.data.subset_build.folder_digest` and
+            file count of the folder the committed runs used.
         train_files_sha256: :func:`~ib_tutorial.data.subsets.training_file_digest` of its
-            training split, what a run's record holds, so that a run given the subset's folder
-            without ``subset=`` is still recognised (:attr:`~ib_tutorial.data.subsets.SubsetRecord.named`).
-        downscale: the transformation applied to every image, or ``None`` when the
-            original files are copied byte for byte.
+            training split, by which a run given the folder without ``subset=`` is recognised.
+        downscale: applied to every image; ``None`` copies the files byte for byte.
     """
 
     name: str
@@ -112,8 +103,7 @@ class Subset:
             raise DatasetNotFoundError(
                 f"Subset {self.name!r} of {self.dataset}: {where} lacks {len(missing)} of its "
                 f"{len(self.classes)} classes ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); "
-                f"it has {len(available)}. {fix}"
-            )
+                f"it has {len(available)}. {fix}")
         return [list(available).index(name) for name in self.classes]
 
     def built_classes(self, images: Path) -> dict[str, list[Path]]:
@@ -137,8 +127,7 @@ class Subset:
             raise DatasetNotFoundError(
                 f"Subset {self.name!r}: {len(oversized)} images under {images} are larger than its "
                 f"{self.downscale.longer_side} px, e.g. {oversized[0]}: that is the full-size {self.dataset}, "
-                f"not the subset's downscaled images. {build}"
-            )
+                f"not the subset's downscaled images. {build}")
         return files
 
 

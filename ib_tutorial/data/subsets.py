@@ -1,33 +1,18 @@
 """Named subsets of the real datasets: which classes, which files, and how to build them.
 
-The book's runs on real images train on two subsets small enough for a CPU:
-
-- ``tin20``: 20 of the 200 Tiny ImageNet classes, every image of each (500 train and
-  50 val), the original files;
-- ``dtd6``: 6 of the 47 DTD classes, all 120 images of each, downscaled so that the
-  longer side is at most 256 px (bicubic, JPEG quality 90).
-
-A dataset option names one: ``get_dataset("tiny-imagenet", "train", subset="tin20")``,
-or the specs ``tiny-imagenet:subset=tin20`` and ``dtd:subset=dtd6``. Tiny ImageNet's
-subset reads a full download (restricted to the subset's classes, in the subset's
-order) as well as a built subset folder: the same files with the same labels. DTD's
-needs its downscaled images, so it is built once from the full download::
+The book's real-image runs train on two subsets small enough for a CPU: ``tin20``, 20 of the
+200 Tiny ImageNet classes with every original file (500 train and 50 val each), and ``dtd6``,
+6 of the 47 DTD classes (120 images each) downscaled to a longer side of at most 256 px
+(bicubic, JPEG quality 90). A dataset option names one (``get_dataset("dtd", "train",
+subset="dtd6")``, or the spec ``dtd:subset=dtd6``). ``tin20`` also reads a full Tiny ImageNet
+download; ``dtd6`` is built once into a data root of its own::
 
     ib-tutorial subset build dtd6 --source ~/.cache/ib_tutorial --out ~/subsets
-    ib-tutorial subset build tin20 --source ~/.cache/ib_tutorial --out ~/subsets
 
-The subsets are the table in :mod:`ib_tutorial.data.subset_table`.
-:func:`~ib_tutorial.data.subset_build.build_subset` writes a subset's folder under a data
-root in the layout the loaders read (:mod:`ib_tutorial.data.layouts`), all or nothing, and
-compares its :func:`~ib_tutorial.data.subset_build.folder_digest` with the one the table
-records from the folder the committed runs were trained on, so a match means the same
-files, byte for byte. Build into a data root of its own: the subsets' folders take the
-downloads' names (``dtd/``, ``tiny-imagenet-200/``, as in ``../shared/data/real``). A full
-Tiny ImageNet needs no build: ``subset="tin20"`` reads it. The command is
-:func:`main` (``ib-tutorial subset``), also run as ``python -m ib_tutorial.data.subsets``.
-
-This module also holds what a run records about the data it saw, with :func:`subset_record`:
-the class list and :func:`training_file_digest` of its training files.
+The table is :mod:`ib_tutorial.data.subset_table`; :func:`~ib_tutorial.data.subset_build.build_subset`
+writes a folder all or nothing and checks its
+:func:`~ib_tutorial.data.subset_build.folder_digest` against the committed runs'. The command is
+:func:`main` (``ib-tutorial subset``); :func:`subset_record` is what a run records of its data.
 """
 from __future__ import annotations
 
@@ -47,11 +32,9 @@ from .subset_table import SUBSETS
 
 
 def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
-    """SHA-256 (hex) of a list of files, independent of the machine and of the order given.
-
-    Each path is taken relative to ``root`` (as given when ``root`` is ``None``) and
-    written with ``/``; the digest is that of the sorted relative paths, each followed by
-    a newline, in UTF-8. A full Tiny ImageNet restricted to ``tin20`` and the built
+    """SHA-256 (hex) of a list of files, independent of the machine and of the order given:
+    of the sorted paths relative to ``root`` (as given when ``None``), written with ``/``, each
+    followed by a newline, in UTF-8. A full Tiny ImageNet read as ``tin20`` and the built
     ``tin20`` folder give the same digest.
     """
     relative = sorted(PurePath(os.path.relpath(path, root) if root is not None else path).as_posix() for path in paths)
@@ -64,9 +47,8 @@ class SubsetRecord:
 
     Attributes:
         subset: the named subset (``subset=`` option), or ``None``.
-        classes: the class names in label order, as the dataset's ``classes``.
-        class_ids: the identifiers the files are filed under, in label order
-            (Tiny ImageNet's wnids; elsewhere the same as ``classes``).
+        classes, class_ids: the class names and the identifiers the files are filed under
+            (Tiny ImageNet's wnids), in label order.
         train_files: how many items the training split has.
         train_files_sha256: :func:`training_file_digest` of its files relative to the
             dataset's folder; ``None`` for a dataset not read from files.

@@ -1,61 +1,42 @@
 r"""Synthetic object and texture worlds, generated on the fly.
 
-The paper contrasts object-centric data (CIFAR-100, Tiny ImageNet), where the label
-is a thing somewhere in the picture, with texture-centric data (UC Merced), where
-the label is a statistic that every part of the picture shares. These two worlds
-isolate exactly that difference, with nothing to download or store:
+The paper contrasts object-centric data (the label is a thing somewhere in the picture)
+with texture-centric data (the label is a statistic every part of the picture shares).
+These worlds isolate that difference, with nothing to download:
 
-**Objects** (``texture_weight = 0``). Class :math:`k` is a *shape identity*: a
-closed outline with radius
+**Objects** (``texture_weight = 0``). Class :math:`k` is a closed outline with radius
 
 .. math:: R_k(\theta) = \frac{1 + \sum_{m=2}^{5} a_{k,m}\cos(m\theta + \phi_{k,m})}
           {\sqrt{1 + \tfrac12 \sum_m a_{k,m}^2}},
 
-normalised so that every class has the same area (a disc of radius 1). Each image
-places that shape at a random position and scale (equivalent radius 16-28 % of the
-side) with a random colour, over a cluttered background (smooth colour blotches and
-two random strokes) that is the same for all classes. Colour, position, scale and
-clutter carry no information about the class; only the outline does, and only
-where the object is. Recognising the class means finding and integrating a
-spatially local, global-in-shape structure: the object-centric regime.
+normalised to the area of the unit disc, placed at a random position and scale (equivalent
+radius 16-28 % of the side) with a random colour over a class-independent cluttered
+background. Only the outline carries the class, and only where the object is.
 
-**Textures** (``texture_weight = 1``). Class :math:`k` is a *stationary texture
-statistic* covering the whole image: a Gaussian random field whose power spectrum
-is a log-normal ring around the class frequency :math:`f_k` (cycles per pixel),
-optionally concentrated around an orientation :math:`\theta_k`,
+**Textures** (``texture_weight = 1``). Class :math:`k` is a Gaussian random field whose
+power spectrum is a log-normal ring around the class frequency :math:`f_k` (cycles per
+pixel), optionally oriented around :math:`\theta_k`,
 
 .. math:: |F_k(\rho, \varphi)| = \exp\!\Big(-\frac{\log^2(\rho/f_k)}{2\sigma^2}\Big)
           \,|\cos(\varphi - \theta_k)|^{n_k},
 
-passed through :math:`\tanh(g_k t)` (soft or crisp edges) and painted between two
-random colours, one dark and one bright. Any patch a few periods wide already
-identifies the class; colour does not. This is the texture-centric regime.
+passed through :math:`\tanh(g_k t)` and painted between a dark and a bright random colour:
+any patch a few periods wide identifies the class.
 
-**Between them** (``synthetic-mix``). For :math:`w` = ``texture_weight``, the
-image is the pixel blend :math:`(1-w)\,\text{object} + w\,\text{texture}` of the
-object image and the texture image *of the same class*, so both cues agree and
-:math:`w` moves the evidence from the shape to the texture. The object and texture
-layers use separate random streams, so one ``(seed, index)`` shows the same object
-and the same texture at every :math:`w`. Texture is the easier cue (it is in every
-patch), so do not expect a model's behaviour to change linearly in :math:`w`.
+**Between them** (``synthetic-mix``). The image is the pixel blend
+:math:`(1-w)\,\text{object} + w\,\text{texture}` of the same class, :math:`w` =
+``texture_weight``; the layers use separate random streams, so one ``(seed, index)`` shows
+the same object and texture at every :math:`w`. Texture is the easier cue, so a model's
+behaviour need not change linearly in :math:`w`.
 
-**Palette.** Every colour above is drawn at random, so a network can tell images apart by
-their colours before it reads any outline or texture. ``palette="grey"`` paints every image
-in the same greys instead (:data:`PALETTE_GREYS`), so that only the outline (with its place
-and size) or the texture tells images apart.
+**Palette.** ``palette="grey"`` paints every image in the same greys
+(:data:`PALETTE_GREYS`), so that colours cannot tell images apart.
 
-Sizes: objects are defined relative to the image (a bigger image shows the same
-object in more detail); texture frequencies are defined per pixel (a bigger image
-shows more of the same texture), as for aerial photographs, where a larger tile
-covers more ground. Class :math:`k` means the same shape or texture whatever
-``num_classes``, ``seed`` or split; the class parameters come from a
-low-discrepancy sequence, so any number of classes are spread evenly.
-
-Determinism: image ``index`` of ``split`` is a pure function of
-``(seed, split, index, img_size, texture_weight)``, drawn from a Philox counter
-stream keyed by ``(seed, split)``; the splits use different keys and so hold
-different, independent images. The label of image ``index`` is
-``index % num_classes``: classes are balanced (counts differ by at most one).
+Objects are sized relative to the image, texture frequencies per pixel. Class :math:`k` means
+the same shape or texture whatever ``num_classes``, ``seed`` or split (class parameters come
+from a low-discrepancy sequence). Image ``index`` of ``split`` is a pure function of
+``(seed, split, index, img_size, texture_weight)`` (a Philox stream keyed by
+``(seed, split)``); its label is ``index % num_classes``.
 """
 from __future__ import annotations
 
@@ -104,8 +85,8 @@ PALETTE_GREYS = {"object": 0.9, "background": 0.5, "stroke": 0.55, "texture dark
 def low_discrepancy_point(k: int, dims: int) -> np.ndarray:
     r"""Point :math:`k` of the additive recurrence :math:`u_k = \{0.5 + k\,\alpha\}` in
     :math:`[0,1)^{dims}`, with :math:`\alpha_j = \phi_d^{-j}` and :math:`\phi_d` the
-    root of :math:`x^{d+1} = x + 1` (Roberts' generalised golden ratio). Any prefix
-    of the sequence covers the cube evenly, so classes are spread for any count."""
+    root of :math:`x^{d+1} = x + 1` (Roberts' generalised golden ratio): any prefix covers
+    the cube evenly."""
     phi = 2.0
     for _ in range(64):
         phi = (1.0 + phi) ** (1.0 / (dims + 1))
@@ -172,12 +153,10 @@ def texture_class(k: int) -> TextureClass:
     """The texture of class ``k`` (the same for every dataset size and seed)."""
     u = low_discrepancy_point(k, 4)
     low, high = TEXTURE_FREQUENCY_RANGE
-    return TextureClass(
-        frequency=float(low * (high / low) ** u[0]),
-        orientation=float(np.pi * u[1]),
-        concentration=TEXTURE_CONCENTRATIONS[int(u[2] * len(TEXTURE_CONCENTRATIONS))],
-        gain=TEXTURE_GAINS[int(u[3] * len(TEXTURE_GAINS))],
-    )
+    return TextureClass(frequency=float(low * (high / low) ** u[0]),
+                        orientation=float(np.pi * u[1]),
+                        concentration=TEXTURE_CONCENTRATIONS[int(u[2] * len(TEXTURE_CONCENTRATIONS))],
+                        gain=TEXTURE_GAINS[int(u[3] * len(TEXTURE_GAINS))])
 
 
 RADIUS_TABLE_SIZE = 1024  # outline radius sampled at this many angles; a power of two
@@ -217,20 +196,18 @@ class SyntheticWorld(torch.utils.data.Dataset):
     Args:
         split: ``"train"``, ``"val"`` or ``"test"``; each draws from its own stream.
         img_size: side of the square RGB images, 16 to 256 pixels.
-        num_classes: number of classes (any positive number).
-        size: number of images in this split (default 10,000 for train, 2,000 for
-            val and test). Images are generated when indexed; nothing is stored.
+        size: images in this split (default 10,000 for train, 2,000 for val and test),
+            generated when indexed.
         seed: selects the images (not the classes).
         texture_weight: :math:`w \in [0, 1]`, image = :math:`(1-w)` object + :math:`w` texture.
-        object_scale: multiplies the objects' equivalent radius (16-28 % of the side at 1);
-            larger objects put the outline over more patches.
-        clutter: opacity of the background's blotches and strokes, from 0 (a plain background
-            of one colour) to 1 (the default clutter); the drawn images are the same
-            otherwise, so one ``(seed, index)`` shows the same object at every value.
-        palette: ``"random"`` (the default: every colour drawn at random) or ``"grey"`` (every
-            image in the same greys, :data:`PALETTE_GREYS`). The draws are the same, so one
-            ``(seed, index)`` shows the same object, in the same place, at either.
+        object_scale: multiplies the objects' equivalent radius (16-28 % of the side at 1).
+        clutter: opacity of the background's blotches and strokes, from 0 (one plain colour)
+            to 1 (the default).
+        palette: ``"random"`` (the default) or ``"grey"`` (:data:`PALETTE_GREYS`).
         transform: applied to the PIL image; without one, items are ``(PIL RGB image, int)``.
+
+    ``clutter`` and ``palette`` leave the draws unchanged, so one ``(seed, index)`` shows the
+    same object in the same place at every value.
 
     Attributes:
         classes: one name per class (``shape-007``, the texture's parameters, or both).
@@ -328,10 +305,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
 
     def object_factors(self, index: int) -> dict[str, float]:
         """What image ``index``'s object layer drew besides its class (:data:`OBJECT_FACTORS`):
-        the object's value (HSV, 0-1: below 0.25 a dark object, above 0.8 a bright one), hue
-        (in turns), equivalent radius (a fraction of the side) and centre (fractions of the side
-        from the left and the top), and the mean value of the background's two colours. A
-        network whose features tell these apart has learned what the class does not decide."""
+        the object's HSV value (below 0.25 dark, above 0.8 bright) and hue (turns), equivalent
+        radius and centre (fractions of the side), and the background's mean value."""
         if self.texture_weight == 1:
             raise ValueError("a texture world (texture_weight = 1) draws no object; its images have no object factors")
         factors: dict[str, float] = {}

@@ -16,11 +16,9 @@ from .folders import ImageFiles
 from .layouts import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
 from .subset_table import named_subset
 
-ARCHIVE = RemoteArchive(
-    filename="tiny-imagenet-200.zip",
-    md5="90528d7ca1a48142e341f4ef8d21d0de",
-    urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",),
-)
+ARCHIVE = RemoteArchive(filename="tiny-imagenet-200.zip",
+                        md5="90528d7ca1a48142e341f4ef8d21d0de",
+                        urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",))
 OFFICIAL_CLASSES = 200
 
 
@@ -72,10 +70,9 @@ def val_samples(folder: Path, wnids: list[str], other_classes: bool = False) -> 
 
 def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
          skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
-    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``);
-    ``skip_corrupt`` leaves unreadable image files out (see :mod:`~ib_tutorial.data.folders`);
-    ``subset`` (e.g. ``"tin20"``, see :mod:`~ib_tutorial.data.subsets`) keeps that subset's
-    classes, in its order, of a full download or of a built subset folder alike."""
+    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``); ``subset``
+    (e.g. ``"tin20"``) keeps that subset's classes, in its order, of a full download or of a
+    built subset folder alike."""
     folder = prepare(ARCHIVE, data_root(root), TINY_IMAGENET_FOLDER, TINY_IMAGENET_REQUIRED, download, "Tiny ImageNet",
                      TINY_IMAGENET_LAYOUT)
     wnids, names = read_classes(folder)
@@ -84,12 +81,10 @@ def load(split: str, root=None, download: bool = False, transform: Callable | No
             wnids, folder / "wnids.txt", f"Point root at the full Tiny ImageNet download or at a built {subset!r} folder.")
         wnids, names = [wnids[i] for i in keep], [names[i] for i in keep]
     elif len(wnids) != OFFICIAL_CLASSES:
-        warnings.warn(
-            f"{folder / 'wnids.txt'} lists {len(wnids)} classes, not the official {OFFICIAL_CLASSES}: "
-            f"this is a {'subset' if len(wnids) < OFFICIAL_CLASSES else 'superset'} of Tiny ImageNet, "
-            "and accuracies on it are not comparable with published ones.",
-            stacklevel=3,
-        )
+        warnings.warn(f"{folder / 'wnids.txt'} lists {len(wnids)} classes, not the official {OFFICIAL_CLASSES}: "
+                      f"this is a {'subset' if len(wnids) < OFFICIAL_CLASSES else 'superset'} of Tiny ImageNet, "
+                      "and accuracies on it are not comparable with published ones.",
+                      stacklevel=3)
     samples = train_samples(folder, wnids) if split == "train" else val_samples(folder, wnids, subset is not None)
     info = {"wnids": wnids, "folder": str(folder), "num_classes": len(wnids), "subset": subset}
     return ImageFiles(samples, names, transform, info=info, skip_corrupt=skip_corrupt)

@@ -1,23 +1,12 @@
-"""CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes.
+"""CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes, downloaded with its URLs
+and MD5s through :mod:`ib_tutorial.data.archives`; DTD and EuroSAT are read as
+:class:`~ib_tutorial.data.folders.ImageFiles`, with the same errors and ``skip_corrupt``.
 
-Downloads use the URLs and MD5 digests torchvision publishes for these datasets,
-through :mod:`ib_tutorial.data.archives` (so a bad file gets the same clear error,
-and extraction the same path checks, as every other dataset). CIFAR-100 is read by
-torchvision, which checks its extracted files against its own MD5s too; DTD and
-EuroSAT take torchvision's file lists and are read as
-:class:`~ib_tutorial.data.folders.ImageFiles`, so an unreadable image gets the same
-error, and ``skip_corrupt`` the same meaning, as in every folder-based dataset.
-
-- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000
-  test. Highly object-centric: one small object fills each image.
-- DTD, the Describable Textures Dataset (Cimpoi et al., 2014): 47 texture classes
-  x 120 photographs, 300-640 px. Texture-centric by construction; beyond the paper.
-  Official splits: ten partitions of train/val/test from ``labels/``. A folder of
-  ``images/<class>/`` without ``labels/`` (e.g. a subset) is read with the
-  ``folder`` option and split like UC Merced.
-- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 Sentinel-2 tiles
-  of 64 x 64 px. Texture-centric, like UC Merced at coarser resolution; beyond the
-  paper. It publishes no split: stratified 80/20 as for UC Merced.
+- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000 test.
+- DTD (Cimpoi et al., 2014): 47 texture classes x 120 photographs, 300-640 px; ten official
+  partitions from ``labels/``, or a ``folder`` of ``images/<class>/`` split like UC Merced.
+- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 tiles of 64 x 64 px, split
+  80/20 as UC Merced.
 """
 from __future__ import annotations
 
@@ -25,13 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import data_root
-from .archives import (
-    ChecksumError,
-    DatasetNotFoundError,
-    RemoteArchive,
-    prepare,
-    verify_md5,
-)
+from .archives import ChecksumError, DatasetNotFoundError, RemoteArchive, prepare, verify_md5
 from .folders import ImageFiles, class_folders, stratified_split
 from .layouts import DTD_FOLDER_LAYOUT, DTD_LAYOUT
 from .subset_table import named_subset
@@ -68,14 +51,11 @@ def load_cifar100(split: str, root=None, download: bool = False, transform: Call
 def load_dtd(split: str, root=None, download: bool = False, transform: Callable | None = None, *, partition: int = 1,
              folder: str | Path | None = None, train_fraction: float = 0.8, split_seed: int = 0,
              skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
-    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or,
-    with ``folder``, the ``images/<class>/`` under it split into ``train``/``test``
-    stratified by ``train_fraction`` and ``split_seed`` (``partition`` is then unused).
-    A relative ``folder`` is taken inside the data root (``folder="dtd"`` reads
-    ``<root>/dtd/images``), so a run's configuration names no machine's paths.
-    ``subset`` (e.g. ``"dtd6"``, see :mod:`~ib_tutorial.data.subsets`) reads that subset's
-    built folder (``folder``, by default the subset's own) the same way, its classes only.
-    ``skip_corrupt`` leaves unreadable image files out of either."""
+    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or, with
+    ``folder`` (relative: inside the data root, so a run's configuration names no machine's
+    paths), its ``images/<class>/`` split into ``train``/``test`` by ``train_fraction`` and
+    ``split_seed``. ``subset`` (e.g. ``"dtd6"``) reads that subset's built folder the same way,
+    its classes only."""
     if subset is not None:
         chosen = named_subset(subset, "dtd")
         folder = chosen.folder if folder is None else folder

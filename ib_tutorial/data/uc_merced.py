@@ -1,15 +1,9 @@
 """UC Merced Land Use (Yang and Newsam, 2010): 21 classes x 100 aerial scenes, 256 x 256 px.
 
-Texture-centric: each image is a tile of the USGS National Map (30 cm per pixel),
-and its class (forest, chaparral, dense residential, ...) is mostly a matter of
-the texture that covers the tile. The archive publishes no split; :func:`load`
-makes a deterministic, stratified one (default 80 % train, 20 % test, seed 0,
-recorded in ``dataset.info``).
-
-Size policy. A few images in the archive are a few pixels short of 256 x 256.
-``size_policy="resize"`` (default) resizes those, and only those, to 256 x 256 with
-bicubic interpolation, so every item has the same size and batches stack;
-``"keep"`` returns every image as stored.
+Texture-centric: a class (forest, dense residential, ...) is mostly the texture covering the
+tile. :func:`load` makes a deterministic stratified split (default 80/20, seed 0, recorded in
+``dataset.info``). ``size_policy="resize"`` (default) resizes the few images short of
+256 x 256 to it (bicubic), so batches stack; ``"keep"`` returns them as stored.
 """
 from __future__ import annotations
 
@@ -21,16 +15,10 @@ from ..paths import data_root
 from .archives import DatasetNotFoundError, RemoteArchive, prepare
 from .folders import ImageFiles, class_folders, stratified_split
 
-ARCHIVE = RemoteArchive(
-    filename="UCMerced_LandUse.zip",
-    # The MD5 published with torchgeo's UCMerced loader for this archive, whose
-    # mirror below serves the same file.
-    md5="5b7ec56793786b6dc8a908e8854ac0e4",
-    urls=(
-        "http://weegee.vision.ucmerced.edu/datasets/UCMerced_LandUse.zip",
-        "https://huggingface.co/datasets/torchgeo/ucmerced/resolve/main/UCMerced_LandUse.zip",
-    ),
-)
+# The MD5 published with torchgeo's UCMerced loader for this archive, whose mirror serves the same file.
+ARCHIVE = RemoteArchive("UCMerced_LandUse.zip", "5b7ec56793786b6dc8a908e8854ac0e4",
+                        ("http://weegee.vision.ucmerced.edu/datasets/UCMerced_LandUse.zip",
+                         "https://huggingface.co/datasets/torchgeo/ucmerced/resolve/main/UCMerced_LandUse.zip"))
 FOLDER = "UCMerced_LandUse"
 REQUIRED = ("Images",)
 LAYOUT = """  <root>/UCMerced_LandUse/

@@ -13,45 +13,23 @@ figures are drawn by :mod:`ib_tutorial.report.information_plane`):
 All information is in bits.
 """
 from .estimators import (
-    ESTIMATORS,
-    InformationEstimate,
-    bin_codes,
-    binned_information,
-    discrete_information,
-    entropy_bits,
-    flipped_label_information,
-    ib_lagrangian,
-    independence_bias_bits,
-    kde_information,
-    mutual_information_bits,
+    ESTIMATORS, InformationEstimate, bin_codes, binned_information, discrete_information, entropy_bits,
+    flipped_label_information, ib_lagrangian, independence_bias_bits, kde_information, mutual_information_bits,
 )
 from .experiment import (
-    InformationExperiment,
-    InformationPlane,
-    information_plane,
-    layer_eed,
-    run_information_experiment,
+    InformationExperiment, InformationPlane, information_plane, layer_eed, run_information_experiment,
     saved_information_experiment,
 )
 from .model import (
-    ACTIVATIONS,
-    INPUT_BITS,
-    LAYER_WIDTHS,
-    InformationNetwork,
-    ToyTask,
-    Trajectory,
-    icosahedron_vertices,
-    logged_epochs,
-    sphere_score,
-    toy_task,
-    train_information_network,
+    ACTIVATIONS, INPUT_BITS, LAYER_WIDTHS, InformationNetwork, ToyTask, Trajectory, icosahedron_vertices,
+    logged_epochs, sphere_score, toy_task, train_information_network,
 )
 
 __all__ = [
     "ACTIVATIONS", "ESTIMATORS", "INPUT_BITS", "LAYER_WIDTHS", "InformationEstimate", "InformationExperiment",
     "InformationNetwork", "InformationPlane", "ToyTask", "Trajectory", "bin_codes", "binned_information",
-    "discrete_information", "entropy_bits", "flipped_label_information", "ib_lagrangian", "icosahedron_vertices", "independence_bias_bits",
-    "information_plane", "kde_information", "layer_eed", "logged_epochs", "mutual_information_bits",
+    "discrete_information", "entropy_bits", "flipped_label_information", "ib_lagrangian", "icosahedron_vertices",
+    "independence_bias_bits", "information_plane", "kde_information", "layer_eed", "logged_epochs", "mutual_information_bits",
     "run_information_experiment", "saved_information_experiment", "sphere_score", "toy_task",
     "train_information_network",
 ]

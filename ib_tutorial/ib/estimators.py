@@ -1,12 +1,8 @@
-r"""Information in bits: exact quantities of discrete distributions, and two estimators of
-:math:`I(X;T)` and :math:`I(T;Y)` for the activations :math:`T` of a layer.
-
-* :func:`entropy_bits` and :func:`mutual_information_bits`, for worked examples and as
-  the core of the binning estimator;
-* the binning estimator of Shwartz-Ziv & Tishby (:func:`binned_information`);
-* the pairwise-distance (kernel) bound of Kolchinsky & Tracey for a noisy channel
-  :math:`T + \mathcal{N}(0, \sigma^2 I)`, as used by Saxe et al. (:func:`kde_information`).
-
+r"""Information in bits: exact quantities of discrete distributions (:func:`entropy_bits`,
+:func:`mutual_information_bits`), and two estimators of :math:`I(X;T)` and :math:`I(T;Y)` for
+the activations :math:`T` of a layer: the binning estimator of Shwartz-Ziv & Tishby
+(:func:`binned_information`) and the pairwise-distance bound of Kolchinsky & Tracey for a noisy
+channel :math:`T + \mathcal{N}(0, \sigma^2 I)`, as Saxe et al. use it (:func:`kde_information`).
 :math:`X` is uniform over the distinct training inputs, so for a deterministic network
 :math:`I(X;T) = H(T)`.
 """
@@ -27,11 +23,8 @@ ESTIMATORS = ("binning", "kde")
 # --- exact information of discrete distributions -------------------------------------
 
 def entropy_bits(counts: Tensor) -> float:
-    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` (bits) of a histogram.
-
-    ``counts`` may hold counts or probabilities, in any shape; it is normalised to sum
-    to one, and empty cells contribute nothing (:math:`0 \log 0 = 0`).
-    """
+    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` (bits) of a histogram of counts or
+    probabilities, any shape (:math:`0 \log 0 = 0`)."""
     p = _normalised(counts).flatten()
     return float(torch.special.entr(p).sum()) / math.log(2)
 
@@ -71,10 +64,8 @@ def independence_bias_bits(occupied: int, classes: int, samples: int) -> float:
     r"""First-order bias of the plug-in (histogram) :math:`I(T;Y)` when :math:`T` and :math:`Y`
     are independent: :math:`(K_T - 1)(K_Y - 1) / (2 N \ln 2)` bits (Miller 1955).
 
-    ``occupied`` is the number :math:`K_T` of occupied bins of :math:`T`, ``classes`` the
-    number :math:`K_Y` of labels and ``samples`` :math:`N`. Valid while :math:`K_T \ll N`;
-    once almost every sample has a bin to itself the plug-in estimate tends to
-    :math:`H(Y)` instead, whatever the dependence.
+    ``occupied`` is :math:`K_T`, the occupied bins of :math:`T`; valid while :math:`K_T \ll N`
+    (once almost every sample has a bin to itself the estimate tends to :math:`H(Y)`).
     """
     return (occupied - 1) * (classes - 1) / (2 * samples * math.log(2))
 
@@ -91,10 +82,9 @@ def _normalised(counts: Tensor) -> Tensor:
 
 @contextlib.contextmanager
 def one_thread():
-    """Run a loop of small tensor operations on one thread. On an idle two-core machine a
-    second thread saves at most about a quarter of the time (``benchmarks/bench_ib.py``);
-    on one whose cores are busy with other work, every operation waits for the
-    descheduled thread, and we measured them ten to forty times slower."""
+    """Run a loop of small tensor operations on one thread: a second thread saves at most a
+    quarter of the time on an idle machine, and makes them ten to forty times slower on a
+    busy one (``benchmarks/bench_ib.py``)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -116,10 +106,9 @@ class InformationEstimate:
 def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, float] | None = None) -> Tensor:
     r"""Discretise a layer: the index [N] of the cell that holds each row of ``activations`` [N, d].
 
-    Each unit is cut into ``bins`` equal bins over ``value_range`` (the same edges for
-    every unit of the layer; values outside are put in the edge bins); a cell is a tuple
-    of per-unit bins, and cells are numbered :math:`0 \dots K-1` in sorted order. Without
-    ``value_range`` the bins span the smallest and largest value in ``activations``.
+    Each unit is cut into ``bins`` equal bins over ``value_range`` (default: the layer's
+    smallest to largest value; values outside go to the edge bins); a cell is a tuple of
+    per-unit bins, numbered :math:`0 \dots K-1` in sorted order.
     """
     if activations.ndim != 2:
         raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
@@ -135,23 +124,18 @@ def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, flo
 
 def binned_information(activations: Tensor, labels: Tensor, bins: int = 30,
                        value_range: tuple[float, float] | None = None) -> InformationEstimate:
-    r"""The binning estimate of Shwartz-Ziv & Tishby for one layer.
-
-    ``activations`` [N, d] are the layer's outputs for N distinct inputs (X uniform over
-    them) and ``labels`` [N] their classes. With :math:`\hat T` the cell of each row
-    (:func:`bin_codes`), the network being deterministic,
+    r"""The binning estimate of Shwartz-Ziv & Tishby for one layer: ``activations`` [N, d] for
+    N distinct inputs (X uniform over them), ``labels`` [N], :math:`\hat T` the cell of each
+    row (:func:`bin_codes`),
 
     .. math::
 
         I(X;\hat T) = H(\hat T), \qquad I(\hat T;Y) = \sum_{t,y} p(t,y) \log_2 \frac{p(t,y)}{p(t)p(y)},
 
-    from the joint histogram of cells and labels. Both are properties of the *binned*
-    layer: they depend on ``bins`` and ``value_range``, and tend to :math:`\log_2 N` and
-    :math:`H(Y)` as the bins shrink, for any injective layer.
+    properties of the *binned* layer: they tend to :math:`\log_2 N` and :math:`H(Y)` as the
+    bins shrink, for any injective layer.
     """
-    codes = bin_codes(activations, bins, value_range)
-    joint = _joint_counts(codes, _check_labels(labels, codes.shape[0]))
-    return InformationEstimate(i_xt=entropy_bits(joint.sum(1)), i_ty=mutual_information_bits(joint))
+    return discrete_information(bin_codes(activations, bins, value_range), labels)
 
 
 def discrete_information(codes: Tensor, labels: Tensor) -> InformationEstimate:
@@ -167,24 +151,19 @@ def kde_information(activations: Tensor, labels: Tensor, noise_variance: float =
     r"""Pairwise-distance (kernel) estimate for a layer made noisy: :math:`T = h(X) + Z`,
     :math:`Z \sim \mathcal{N}(0, \sigma^2 I_d)`, X uniform over the N rows of ``activations`` [N, d].
 
-    :math:`T` is then a mixture of N Gaussians centred on the rows :math:`h_i`. Kolchinsky &
-    Tracey bound its entropy with pairwise distances between the components; since
-    :math:`H(T \mid X)` is the entropy of the noise, the bound on the information is
+    :math:`T` is a mixture of N Gaussians on the rows :math:`h_i`; Kolchinsky & Tracey's bound
+    on its entropy by pairwise distances gives
 
     .. math::
 
         I(X;T) \le -\frac{1}{N} \sum_i \log_2 \frac{1}{N} \sum_j
         \exp\!\Big(-\frac{\lVert h_i - h_j \rVert^2}{c\,\sigma^2}\Big),
 
-    with :math:`c = 2` (Kullback-Leibler distance: the upper bound, ``bound="upper"``) or
-    :math:`c = 8` (Bhattacharyya distance: a lower bound, ``bound="lower"``). As Saxe et al.
-    do, :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies the same estimate to
-    :math:`H(T)` and to each class's mixture; that difference is an estimate, not a bound.
-    It never exceeds :math:`\log_2 N` and does not depend on bins, but it does depend on
-    :math:`\sigma^2`: the noise sets the scale below which two inputs count as the same.
-
-    Distances are computed in float32, ``chunk`` rows at a time, so memory is
-    ``chunk * N`` floats, on one thread (small operations gain nothing from more).
+    with :math:`c = 2` (Kullback-Leibler: the upper bound, ``bound="upper"``) or :math:`c = 8`
+    (Bhattacharyya: a lower bound, ``bound="lower"``). As Saxe et al. do,
+    :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies the same estimate to each term
+    (an estimate, not a bound). The noise :math:`\sigma^2` sets the scale below which two
+    inputs count as the same. Distances are computed in float32, ``chunk`` rows at a time.
     """
     if activations.ndim != 2:
         raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")

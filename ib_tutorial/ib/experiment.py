@@ -16,12 +16,7 @@ from ..files import atomic_write
 from ..measure.metrics import effective_encoding_dimension
 from ..paths import data_root
 from ..presets import IBSettings
-from .estimators import (
-    ESTIMATORS,
-    InformationEstimate,
-    binned_information,
-    kde_information,
-)
+from .estimators import ESTIMATORS, InformationEstimate, binned_information, kde_information
 from .model import LAYER_WIDTHS, Trajectory, toy_task, train_information_network
 
 Tensor = torch.Tensor
@@ -61,13 +56,11 @@ def information_plane(trajectory: Trajectory, estimator: str = "binning", bins: 
                       progress: bool = True) -> InformationPlane:
     r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch.
 
-    ``estimator="binning"`` (:func:`binned_information`) cuts each layer into ``bins``
-    bins; with ``bin_range="run"`` the bins span the smallest to the largest value the
-    layer takes over the whole run (so every epoch of a layer is binned on the same grid;
-    for tanh this is close to :math:`(-1, 1)` as in Shwartz-Ziv & Tishby), with
-    ``bin_range="epoch"`` they span each epoch's own range. ``estimator="kde"``
-    (:func:`kde_information`) uses the upper bound with noise variance
-    ``noise_variance``. ``bins`` and ``noise_variance`` default to the run's settings.
+    ``estimator="binning"`` (:func:`binned_information`) cuts each layer into ``bins`` bins
+    spanning its range over the whole run (``bin_range="run"``: one grid for every epoch, near
+    :math:`(-1, 1)` for tanh as in Shwartz-Ziv & Tishby) or at each epoch (``"epoch"``);
+    ``estimator="kde"`` (:func:`kde_information`) uses the upper bound. ``bins`` and
+    ``noise_variance`` default to the run's settings.
     """
     settings = trajectory.settings
     bins = settings.bins if bins is None else bins
@@ -105,10 +98,8 @@ def layer_eed(trajectory: Trajectory, center: bool = True) -> Tensor:
     r"""EED :math:`N_\mathrm{eff}` [E, L] of every layer at every recorded epoch, from
     :func:`~ib_tutorial.measure.metrics.effective_encoding_dimension` over the training inputs.
 
-    The layers are narrow (D = 10, 7, 5, 4, 3, 2), so :math:`1 \le N_\mathrm{eff} \le D`
-    leaves little room. The softmax output has rank one (its two probabilities sum to
-    one), so its :math:`N_\mathrm{eff}` is always 1. A layer whose outputs are all equal
-    (every ReLU unit dead) uses no direction at all; its entry is NaN.
+    The softmax output has rank one, so its :math:`N_\mathrm{eff}` is always 1; a layer whose
+    outputs are all equal (every ReLU unit dead) has NaN.
     """
     eed = torch.full((len(trajectory.epochs), len(trajectory.layers)), math.nan, dtype=torch.float64)
     for layer, values in enumerate(trajectory.layers):

@@ -62,9 +62,8 @@ def sphere_score(inputs: Tensor) -> Tensor:
 
         f(x) = \sum_i s_i - w \, \Big\lVert \sum_i s_i u_i \Big\rVert^2, \qquad w = 0.3,
 
-    a monopole (how many bits are on) minus a dipole term (how lopsided the active points
-    are). Both terms are unchanged by any rotation that maps the 12 points onto
-    themselves, so the label depends on the pattern on the sphere, not on where it sits.
+    a monopole (how many bits are on) minus a dipole (how lopsided the active points are), both
+    unchanged by any rotation that maps the 12 points onto themselves.
     """
     spins = 2 * inputs.to(torch.float64) - 1
     dipole = spins @ icosahedron_vertices()
@@ -74,15 +73,11 @@ def sphere_score(inputs: Tensor) -> Tensor:
 def toy_task(train_fraction: float = TRAIN_FRACTION, seed: int = 0) -> ToyTask:
     r"""All :math:`2^{12} = 4096` binary inputs with the label :math:`y = [f(x) > \theta]`.
 
-    A documented reconstruction of the data of Shwartz-Ziv & Tishby (2017), who describe
-    12 binary inputs on 12 uniformly spread points of a sphere and a label from a
-    threshold on a spherically symmetric function, without publishing the function.
-    Here :math:`f` is :func:`sphere_score` and :math:`\theta` its median over the 4096
-    inputs, so the classes are balanced up to ties (2,012 of 4,096 inputs are positive).
-    As in the original data, the label is mostly set by the number of active bits (all
-    inputs with at most four bits on are negative, all with nine or more positive), and
-    the dipole term decides in between. ``train_fraction`` of the inputs (85 % as in the
-    original) are drawn for training with a generator seeded by ``seed``.
+    A reconstruction of the data of Shwartz-Ziv & Tishby (2017), who did not publish their
+    spherically symmetric function: :math:`f` is :func:`sphere_score` and :math:`\theta` its
+    median, so the classes are balanced up to ties (2,012 of 4,096 positive). As in the
+    original, the label is mostly set by the number of active bits. ``train_fraction`` of the
+    inputs (85 % as in the original) are drawn for training, seeded by ``seed``.
     """
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be between 0 and 1, got {train_fraction}")
@@ -170,10 +165,9 @@ def train_information_network(activation: str, settings: IBSettings, task: ToyTa
                               progress: bool = True) -> Trajectory:
     """Train :class:`InformationNetwork` on the toy task with Adam and record every layer.
 
-    ``settings`` gives the epochs, learning rate, batch size (``None``: the full training
-    set in one step) and how many log-spaced epochs to record (:func:`logged_epochs`);
-    ``settings.seed`` seeds the data split, the weights and the batch order. Runs on the
-    CPU: the network is so small that a GPU only adds launch overhead.
+    ``settings`` (:class:`~ib_tutorial.presets.IBSettings`) gives the epochs, learning rate,
+    batch size, recorded epochs (:func:`logged_epochs`) and seed. Runs on the CPU: the network
+    is so small that a GPU only adds launch overhead.
     """
     task = task if task is not None else toy_task(seed=settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)

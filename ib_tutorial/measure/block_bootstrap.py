@@ -61,15 +61,11 @@ def bootstrap_blocks(model: torch.nn.Module, dataset: Dataset, measured: Sequenc
         dataset: image tensors [C, H, W] (or ``(image, label)`` items) as the model receives them.
         measured: (variant, tokens) pairs, e.g. from
             :func:`~ib_tutorial.reproduction.measurement.measurements`.
-        replicates, level, seed: the bootstrap's (the same seed for every measurement, so the
-            measurements of one token choice share their replicates' images).
-        batch_size: images per forward pass.
+        replicates, level, seed: the bootstrap's (one seed for every measurement, so those of
+            one token choice share their replicates' images).
         max_bytes: the memory the per-image sums of one pass may take, shared equally by its
-            accumulators (each keeps as many groups of images as its share holds, see
-            :class:`~ib_tutorial.measure.bootstrap.ImageStatistics`; at :math:`D = 384` and
-            224 px, 4 GiB keep about 60 groups of the tokens' sums).
-        device: where the forward passes run, and the bootstrap's weighted sums and
-            eigendecompositions (float64; on a GPU they take a fraction of the CPU's time).
+            accumulators (:class:`~ib_tutorial.measure.bootstrap.ImageStatistics`).
+        device: where the forward passes and the bootstrap's float64 linear algebra run.
     """
     by_tokens: dict[str, dict[bool, set[str]]] = {}
     for variant, tokens in measured:

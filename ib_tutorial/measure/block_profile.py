@@ -1,9 +1,8 @@
 """Measure every transformer block of a ViT in one forward pass.
 
-A forward hook on each block hands its output tokens [B, T, D] to one
-:class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block, so memory does not
-grow with the number of images. The hooks see the residual stream *after* each
-block, before the final LayerNorm.
+A forward hook on each block hands its output tokens [B, T, D] (the residual stream after the
+block, before the final LayerNorm) to one
+:class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block.
 """
 from __future__ import annotations
 
@@ -18,12 +17,7 @@ from tqdm.auto import tqdm
 
 from ..precision import autocast
 from .covariance import CovarianceAccumulator
-from .metrics import (
-    eed_percent,
-    effective_dimension_from_spectrum,
-    participation_ratio_from_spectrum,
-    twonn_dimension,
-)
+from .metrics import eed_percent, effective_dimension_from_spectrum, participation_ratio_from_spectrum, twonn_dimension
 
 Tokens = Literal["all", "cls", "patch", "mean"]  # which tokens feed the metric (select_tokens)
 #: Which tokens can feed the metric, in order (the values of ``Tokens``).
@@ -35,9 +29,9 @@ COMPANIONS = ("rankme", "participation_ratio", "twonn")
 class Profile:
     """Per-block measurements of one model on one image set.
 
-    ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions``
-    maps a measure's name to its per-block list. Each field's ``metadata["schema"]``
-    constrains it in the profile files' JSON Schema (:data:`ib_tutorial.reproduction.records.PROFILE_SCHEMA`).
+    ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions`` maps a
+    measure's name to its per-block list. ``metadata["schema"]`` constrains a field in the
+    profile files' JSON Schema.
     """
 
     n_eff: list[float] = field(metadata={"schema": {"minItems": 1}})
@@ -119,19 +113,16 @@ def profile_model(model: torch.nn.Module, images_or_loader, tokens: str = "all",
 
     Args:
         model: a timm ``VisionTransformer`` (anything with ``.blocks``).
-        images_or_loader: an image tensor [B, 3, H, W], or an iterable of such
-            tensors or of ``(images, labels)`` pairs (a ``DataLoader``).
+        images_or_loader: an image tensor [B, 3, H, W], or an iterable of such tensors or of
+            ``(images, labels)`` pairs (a ``DataLoader``).
         tokens: which tokens feed the metric, see :func:`select_tokens`.
         center: centred covariance (default) or uncentred :math:`H^\\top H / N`.
         companions: any of ``rankme``, ``participation_ratio``, ``twonn``.
         device: where to run; defaults to the model's device.
-        twonn_samples: tokens per block kept (uniformly at random) for TwoNN.
-        seed: seeds the TwoNN token sample.
-        progress: show a progress bar over batches.
+        twonn_samples, seed: tokens per block kept (uniformly, seeded) for TwoNN.
 
-    The model is put in eval mode for the pass and restored afterwards. On CUDA the
-    forward runs under autocast (:func:`~ib_tutorial.precision.autocast`); the accumulators
-    are float64 everywhere.
+    The model is in eval mode for the pass; on CUDA the forward runs under autocast, the
+    accumulators in float64 everywhere.
     """
     (profile,) = profile_measurements(model, images_or_loader, [(tokens, center)], companions, device, twonn_samples,
                                       seed, progress)
@@ -221,16 +212,8 @@ def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_imag
         extra["participation_ratio"] = [participation_ratio_from_spectrum(s) for s in spectra]
     if "twonn" in companions:
         extra["twonn"] = [twonn_dimension(r.rows) for r in reservoirs]
-    return Profile(
-        n_eff=n_eff,
-        eed_percent=[eed_percent(n, dim) for n in n_eff],
-        dim=dim,
-        tokens=tokens,
-        center=center,
-        n_images=n_images,
-        n_tokens=accumulators[0].count,
-        companions=extra,
-    )
+    return Profile(n_eff=n_eff, eed_percent=[eed_percent(n, dim) for n in n_eff], dim=dim, tokens=tokens, center=center,
+                   n_images=n_images, n_tokens=accumulators[0].count, companions=extra)
 
 
 @torch.no_grad()
@@ -238,15 +221,22 @@ def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[f
     r""":math:`N_\mathrm{eff}` of the raw pixel patches a ViT with ``patch_size`` would embed,
     and their dimension :math:`3p^2`.
 
-    The patch embedding is linear, so this is the dimension of the image content that
-    enters block 0: a baseline that says how much of a profile is set by the data itself.
+    The patch embedding is linear, so this baseline says how much of a profile the data sets.
     """
+    accumulator = patch_covariance(images_or_loader, patch_size, center)
+    return accumulator.effective_dimension(), accumulator.dim
+
+
+def patch_covariance(images_or_loader, patch_size: int, center: bool = True,
+                     dtype: torch.dtype = torch.float32) -> CovarianceAccumulator:
+    """The covariance of the non-overlapping ``patch_size`` pixel patches of ``images_or_loader``
+    (as :func:`profile_model` takes it), from the images in ``dtype``."""
     accumulator = None
     for images in _batches(images_or_loader):
-        patches = torch.nn.functional.unfold(images.float(), patch_size, stride=patch_size)  # [B, 3p^2, T]
+        patches = torch.nn.functional.unfold(images.to(dtype), patch_size, stride=patch_size)  # [B, Cp^2, T]
         rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
         accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)
         accumulator.update(rows)
     if accumulator is None:
         raise ValueError("no images to measure")
-    return accumulator.effective_dimension(), accumulator.dim
+    return accumulator

@@ -1,45 +1,26 @@
 r"""Uncertainty of a profile: the bootstrap over images, and the Wilson interval of an accuracy.
 
-The images a profile is measured on are a sample; another sample would give other values.
-The bootstrap measures how much: it draws the images again, with replacement, and measures
-again. A second pass over the network is not needed, because every covariance of
-:mod:`~ib_tutorial.measure.variants` is a function of sums over images (per-image token sums
-:math:`s_i`, Gram matrices :math:`G_i = \sum_t x_{it} x_{it}^\top` and the like): a replicate
-is the same sums weighted by how often each image was drawn, multinomial counts
-:math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`. Resampling images, not tokens, matters: the
-tokens of one image are not independent draws, and resampling them would give intervals far
-too narrow.
+A replicate draws the images again with replacement: every covariance of
+:mod:`~ib_tutorial.measure.variants` is a function of sums over images, so it is the same sums
+weighted by multinomial counts :math:`w \sim \mathrm{Mult}(N; 1/N, \dots, 1/N)`, with no second
+pass over the network. Images, not tokens, are resampled: the tokens of one image are not
+independent, and resampling them would give intervals far too narrow.
 
-**Memory.** Per-image Gram matrices take :math:`8 D^2` bytes each (1.2 MB at :math:`D = 384`,
-for every block). :class:`ImageStatistics` keeps at most :math:`K` groups of sums
-(``groups``, by default as many as ``max_bytes`` allows): image :math:`j < K` has a group of
-its own, and every later image joins one of the :math:`K` groups drawn at random (seeded).
-While :math:`N \le K` the bootstrap resamples images exactly; beyond, it resamples the groups
-(a cluster bootstrap: random groups of independent images are themselves independent),
-which stays valid and only coarsens the resampling, so keep :math:`K` at 100 or more.
+**Memory.** :class:`ImageStatistics` keeps at most :math:`K` groups of sums (``groups``, by
+default as many as ``max_bytes`` allows): image :math:`j < K` has a group of its own, every
+later one joins a random group, a cluster bootstrap, still valid but coarser: keep :math:`K \ge 100`.
 
-**Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` the
-:math:`a`-quantile of its replicates, at ``level`` :math:`1 - 2\alpha`: the *basic* interval
-:math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]` (the default) or the
-*percentile* interval :math:`[q_\alpha, q_{1-\alpha}]` (``method``). The default matters:
-:math:`N_\mathrm{eff}` of a sample is biased low (sample eigenvalues spread out), and a
-replicate, which repeats some images, lower still. The percentile interval sits where the
-replicates are, the measured value plus the bias again; the basic one reflects them about the
-measured value, which corrects the bias to first order. With 400 images in 32 dimensions
-(``tests/measure/test_bootstrap.py``) the 90 % percentile interval held the true
-:math:`N_\mathrm{eff}` in none of 100 draws, the basic one in 96 (with 100 images, in 78: the
-correction is first-order only); where the bias is small beside the spread (4 dimensions, 200
-images) both hold it at about their level. A measured value can then lie outside its basic
-interval, above it: the interval is for the value all images would give, which the measured
-one underestimates (:attr:`BootstrapProfile.bias`).
+**Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` its replicates'
+quantiles, at ``level`` :math:`1 - 2\alpha`: *basic*
+:math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]` (the default) or *percentile*
+:math:`[q_\alpha, q_{1-\alpha}]`. :math:`N_\mathrm{eff}` of a sample is biased low, a replicate
+lower still; the basic interval corrects that to first order (400 images in 32 dimensions: the
+true value in 96 of 100 basic 90 % intervals, in no percentile one), so a measured value can lie
+above its basic interval (:attr:`BootstrapProfile.bias`).
 
-Every block of a profile is measured on the same replicates (the same resampled images), so a
-statistic of several blocks (a U-depth, a difference between blocks) gets its interval from
-the same replicates too (:meth:`BootstrapProfile.interval`); two profiles bootstrapped with
-the same ``seed`` on the same images in the same order share their replicates' images, so a
-statistic of both (a change over training) is paired (:func:`joint_interval`).
-
-For a k-NN accuracy, :func:`wilson_interval` gives the binomial (Wilson score) interval.
+Every block is measured on the same replicates (:meth:`BootstrapProfile.interval`); profiles
+bootstrapped with the same ``seed`` on the same images in the same order are paired
+(:func:`joint_interval`). :func:`wilson_interval` gives the binomial interval of a k-NN accuracy.
 """
 from __future__ import annotations
 
@@ -70,23 +51,19 @@ _WORK_BYTES = 2**27
 class ImageStatistics:
     r"""Per-image (or per-group) sums of one block's tokens, in float64.
 
-    For each group :math:`g` of images (see the module docstring: one image per group while
-    there are at most ``groups`` images), the number of images, the token sum
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D] and the Gram matrix
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D], and on request the
-    per-position sums [T, D] (``keep`` holding ``"positions"``) and the per-image sums'
-    outer products [D, D] (``"image_outer"``) that some variants need
-    (:func:`~ib_tutorial.measure.variants.needed_sums`). The shift :math:`c` is the first
-    batch's mean token, fixed thereafter: it keeps the float64 sums far from cancelling.
+    For each group :math:`g` of images: the number of images, the token sum
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D], the Gram matrix
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D] and, on request, the
+    per-position sums [T, D] and the per-image sums' outer products [D, D]
+    (:func:`~ib_tutorial.measure.variants.needed_sums`). The shift :math:`c`, the first batch's
+    mean token, keeps the float64 sums far from cancelling.
 
     Args:
         dim: D, the token width.
         keep: optional sums to keep, from ``"positions"`` and ``"image_outer"``.
         groups: the most groups kept; default: as many as ``max_bytes`` holds.
-        max_bytes: the memory the groups' sums may take when ``groups`` is not given.
         seed: seeds which group each image beyond the first ``groups`` joins.
-        expected_images: how many images will come, when known: the storage for their groups
-            is made at once rather than grown as they arrive (the sums are the same).
+        expected_images: how many images will come, when known, to allocate their storage once.
     """
 
     def __init__(self, dim: int, keep: Iterable[str] = (), groups: int | None = None,
@@ -287,17 +264,15 @@ class BootstrapProfile:
     @property
     def bias(self) -> list[float]:
         r"""The bootstrap's estimate of each block's bias, the replicates' mean less the measured
-        :math:`N_\mathrm{eff}`, about the measured value's own bias (negative: spectral entropy
-        from a finite sample is biased low). The basic interval corrects it to first order; a
-        bias comparable to the interval's width says the images are too few for the width."""
+        :math:`N_\mathrm{eff}` (negative: a finite sample's spectral entropy is biased low); a bias
+        comparable to the interval's width says the images are too few for the width."""
         return (self.replicates.mean(0) - torch.tensor(self.n_eff, dtype=torch.float64)).tolist()
 
     def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:
         r"""The share of replicates :func:`~ib_tutorial.measure.shape.classify_shape` gives each
         shape, of their :math:`N_\mathrm{eff}` values with ``tolerance`` in effective directions
-        (shapes no replicate has are left out): how firmly the images fix the profile's shape.
-        For the basic method the replicates are first reflected about the measured profile,
-        :math:`2\hat v - v^*`, as its intervals are."""
+        (shapes no replicate has are left out), reflected as the basic intervals are: how
+        firmly the images fix the profile's shape."""
         shapes = [classify_shape(row, tolerance) for row in self._read_replicates()]
         return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
 
@@ -349,10 +324,9 @@ def joint_interval(statistic: Callable[..., float], profiles: Sequence[Bootstrap
                    level: float | None = None, method: str | None = None) -> Interval:
     """The interval of ``statistic(values_1, ..., values_k)``, one list of per-block values
     per profile, computed on the measured values and on replicate :math:`r` of every profile
-    together. Pairing is meaningful for profiles with the same ``seed`` measured on the same
-    images in the same order (they share each replicate's images); for profiles of
-    independent image sets any pairing is a valid draw of both. ``level`` and ``method``
-    (:func:`bootstrap_interval`) default to the first profile's."""
+    together: paired for profiles with the same ``seed`` on the same images in the same order,
+    a valid draw of both for independent image sets. ``level`` and ``method`` default to the
+    first profile's."""
     if len({profile.replicates.shape[0] for profile in profiles}) != 1:
         raise ValueError("the profiles have different numbers of replicates")
     scales = [100 / profile.dim if percent else 1.0 for profile in profiles]
@@ -370,16 +344,12 @@ def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens"
 
     Args:
         statistics: one :class:`ImageStatistics` per block, all fed the same images in the
-            same order (so their groups hold the same images).
+            same order.
         variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`);
             the accumulators must keep the sums it needs.
-        replicates: R, the bootstrap replicates.
-        level: the intervals' level.
-        method: the intervals' kind (:func:`bootstrap_interval`).
         seed: seeds the resampling weights (:func:`resampling_weights`), shared by every block.
-        device: where the replicates' weighted sums and eigendecompositions run. On one CPU
-            core at :math:`D = 384` a replicate of a block takes about 21 ms (the
-            eigendecomposition), so 1,000 replicates of 12 blocks take about 5 minutes.
+        device: where the replicates' weighted sums and eigendecompositions run (on one CPU
+            core at :math:`D = 384`, 1,000 replicates of 12 blocks take about 5 minutes).
     """
     if not statistics:
         raise ValueError("no blocks to bootstrap")

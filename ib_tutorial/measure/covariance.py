@@ -12,11 +12,7 @@ import threading
 
 import torch
 
-from .metrics import (
-    effective_dimension_from_spectrum,
-    rankme_from_singular_values,
-    sorted_eigenvalues,
-)
+from .metrics import effective_dimension_from_spectrum, rankme_from_singular_values, sorted_eigenvalues
 
 Tensor = torch.Tensor
 
@@ -36,33 +32,24 @@ class CovarianceAccumulator:
     r"""Streaming first and second moments of D-dimensional samples, held in float64.
 
     Keeps the count :math:`n`, the mean :math:`\bar h` and the centred scatter
-    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`. Each batch is reduced to its
-    own count, mean and scatter, and batches (and accumulators from other processes) are
-    merged with the pairwise update of Chan et al. (1979),
+    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`; batches (and other processes'
+    accumulators) are merged by the pairwise update of Chan et al. (1979),
 
     .. math::
 
         M = M_a + M_b + \delta\delta^\top \frac{n_a n_b}{n_a + n_b},
         \qquad \delta = \bar h_b - \bar h_a,
 
-    which stays accurate when the mean is large compared with the spread, where the
-    naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
+    which stays accurate where the naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
 
-    **Precision.** float64 batches are multiplied in float64. Any other dtype (a model's
-    float32 output, float16, bfloat16) is centred on its float32 mean and multiplied in
-    float32 over at most 4,096 rows at a time, each piece scaled by :math:`\pi/4` times a
-    power of two; the pieces are summed in float64. Every entry of the scatter then errs
-    by at most :math:`\gamma_{K+2} \sqrt{M_{jj} M_{kk}}` (:math:`K \le 4096`,
-    :math:`u = 2^{-24}`): relative to the *centred* variances, whatever the mean. Streamed
-    :math:`N_\mathrm{eff}` matches the float64 one-shot value to :math:`10^{-6}`
-    relative (``tests/measure/test_metrics.py``). The derivation, and why the factor
-    :math:`\pi/4`, are in the API reference's section "Numerics of the covariance
-    accumulator".
+    **Precision.** Batches not in float64 are centred on their float32 mean and multiplied in
+    float32, at most 4,096 rows at a time, and summed in float64: every entry errs by at most
+    :math:`\gamma_{K+2} \sqrt{M_{jj} M_{kk}}`, relative to the *centred* variances (the API
+    reference's section "Numerics of the covariance accumulator" derives it).
 
     Args:
-        dim: D, the feature width.
-        center: whether :meth:`covariance` is centred (:math:`M/(n-1)`, the default)
-            or the uncentred second moment :math:`H^\top H / n = M/n + \bar h \bar h^\top`.
+        center: whether :meth:`covariance` is centred (:math:`M/(n-1)`, the default) or the
+            uncentred second moment :math:`H^\top H / n = M/n + \bar h \bar h^\top`.
     """
 
     def __init__(self, dim: int, center: bool = True):
@@ -76,11 +63,8 @@ class CovarianceAccumulator:
         self._spread_seen = False  # until two different rows are seen, the scatter stays exactly 0
 
     def update(self, features: Tensor) -> None:
-        """Add a batch of samples ``features`` [n, D] (any float dtype, any device).
-
-        float64 batches are multiplied in float64, all others in float32; see the class
-        docstring for the error that costs.
-        """
+        """Add a batch of samples ``features`` [n, D] (any float dtype, any device; see the
+        class docstring for the precision)."""
         if features.ndim != 2 or features.shape[1] != self.dim:
             raise ValueError(f"expected a [n, {self.dim}] batch, got shape {tuple(features.shape)}")
         n = features.shape[0]
@@ -90,10 +74,8 @@ class CovarianceAccumulator:
         rows = features.detach().to(product_dtype)
         total = rows.sum(0)  # any NaN or inf shows in it
         if not torch.isfinite(total).all():
-            raise ValueError(
-                f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
-                "check the model output or the input images"
-            )
+            raise ValueError(f"features contain NaN or inf (or values whose sum overflows {product_dtype}); "
+                             "check the model output or the input images")
         if not self._spread_seen:
             if torch.equal(rows, rows[:1].expand_as(rows)):
                 # One row repeated: its scatter is 0, not the round-off of a mean.
@@ -111,11 +93,8 @@ class CovarianceAccumulator:
     def _shifted_moments(self, rows: Tensor, shift: Tensor) -> tuple[Tensor, Tensor]:
         r"""Column sums of :math:`C = R - \mathrm{shift}` and the blocks of :math:`C^\top C`
         on and above the diagonal, in float64, from products in ``rows``' dtype over at most
-        ``_ROWS_PER_PRODUCT`` rows at a time.
-
-        Each piece of rows is centred and scaled (:func:`_unbiasing_scale`) in the thread's
-        work buffers (:func:`_work_buffers`).
-        """
+        ``_ROWS_PER_PRODUCT`` rows at a time, each piece centred and scaled
+        (:func:`_unbiasing_scale`) in the thread's work buffers."""
         dim, device = self.dim, rows.device
         pieces = torch.split(rows, _ROWS_PER_PRODUCT)
         centred, product, moments = _work_buffers(len(pieces[0]), dim, rows.dtype, device)

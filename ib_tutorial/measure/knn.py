@@ -1,16 +1,12 @@
 r"""Weighted k-nearest-neighbour accuracy of frozen features (Wu et al., 2018; DINO's k-NN).
 
-Every image is represented by a backbone feature, L2 normalised: the ViT's final CLS
-token (``pool="cls"``, DINO's choice) or the mean of its final patch tokens
-(``pool="mean"``). A held-out image votes with its :math:`k` most similar training images,
-each weighted by :math:`\exp(\cos / T)`:
+Each image is an L2-normalised feature, the final CLS token (``pool="cls"``, DINO's) or mean
+patch token (``pool="mean"``); a held-out image votes with its :math:`k` most similar training
+images, weighted by :math:`\exp(\cos / T)` (DINO: :math:`k = 20`, :math:`T = 0.07`):
 
 .. math::
     \mathrm{score}(c) = \sum_{j \in \mathrm{top}_k} \exp\!\big(x^\top x_j / T\big)\,[y_j = c],
     \qquad \hat y = \arg\max_c \mathrm{score}(c).
-
-DINO uses :math:`k = 20` and :math:`T = 0.07`. No training, no labels during
-pre-training: it measures how well the features already separate the classes.
 """
 from __future__ import annotations
 
@@ -25,7 +21,7 @@ from ..precision import autocast
 from ..workers import ignore_stop_signals
 from .metrics import effective_encoding_dimension
 
-# Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
+#: Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
 POOLS = ("cls", "mean")
 
 
@@ -33,10 +29,8 @@ POOLS = ("cls", "mean")
 def extract_features(backbone: torch.nn.Module, dataset: Dataset, batch_size: int = 256,
                      device: torch.device | str = "cpu", num_workers: int = 0, progress: bool = True,
                      pools: Sequence[str] = ("cls",)) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """L2-normalised features [N, D] (float32, on CPU) for each pooling in ``pools``
-    (``cls``: the final CLS token; ``mean``: the mean of the final patch tokens), from one
-    pass, and labels [N], of a dataset of ``(image tensor, label)`` pairs. The backbone (a
-    timm ViT) is run in eval mode (and restored); on CUDA under bf16 autocast."""
+    """L2-normalised features [N, D] (float32, on CPU) for each pooling in ``pools`` (:data:`POOLS`),
+    from one pass in eval mode, and labels [N], of a dataset of ``(image tensor, label)`` pairs."""
     unknown = set(pools) - set(POOLS)
     if unknown:
         raise ValueError(f"Unknown pooling {sorted(unknown)}; choose from {', '.join(POOLS)}.")

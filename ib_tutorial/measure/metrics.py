@@ -1,9 +1,6 @@
-r"""Spectral measures of how many dimensions a representation uses.
-
-Everything here is a pure function of a feature matrix :math:`H \in \mathbb{R}^{N \times D}`
-(rows are samples: images or tokens) or of a covariance spectrum; the streaming
-accumulator of :mod:`~ib_tutorial.measure.covariance` lets millions of tokens pass
-without sitting in memory at once. No model code lives here.
+r"""Spectral measures of how many dimensions a representation uses: pure functions of a feature
+matrix :math:`H \in \mathbb{R}^{N \times D}` (rows are images or tokens) or of a covariance
+spectrum (streamed by :mod:`~ib_tutorial.measure.covariance`).
 
 The central quantity is the Effective Encoding Dimension (EED). With
 :math:`\lambda_1 \ge \dots \ge \lambda_D \ge 0` the eigenvalues of the covariance
@@ -48,12 +45,8 @@ def _normalised(spectrum: Tensor) -> Tensor:
 
 
 def spectral_entropy(eigenvalues: Tensor) -> float:
-    r"""Shannon entropy (nats) of a non-negative spectrum normalised to sum to one.
-
-    :math:`S = -\sum_k p_k \log p_k` with :math:`p_k = \lambda_k / \sum_j \lambda_j`;
-    zero eigenvalues contribute nothing (:math:`0 \log 0 = 0`). An all-zero spectrum
-    (constant features) has no distribution and raises ``ValueError``.
-    """
+    r"""Shannon entropy (nats) :math:`S = -\sum_k p_k \log p_k` of a non-negative spectrum,
+    :math:`p_k = \lambda_k / \sum_j \lambda_j` (:math:`0 \log 0 = 0`; an all-zero spectrum raises ``ValueError``)."""
     p = _normalised(eigenvalues)
     return float(-(torch.special.xlogy(p, p)).sum())
 
@@ -64,11 +57,8 @@ def effective_dimension_from_spectrum(eigenvalues: Tensor) -> float:
 
 
 def participation_ratio_from_spectrum(eigenvalues: Tensor) -> float:
-    r"""Participation ratio :math:`(\sum_k \lambda_k)^2 / \sum_k \lambda_k^2 = 1 / \sum_k p_k^2` of a spectrum.
-
-    Equals :math:`\exp` of the Rényi-2 entropy of :math:`p`, so it is never larger than
-    :math:`N_\mathrm{eff}` (Rényi entropies decrease with their order).
-    """
+    r"""Participation ratio :math:`(\sum_k \lambda_k)^2 / \sum_k \lambda_k^2 = 1 / \sum_k p_k^2` of a spectrum:
+    :math:`\exp` of the Rényi-2 entropy, so never larger than :math:`N_\mathrm{eff}`."""
     p = _normalised(eigenvalues)
     return float(1 / (p**2).sum())
 
@@ -76,11 +66,8 @@ def participation_ratio_from_spectrum(eigenvalues: Tensor) -> float:
 def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
     r"""Eigenvalues, largest first, of the covariance of ``features`` [N, D].
 
-    Centred: :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`.
-    Uncentred: :math:`C = H^\top H / N`. Computed in float64 whatever the input dtype
-    (this is the reference the streaming float32 path is tested against); the tiny
-    negative eigenvalues that round-off produces are clamped to zero. Constant features
-    give an all-zero centred spectrum.
+    Centred: :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`; uncentred: :math:`C = H^\top H / N`.
+    In float64 (the reference the streaming path is tested against), round-off negatives clamped to zero.
     """
     h = _check_features(features)
     if torch.equal(h, h[:1].expand_as(h)):  # one row repeated: exactly no spread, not round-off
@@ -94,10 +81,8 @@ def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
 def effective_encoding_dimension(features: Tensor, center: bool = True) -> float:
     r"""Effective Encoding Dimension :math:`N_\mathrm{eff} = \exp S` of ``features`` [N, D].
 
-    :math:`S` is the spectral entropy of the covariance eigenvalues (see
-    :func:`covariance_spectrum`). :math:`N_\mathrm{eff} = D` for an isotropic
-    representation and 1 for a representation that varies along one direction only.
-    Invariant to rotations and to a global rescaling of the features.
+    :math:`S` is the spectral entropy of the covariance eigenvalues (:func:`covariance_spectrum`):
+    :math:`D` for an isotropic representation, 1 for one that varies along one direction only.
     """
     return effective_dimension_from_spectrum(covariance_spectrum(features, center=center))
 
@@ -118,12 +103,10 @@ def participation_ratio(features: Tensor, center: bool = True) -> float:
 def rankme_from_singular_values(singular_values: Tensor, eps: float = 1e-7) -> float:
     r"""RankMe (Garrido et al. 2023) from the singular values :math:`\sigma_k` of a feature matrix.
 
-    :math:`p_k = \sigma_k / \lVert\sigma\rVert_1 + \varepsilon`, and
-    :math:`\mathrm{RankMe} = \exp(-\sum_k p_k \log p_k)`. Same entropy as EED, but over
-    singular values of the *uncentred* matrix rather than eigenvalues of the
-    covariance: since :math:`\lambda_k \propto \sigma_k^2` for centred data, RankMe
-    weights small directions more and is larger than :math:`N_\mathrm{eff}`
-    whenever the spectrum is not flat.
+    :math:`p_k = \sigma_k / \lVert\sigma\rVert_1 + \varepsilon`,
+    :math:`\mathrm{RankMe} = \exp(-\sum_k p_k \log p_k)`: EED's entropy over the singular values
+    of the *uncentred* matrix (:math:`\lambda_k \propto \sigma_k^2`), so it weights small
+    directions more and exceeds :math:`N_\mathrm{eff}` unless the spectrum is flat.
     """
     p = _normalised(singular_values) + eps
     return float(torch.exp(-(p * torch.log(p)).sum()))
@@ -139,16 +122,11 @@ def rankme(features: Tensor, eps: float = 1e-7) -> float:
 def twonn_dimension(features: Tensor, discard_fraction: float = 0.1) -> float:
     r"""TwoNN intrinsic dimension (Facco et al. 2017) of the points ``features`` [N, D].
 
-    For each point, :math:`\mu_i = r_2 / r_1`, the ratio of the distances to its second and
-    first nearest neighbours. If the density is locally uniform on a
-    :math:`d`-dimensional manifold, :math:`\mu` is Pareto distributed,
-    :math:`F(\mu) = 1 - \mu^{-d}`, so :math:`-\log(1 - F(\mu)) = d \log \mu`.
-    :math:`d` is the slope of a least-squares line through the origin fitted to the
-    empirical :math:`F`, after discarding the largest ``discard_fraction`` of the
-    :math:`\mu` (they are the most sensitive to noise), as in the original paper.
-
-    Unlike EED it is a *non-linear*, local measure: a curved one-dimensional manifold
-    spanning many directions has TwoNN close to 1 but a large EED.
+    With :math:`\mu_i = r_2 / r_1` the ratio of each point's second and first nearest-neighbour
+    distances, locally uniform density on a :math:`d`-dimensional manifold makes :math:`\mu`
+    Pareto, :math:`-\log(1 - F(\mu)) = d \log \mu`; :math:`d` is the least-squares slope
+    through the origin after discarding the largest ``discard_fraction`` of the :math:`\mu`.
+    Unlike EED it is non-linear and local: a curved 1-D manifold has TwoNN near 1 but a large EED.
     """
     h = _check_features(features)
     n = h.shape[0]
@@ -159,19 +137,15 @@ def twonn_dimension(features: Tensor, discard_fraction: float = 0.1) -> float:
         raise ValueError("TwoNN needs distinct points: some samples are exact duplicates; drop them first")
     mu = torch.sort(r2 / r1).values
     keep = int(math.floor(n * (1 - discard_fraction)))
-    empirical_cdf = torch.arange(1, n + 1, dtype=torch.float64) / n
     x = torch.log(mu[:keep])
-    y = -torch.log1p(-empirical_cdf[:keep])
+    y = -torch.log1p(-torch.arange(1, keep + 1, dtype=torch.float64) / n)  # the empirical CDF
     return float((x * y).sum() / (x * x).sum())
 
 
 def _two_nearest_distances(h: Tensor, chunk: int = 2048, candidates: int = 4) -> tuple[Tensor, Tensor]:
-    """Distances to the first and second nearest other point, computed in row chunks.
-
-    The matrix-product distance (double precision, of the centred points: distances do not
-    change, and no offset is left to cancel) picks each point's ``candidates`` nearest others
-    fast; their distances are then computed directly, which is exact, so duplicates give
-    exactly 0 (the product form would not)."""
+    """Distances to the first and second nearest other point, computed in row chunks: the
+    matrix-product distance of the centred points picks ``candidates`` nearest others fast, and
+    their distances are then computed directly, so duplicates give exactly 0."""
     wide = h.to(torch.float64)
     wide = wide - wide.mean(0)
     first, second = [], []

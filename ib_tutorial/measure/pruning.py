@@ -1,19 +1,12 @@
 r"""Targeted spectral pruning: how many principal directions of a block's tokens does the
 k-NN accuracy of its features need?
 
-The paper points to pruning as the use of a low effective dimension. For block
-:math:`l` of a trained teacher, the tokens of the training images define principal
-directions: the eigenvectors :math:`U` of their covariance, largest variance first, and
-their mean :math:`\mu`. Pruning to :math:`k` directions keeps a token's coordinates on the
-first :math:`k`, :math:`h \mapsto U_k^\top (h - \mu)`. An image's feature is the mean of its
-pruned patch tokens (``pool="mean"``; the projection is affine, so this is the pruned mean
-token) or its pruned CLS token (``pool="cls"``), and the weighted k-NN of
-:mod:`ib_tutorial.measure.knn` says how well the pruned features still separate the classes, for
-every :math:`k` from 1 to :math:`D`. At :math:`k = D` nothing is pruned (:math:`U` is a
-rotation, and cosine similarity ignores it); a representation of rank :math:`r` loses
-nothing at :math:`k = r`. :func:`smallest_sufficient_k` is the fewest directions that keep
-95 % of the unpruned accuracy: set beside the block's :math:`N_\mathrm{eff}`, it answers
-whether a block needs only about :math:`N_\mathrm{eff}` directions.
+The training images' tokens of block :math:`l` give principal directions :math:`U` and a mean
+:math:`\mu`; pruning to :math:`k` keeps :math:`h \mapsto U_k^\top (h - \mu)`. The pruned mean
+patch token (``pool="mean"``) or CLS token (``pool="cls"``) is scored by the weighted k-NN of
+:mod:`ib_tutorial.measure.knn` for every :math:`k` from 1 to :math:`D`;
+:func:`smallest_sufficient_k`, the fewest directions keeping 95 % of the unpruned accuracy,
+is set beside :math:`N_\mathrm{eff}`.
 """
 from __future__ import annotations
 
@@ -86,10 +79,8 @@ def principal_directions(tokens: CovarianceAccumulator) -> tuple[torch.Tensor, t
 def pruned_accuracy(train: torch.Tensor, train_labels: torch.Tensor, held_out: torch.Tensor,
                     held_out_labels: torch.Tensor, mean: torch.Tensor, directions: torch.Tensor | None,
                     ks: Sequence[int], num_classes: int, k_neighbours: int = 20, temperature: float = 0.07) -> list[float]:
-    """k-NN top-1 accuracy (%) of the features pruned to each number of directions in
-    ``ks``; with ``directions=None``, of the features centred on ``mean`` and not pruned
-    (one value): what pruning to all D directions must give, since cosine similarity
-    ignores a rotation."""
+    """k-NN top-1 accuracy (%) of the features pruned to each number of directions in ``ks``;
+    with ``directions=None``, of the features centred on ``mean`` and not pruned (one value)."""
     def top1(train_features: torch.Tensor, held_out_features: torch.Tensor) -> float:
         return knn_accuracy(F.normalize(train_features.float(), dim=1), train_labels,
                             F.normalize(held_out_features.float(), dim=1), held_out_labels, num_classes,
@@ -111,10 +102,9 @@ def smallest_sufficient_k(ks: Sequence[int], accuracies: Sequence[float], unprun
 
 @dataclass
 class BlockPruning:
-    """One block's pruning curve: accuracy (%) at each ``k``; the unpruned accuracy (of the
-    pooled features centred on the training tokens' mean, which ``k = D`` reproduces); the
-    smallest ``k`` keeping 95 % of it; and the N_eff of the block's training tokens, and
-    how many tokens the directions were fitted on."""
+    """One block's pruning curve: accuracy (%) at each ``k``, the unpruned accuracy (which
+    ``k = D`` reproduces), the smallest ``k`` keeping 95 % of it, the N_eff of the block's
+    training tokens and how many tokens the directions were fitted on."""
 
     block: int
     ks: list[int]

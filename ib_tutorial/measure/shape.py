@@ -1,29 +1,16 @@
 r"""The shape of a profile over depth, named by one rule, and three-valued verdicts.
 
-A profile is one value per block, :math:`v_0, \dots, v_{L-1}` (:math:`N_\mathrm{eff}` in
-effective directions, or EED%). Blocks fall into three regions by depth fraction, with
-:math:`b(f) = \lfloor f L + \tfrac12 \rfloor` the block boundary at fraction :math:`f`:
+A profile is one value per block, :math:`v_0, \dots, v_{L-1}` (:math:`N_\mathrm{eff}` or
+EED%). With :math:`b(f) = \lfloor f L + \tfrac12 \rfloor` the block boundary at depth
+fraction :math:`f`, the **early** blocks are :math:`[0,\ b(1/6))`, the **middle**
+:math:`[b(1/6),\ b(5/12))` and the **late** :math:`[b(3/4),\ L)`: for the paper's
+:math:`L = 12`, L0-L1, L2-L4 and L9-L11. :math:`\bar v_E, \bar v_M, \bar v_L` are their
+means. The verdicts read one smooth signed statistic, the **middle dip**
+:math:`\mathrm{dip} = \min(\bar v_E, \bar v_L) - \bar v_M`, whose bootstrap replicates
+spread continuously; where the lowest block lies is reported beside it
+(:meth:`~ib_tutorial.measure.bootstrap.BootstrapProfile.middle_minimum_share`).
 
-* **early**: blocks :math:`[0,\ b(1/6))`,
-* **middle**: blocks :math:`[b(1/6),\ b(5/12))`,
-* **late**: blocks :math:`[b(3/4),\ L)`,
-
-which for the paper's :math:`L = 12` are L0-L1, L2-L4 and L9-L11, the blocks it calls early,
-middle (where it finds the minimum) and late. :math:`\bar v_E, \bar v_M, \bar v_L` are the
-means over these regions. The verdicts read one signed statistic, the **middle dip**,
-
-.. math::
-
-    \mathrm{dip} = \min(\bar v_E, \bar v_L) - \bar v_M ,
-
-positive where the middle blocks lie below both ends, negative where they lie above either.
-It is a smooth function of the block values, so its bootstrap replicates spread continuously
-and a basic or percentile interval of it stays a range the statistic can take. Where the
-lowest block lies is reported beside it, as the share of bootstrap replicates whose lowest
-block is a middle one (:meth:`~ib_tutorial.measure.bootstrap.BootstrapProfile.middle_minimum_share`):
-a dip of a few directions with its minimum at L5 is a valley, not the paper's U.
-
-Naming a profile's shape uses two statistics, both :math:`\ge 0`:
+Naming a shape uses two statistics, both :math:`\ge 0`:
 
 .. math::
 
@@ -37,29 +24,18 @@ Naming a profile's shape uses two statistics, both :math:`\ge 0`:
         0 & \text{otherwise}
     \end{cases}
 
-where *inside* is every block neither early nor late. U-depth is 0, not undefined, where the
-lowest block is not a middle one: a profile that merely falls with depth, or a network that
-collapses in its last block, has no U however low its middle lies. Gated and clipped at 0,
-U-depth names a shape; it is not a statistic to put an interval on: its replicates pile up
-at 0, a basic interval of it reaches below 0, and its value jumps when two blocks
-trade places as the lowest (which the middle dip does not).
+where *inside* is every block neither early nor late. A profile whose lowest block is not a
+middle one has no U however low its middle lies. Gated and clipped at 0, U-depth names a
+shape but is no statistic to put an interval on (its replicates pile up at 0).
 
-:func:`classify_shape` names a profile by the first of these that applies, with a
-``tolerance`` :math:`\tau` in the units of the values:
+:func:`classify_shape` names a profile by the first that applies, with a ``tolerance``
+:math:`\tau` in the values' units: ``flat`` (range :math:`\le \tau`), ``U`` (U-depth
+:math:`> \tau`), ``hump`` (hump :math:`> \tau`, Ansuini et al. 2019's "hunchback"),
+``falling`` or ``rising`` (:math:`|\bar v_E - \bar v_L| > \tau`), else ``irregular``. The
+default, :data:`DIRECTIONS`, is one effective direction; for EED% pass :math:`100\,\tau / D`.
 
-1. ``flat``: :math:`\max_l v_l - \min_l v_l \le \tau`;
-2. ``U``: U-depth :math:`> \tau` (the paper's shape is checked first);
-3. ``hump``: hump :math:`> \tau` (the "hunchback" of Ansuini et al. 2019);
-4. ``falling``: :math:`\bar v_E - \bar v_L > \tau`; ``rising``: :math:`\bar v_L - \bar v_E > \tau`;
-5. ``irregular``: none of these, e.g. a dip outside the middle blocks with level ends.
-
-The default tolerance, :data:`DIRECTIONS`, is one effective direction: it assumes
-:math:`N_\mathrm{eff}` values, a unit that means the same at any width (one point of EED% is
-3.84 directions at :math:`D = 384` and 1.92 at :math:`D = 192`). For EED% pass
-:math:`100\,\tau / D`.
-
-:func:`verdict` turns an interval of a statistic into one of three verdicts on "the statistic
-exceeds the margin": it holds, it fails, or the interval straddles the margin.
+:func:`verdict` turns an interval into one of three verdicts on "the statistic exceeds the
+margin": it holds, it fails, or the interval straddles the margin.
 """
 from __future__ import annotations
 

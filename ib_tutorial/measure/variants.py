@@ -1,13 +1,10 @@
 r"""Measurement variants a reader would try: which covariance of a block's tokens EED reads.
 
 Every variant is a function of one set of sums over a block's tokens, :class:`TokenMoments`,
-so one pass over the images serves them all (the accumulator is
-:class:`~ib_tutorial.measure.bootstrap.ImageStatistics`, which also resamples them). Write
-:math:`x_{it} \in \mathbb{R}^D` for token :math:`t` of image :math:`i`
-(:math:`N` images of :math:`T` tokens each) and :math:`c` for a fixed shift (any vector near
-the tokens' mean: it keeps the sums small, and cancels from every covariance below). The sums,
-each over images weighted by :math:`w_i` (1 for the measurement itself, a multinomial count in a
-bootstrap replicate), are
+accumulated in one pass by :class:`~ib_tutorial.measure.bootstrap.ImageStatistics`. For token
+:math:`x_{it} \in \mathbb{R}^D` of image :math:`i` (:math:`N` images of :math:`T` tokens), a
+fixed shift :math:`c` near the mean (it cancels) and image weights :math:`w_i` (1, or a
+bootstrap's multinomial counts):
 
 .. math::
 
@@ -17,25 +14,14 @@ bootstrap replicate), are
     P_t = \sum_i w_i (x_{it} - c), \quad
     Q = \sum_i w_i\, s_i s_i^\top \ \text{ with } s_i = \sum_t (x_{it} - c).
 
-The variants, one entry each of :data:`VARIANTS`:
+The variants (:data:`VARIANTS`):
 
-* ``tokens`` (the default; the paper's): the covariance of all tokens pooled,
-  :math:`C = (G - s s^\top / NT) / (NT - 1)`;
-* ``post_ln``: the same, of the tokens after the LayerNorm the *next* block applies to them
-  (:func:`post_layernorm`, :func:`next_norms`): what the next block's attention and MLP read;
-* ``correlation``: the correlation matrix of ``tokens``, each channel standardised,
-  :math:`R = \mathrm{diag}(C)^{-1/2}\, C\, \mathrm{diag}(C)^{-1/2}`: no channel counts more for
-  its scale (the residual stream of a ViT has a few channels of outsized scale);
-* ``position_centred``: centred within each token position,
-  :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))`: what the tokens of one position vary
-  by across images, without the position embedding's offset;
-* ``per_image``: the per-image token covariance averaged over images,
-  :math:`C = (G - Q / T) / (N (T - 1))`: how tokens vary within an image, without the
-  differences between images.
-
-Each formula is exact for weighted sums: with :math:`w_i = 1` they are the textbook
-covariances of the tokens (tested in ``tests/measure/test_variants.py`` against direct
-computation).
+* ``tokens`` (the default; the paper's): all tokens pooled, :math:`C = (G - s s^\top / NT) / (NT - 1)`;
+* ``post_ln``: the same after the next block's LayerNorm (:func:`post_layernorm`, :func:`next_norms`);
+* ``correlation``: :math:`R = \mathrm{diag}(C)^{-1/2}\, C\, \mathrm{diag}(C)^{-1/2}`, so the residual
+  stream's few outsized channels count no more than the others;
+* ``position_centred``: :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))`, without the position offset;
+* ``per_image``: :math:`C = (G - Q / T) / (N (T - 1))`, the within-image covariance.
 """
 from __future__ import annotations
 

@@ -1,61 +1,21 @@
 r"""Multi-crop views for DINO: two global crops and ``n`` local crops of every image.
 
-DINO's recipe (Caron et al., 2021), with sizes taken from a
-:class:`~ib_tutorial.presets.ViewSettings` so that it fits small images:
+DINO's recipe (Caron et al., 2021), with sizes from a :class:`~ib_tutorial.presets.ViewSettings`:
+global crop 1: random resized crop to ``img_size``, flip, colour jitter (p = 0.8), grayscale
+(p = 0.2), Gaussian blur (p = 1.0); global crop 2: the same with blur p = 0.1 and solarisation
+p = 0.2; each local crop: to ``local_crop_size``, flip, colour jitter, grayscale, blur p = 0.5.
+The blur radius (DINO: 0.1-2.0 px at 224 px) scales with ``img_size / 224``; the other view
+settings (colour strength, hue, grayscale, inversion, tone curves: :func:`apply_tone_curves`)
+apply in that order. A sample's views depend only on ``(seed, epoch, index)``, whatever the
+workers, processes or resumptions.
 
-- global crop 1: random resized crop (area fraction in ``global_crop_scale``) to
-  ``img_size``, flip, colour jitter (p = 0.8), grayscale (p = 0.2), Gaussian blur (p = 1.0);
-- global crop 2: the same, but blur with p = 0.1 and solarisation with p = 0.2;
-- each local crop: random resized crop (``local_crop_scale``) to ``local_crop_size``,
-  flip, colour jitter, grayscale, blur with p = 0.5.
-
-DINO blurs 224-pixel crops with PIL's Gaussian blur, its radius drawn from [0.1, 2.0]
-pixels (``blur_radius``). A fixed pixel radius would erase a 32-pixel image, so here the
-radius scales with ``img_size / 224``: every image loses the same fraction of its detail
-as an ImageNet crop does (at 32 px that is under 0.3 pixels, nearly no change).
-``color_strength`` scales the colour jitter and the grayscale and solarisation
-probabilities (1 = DINO's); ``grayscale`` sets the grayscale probability before that scaling
-(0.2 = DINO's); ``hue_jitter`` sets the jitter's largest hue rotation;
-``invert`` (0 = DINO's) inverts a view's colours with that probability, after grayscale;
-``tone_curve`` (0 = DINO's) passes a view's channels through random tone curves
-(:func:`apply_tone_curves`) with that probability, after the inversion.
-
-Every sample's views depend only on ``(seed, epoch, index)`` (see
-:class:`MultiCropDataset`), so a run gives the same views with any number of loader
-workers or DDP processes, and after a resume.
-
-**The same views a batch at a time on the training device** (``augmentation="batched"``,
-:class:`BatchMultiCrop`). The loader path runs DINO's own PIL pipeline image by image in
-CPU workers. On a GPU with few CPU cores (Colab's free tier has two) that pipeline, not the
-GPU, sets the pace. The batched path decodes every training image once into a uint8 tensor
-(kept on the training device when it fits, :class:`DecodedImages`) and applies the same
-recipe, with the same probabilities and ranges, to a whole batch with per-sample random
-parameters:
-
-- crops: torchvision's ``RandomResizedCrop`` rule (ten tries at an area fraction in the
-  crop scale and a log-uniform aspect ratio in [3/4, 4/3], else a centre crop), cut and
-  resized by ``torchvision.ops.roi_align`` (bilinear, averaging several samples per output
-  pixel when it shrinks, so that it does not alias where PIL's bicubic resize filters);
-- horizontal flips; colour jitter with p = 0.8 in a per-sample random order, through
-  kornia's torchvision-matching kernels (brightness and contrast as blends with black and
-  with the grayscale mean, saturation as a blend with the grayscale, hue as a rotation);
-  grayscale; Gaussian blur (kornia) with the radius drawn per sample and scaled to the
-  crop as in the loader path; solarisation of pixels at or above 128 of 255; and, where
-  the view settings ask for them, inversion and random tone curves.
-
-Images of different sizes are stored resized to one square side; a crop box is drawn in
-the image's own pixels and mapped onto the stored square, so the crops cover the same
-part of each image at the same aspect ratio as the loader path's.
-
-The random parameters of sample ``index`` in epoch ``epoch`` are counter-based draws
-(:func:`counter_uniforms`, SplitMix64 over ``(seed, epoch, index, draw)``), made for a whole
-batch at once on the training device, so the views do not depend on batch size, process
-count, visiting order or resumption. (Before 2026-12-05 each sample had a CPU generator of
-its own, seeded by ``(seed, epoch, index)``: a batched run started before then and resumed
-since draws other views from the resumption on; its trajectory up to there is unchanged.)
-The two paths draw differently, so their views are not the same pixels; the tests
-compare their distributions (crop areas and aspect ratios, brightness, contrast,
-saturation, grayscale and solarisation rates).
+**Batched** (``augmentation="batched"``, :class:`BatchMultiCrop`): where few CPU cores cannot
+keep a GPU fed, every training image is decoded once (:class:`DecodedImages`) and the same
+recipe runs on a whole batch on the training device: torchvision's ``RandomResizedCrop`` rule
+cut by ``roi_align`` (which averages when it shrinks, so it does not alias), kornia's
+torchvision-matching colour jitter in a per-sample random order, grayscale, blur,
+solarisation, inversion and tone curves, with counter-based draws (:func:`counter_uniforms`).
+The two paths draw the same distributions but not the same pixels; the tests compare them.
 """
 from __future__ import annotations
 
@@ -162,20 +122,15 @@ class MultiCropAugmentation:
         from torchvision import transforms
 
         strength = view.color_strength
-        flip_and_color_jitter = transforms.Compose(
-            [
-                transforms.RandomHorizontalFlip(p=0.5),
-                transforms.RandomApply(
-                    [transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength,
-                                            saturation=0.2 * strength, hue=view.hue_jitter * strength)], p=0.8
-                ),
-                transforms.RandomGrayscale(p=view.grayscale * strength),
-                # Only where asked for: RandomInvert draws even at p = 0, which would change
-                # every later draw, and so the views of every run made without it.
-                *([transforms.RandomInvert(p=view.invert)] if view.invert else []),
-                *([RandomToneCurves(p=view.tone_curve)] if view.tone_curve else []),
-            ]
-        )
+        jitter = transforms.ColorJitter(brightness=0.4 * strength, contrast=0.4 * strength, saturation=0.2 * strength,
+                                        hue=view.hue_jitter * strength)
+        flip_and_color_jitter = transforms.Compose([
+            transforms.RandomHorizontalFlip(p=0.5), transforms.RandomApply([jitter], p=0.8),
+            transforms.RandomGrayscale(p=view.grayscale * strength),
+            # Only where asked for: RandomInvert draws even at p = 0, which would change
+            # every later draw, and so the views of every run made without it.
+            *([transforms.RandomInvert(p=view.invert)] if view.invert else []),
+            *([RandomToneCurves(p=view.tone_curve)] if view.tone_curve else [])])
         bicubic = transforms.InterpolationMode.BICUBIC
 
         def global_crop():
@@ -183,24 +138,10 @@ class MultiCropAugmentation:
 
         self.global_views = [
             transforms.Compose([global_crop(), flip_and_color_jitter, _blur(1.0, view), _normalize()]),
-            transforms.Compose(
-                [
-                    global_crop(),
-                    flip_and_color_jitter,
-                    _blur(0.1, view),
-                    transforms.RandomSolarize(threshold=128, p=0.2 * strength),
-                    _normalize(),
-                ]
-            ),
-        ]
-        self.local_view = transforms.Compose(
-            [
-                transforms.RandomResizedCrop(view.local_crop_size, scale=view.local_crop_scale, interpolation=bicubic),
-                flip_and_color_jitter,
-                _blur(0.5, view),
-                _normalize(),
-            ]
-        )
+            transforms.Compose([global_crop(), flip_and_color_jitter, _blur(0.1, view),
+                                transforms.RandomSolarize(threshold=128, p=0.2 * strength), _normalize()])]
+        local_crop = transforms.RandomResizedCrop(view.local_crop_size, scale=view.local_crop_scale, interpolation=bicubic)
+        self.local_view = transforms.Compose([local_crop, flip_and_color_jitter, _blur(0.5, view), _normalize()])
         self.local_crops_number = local_crops_number
 
     def __call__(self, image: Image.Image) -> list[torch.Tensor]:
@@ -214,13 +155,8 @@ def eval_transform(img_size: int) -> transforms.Compose:
     For the square images of every dataset here, the whole image is kept."""
     from torchvision import transforms
 
-    return transforms.Compose(
-        [
-            transforms.Resize(img_size, interpolation=transforms.InterpolationMode.BICUBIC),
-            transforms.CenterCrop(img_size),
-            _normalize(),
-        ]
-    )
+    return transforms.Compose([transforms.Resize(img_size, interpolation=transforms.InterpolationMode.BICUBIC),
+                               transforms.CenterCrop(img_size), _normalize()])
 
 
 def sample_seed(seed: int, epoch: int, index: int) -> int:
@@ -231,11 +167,9 @@ def sample_seed(seed: int, epoch: int, index: int) -> int:
 class MultiCropDataset(Dataset):
     """``(views, label)`` for every ``(image, label)`` of ``dataset``, reproducibly.
 
-    The augmentation of sample ``index`` in epoch ``epoch`` runs on PyTorch's CPU
-    generator reseeded with :func:`sample_seed` and restored afterwards, so the views
-    do not depend on worker count, process count, visiting order or resumption, and
-    the caller's random state is left untouched. Call :meth:`set_epoch` before each
-    epoch (before creating the loader's iterator).
+    Sample ``index`` of epoch ``epoch`` is augmented on PyTorch's CPU generator reseeded with
+    :func:`sample_seed` and restored afterwards. Call :meth:`set_epoch` before each epoch
+    (before creating the loader's iterator).
     """
 
     def __init__(self, dataset: Dataset, augmentation: MultiCropAugmentation, seed: int):
@@ -438,12 +372,8 @@ def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
 def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tensor:
     r"""``[B, count]`` uniforms in [0, 1), one row per sample ``indices[b]``: draw ``j`` is
     SplitMix64's output for the state :math:`k + (\mathrm{index}\cdot 2^{20} + j + 1)\,\gamma`
-    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled.
-
-    Counter-based: every draw is computed from its own place, in one batch of integer
-    operations on ``indices``' device, so a sample's views depend on ``(seed, epoch, index)``
-    alone (not on the batch it is in, the process or a resumption), with no generator to seed
-    per sample."""
+    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled: every
+    draw computed from its own place, in one batch of integer operations on ``indices``' device."""
     if count > SAMPLE_STRIDE:
         raise ValueError(f"{count} draws a sample, more than the {SAMPLE_STRIDE} its counters leave room for")
     key = key % 2**64 - (2**64 if key % 2**64 >= 2**63 else 0)
@@ -459,10 +389,9 @@ class DecodedImages(Dataset):
     """Every image of ``dataset`` decoded once into ``uint8 [N, 3, S, S]`` (``pixels``),
     with each image's own (width, height) (``sizes``) and label.
 
-    ``S`` is the images' side when they are all the same square size (CIFAR-100, Tiny
-    ImageNet), else the largest side, at most :data:`LARGEST_SIDE`. Indexing gives
-    ``(index, label)``: the loader only deals out indices; :meth:`views` makes the views.
-    Call :meth:`set_epoch` before each epoch, as for the loader path's dataset.
+    ``S`` is the images' side when they are all the same square size, else the largest side,
+    at most :data:`LARGEST_SIDE`. Indexing gives ``(index, label)``; :meth:`views` makes the
+    views. Call :meth:`set_epoch` before each epoch.
     """
 
     def __init__(self, dataset: Dataset, augmentation: BatchMultiCrop, device: torch.device, progress: bool = True):
@@ -506,10 +435,8 @@ class DeviceViewsLoader:
     """A loader of sample indices that yields ``(views, labels)`` made on ``device``:
     what the training loop iterates, whichever path makes the views.
 
-    The views of the next batch are made while the training step of the current one runs:
-    on a GPU on a stream of their own (the step's stream waits for them only where it uses
-    them), so that augmentation and the step overlap; on a CPU one after the other, in the
-    same order, with the same views."""
+    The next batch's views are made while the current step runs: on a GPU on a stream of their
+    own, so that augmentation and the step overlap; on a CPU one after the other."""
 
     def __init__(self, loader, images: DecodedImages, device: torch.device):
         self.loader, self.images, self.device = loader, images, device

@@ -1,12 +1,10 @@
 """What a training run costs: the time of a whole run on a machine where none was timed,
 estimated from the benchmark records in ``benchmarks/results/``.
 
-:func:`estimate_run_time` turns the FLOPs of a step (its objective's ``image_flops``,
-counted from the settings: :meth:`~ib_tutorial.training.dino_step.DINOTraining.image_flops`)
-into a time for a machine described by its data sheet (:data:`COLAB_FREE_GPU`), with the two limits a GPU run meets: the GPU's arithmetic
-at the best fraction of peak the benchmarks measured, and the loader's augmentation on the
-machine's CPU cores, scaled from the rate the benchmarks measured. It is an estimate, and
-says so: nothing in it was timed on that machine.
+:func:`estimate_run_time` turns a step's FLOPs (the objective's ``image_flops``) into a time
+on a machine known by its data sheet (:data:`COLAB_FREE_GPU`), within two limits: the GPU's
+arithmetic at the best fraction of peak measured, and the loader's augmentation on its CPU
+cores. It is an estimate, and says so.
 """
 from __future__ import annotations
 
@@ -47,8 +45,7 @@ class Machine:
     loader_cores: int
 
 
-# Colab's free tier: an NVIDIA T4 (no bf16, so `auto` precision trains in fp16 with loss
-# scaling) beside two virtual CPU cores.
+# Colab's free tier: an NVIDIA T4 (no bf16: `auto` trains in fp16) beside two virtual CPU cores.
 COLAB_FREE_GPU = Machine("Colab's free GPU (NVIDIA T4)", 65e12,
                          "fp16 on its tensor cores, NVIDIA's T4 data sheet", loader_cores=2)
 
@@ -94,14 +91,12 @@ class RunTimeEstimate:
 def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = COLAB_FREE_GPU,
                       record: dict | None = None) -> RunTimeEstimate | None:
     """Estimate the training time of ``preset`` on ``dataset`` on ``machine`` from a
-    utilisation record (default: the stored ``bench_utilisation_cpu.json``); None when no
-    record is at hand.
+    utilisation record (default: the stored ``bench_utilisation_cpu.json``); None without one.
 
-    - GPU: ``images x image_flops / (peak x u)`` (the objective's ``image_flops``), with ``u`` the best fraction of its own
-      matmul peak a benchmarked step reached (an optimistic bound for a GPU).
-    - Loader: the measured augmentation rate per core, at the benchmarked tier's crops,
-      scaled to this run's crops by their number (if a crop's fixed cost dominates) and by
-      the pixels written (if the pixel work dominates): the two ends of the range.
+    - GPU: ``images x image_flops / (peak x u)``, ``u`` the best fraction of its own matmul peak
+      a benchmarked step reached (an optimistic bound).
+    - Loader: the measured augmentation rate per core, scaled to this run's crops by their
+      number and by the pixels written: the two ends of the range.
 
     k-NN evaluations, profiles, pruning and the download are not counted.
     """
@@ -132,17 +127,15 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
         gpu_seconds=images * flops / (machine.peak_flops * measured["fraction_of_peak"]),
         loader_images_per_s=(rates[0], rates[1]),
         reference=(f"{per_core:.0f} images/s per core at the {tier} tier's {reference_crops} crops of "
-                   f"{reference_view.img_size} and {reference_view.local_crop_size} px"),
-    )
+                   f"{reference_view.img_size} and {reference_view.local_crop_size} px"))
 
 
 def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int,
                   per_saved_s: float = 0.0, checkpoint_every: int = 1) -> int:
     """The most epochs (at least 1, at most ``most``) of ``images_per_epoch`` that a
     measured ``images_per_s`` trains in ``seconds``, with ``per_saved_s`` more for each
-    teacher the run saves (:func:`~ib_tutorial.training.runs.saved_epochs`) to be measured once it ends: how a run
-    with a deadline, such as the device plan's, sizes its schedule before it starts (a
-    cosine schedule cannot be cut short without changing the run)."""
+    teacher the run saves (:func:`~ib_tutorial.training.runs.saved_epochs`): how a run with a
+    deadline sizes its schedule before it starts (a cosine schedule cannot be cut short)."""
     if images_per_s <= 0 or images_per_epoch <= 0:
         raise ValueError(f"need a positive rate and epoch size, got {images_per_s} images/s and {images_per_epoch} images")
 

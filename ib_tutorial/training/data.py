@@ -1,8 +1,6 @@
-"""What the training loop reads: the augmented views of the training images, and the
-plain images its k-NN evaluations (and a run's pruning) compare.
-
-Both are seeded subsets of the dataset, so a run (and anything measured on it later)
-sees the same images on every machine and after every resume.
+"""What the training loop reads: the augmented views of the training images, and the plain
+images its k-NN evaluations (and a run's pruning) compare; both seeded subsets, the same on
+every machine and after every resume.
 """
 from __future__ import annotations
 
@@ -104,9 +102,8 @@ def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
     """Batches of ``(views, labels)`` for this process; with batched augmentation the loader
     deals out indices and the views are made on ``device``."""
     batched = isinstance(data.train_views, DecodedImages)
-    sampler = ResumableSampler(
-        data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True, seed=config.seed
-    )
+    sampler = ResumableSampler(data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True,
+                               seed=config.seed)
     # The loader's own generator: starting an epoch then draws nothing from the global one, so
     # a run resumed mid-epoch finds the global generator (stochastic depth) where it was saved.
     loader = DataLoader(data.train_views, batch_size=config.batch_per_process, sampler=sampler,
@@ -115,8 +112,6 @@ def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
                         drop_last=True,
                         generator=torch.Generator().manual_seed(config.seed + processes.rank))
     if len(loader) == 0:
-        raise ValueError(
-            f"The global batch ({config.train.batch_size}) is larger than the "
-            f"{len(data.train_views)} training images; lower --batch-size or raise --train-images."
-        )
+        raise ValueError(f"The global batch ({config.train.batch_size}) is larger than the "
+                         f"{len(data.train_views)} training images; lower --batch-size or raise --train-images.")
     return DeviceViewsLoader(loader, data.train_views, device) if batched else loader

@@ -1,14 +1,10 @@
 r"""DINO's parts: projection head, loss with teacher centring, EMA teacher, the last layer's freeze.
 
-Self-distillation with no labels (Caron et al., 2021). A student network
-:math:`g_{\theta_s}` and a teacher :math:`g_{\theta_t}` (same architecture) map each
-view of an image to :math:`K` logits. The teacher sees the two global views, the
-student sees every view; the student is trained to predict the teacher's centred and
-sharpened distribution of a *different* view, and the teacher follows the student by
-an exponential moving average. Everything here follows the reference implementation
-(facebookresearch/dino, ``main_dino.py`` and ``utils.py``) term by term; the training
-step that strings the parts together is :meth:`ib_tutorial.training.dino_step.DINOTraining.update`;
-the schedules are :mod:`ib_tutorial.training.schedules`.
+Self-distillation with no labels (Caron et al., 2021): a student and a teacher of the same
+architecture map each view to :math:`K` logits; the student learns to predict the teacher's
+centred, sharpened distribution of a *different* view, and the teacher follows the student by
+an exponential moving average. Everything follows facebookresearch/dino term by term; the step
+that strings the parts together is :meth:`ib_tutorial.training.dino_step.DINOTraining.update`.
 """
 from __future__ import annotations
 
@@ -30,16 +26,13 @@ class DINOHead(nn.Module):
         \hat z = z / \lVert z \rVert_2,\quad
         \mathrm{logits}_k = g_k \, \frac{v_k^\top \hat z}{\lVert v_k \rVert_2},\ k = 1..K
 
-    The MLP is Linear(in, hidden) - GELU - [Linear(hidden, hidden) - GELU] x (layers - 2)
-    - Linear(hidden, bottleneck). With ``norm_last_layer`` the gains :math:`g_k` are fixed
-    at 1, so every logit is a cosine similarity in [-1, 1] (DINO's default, which it reports
-    as the more stable choice).
+    With ``norm_last_layer`` the gains :math:`g_k` are fixed at 1, so every logit is a cosine
+    similarity (DINO's default, the more stable choice).
 
     Args:
         in_dim: backbone feature width (384 for ViT-S).
         out_dim: :math:`K`, the number of output dimensions ("prototypes").
         hidden_dim, bottleneck_dim, layers: MLP shape (DINO: 2048, 256, 3).
-        norm_last_layer: freeze the weight-norm gains at 1.
 
     Shapes: [N, in_dim] -> [N, out_dim].
     """
@@ -76,9 +69,8 @@ def _init_linear(module: nn.Module) -> None:
 class MultiCropWrapper(nn.Module):
     """Backbone then head over a list of views of different sizes.
 
-    Consecutive views of equal size go through the backbone as one batch (one pass per
-    resolution), their features are concatenated in view order and the head runs once.
-    Wrapping both in one module keeps a single forward per step, which DDP requires.
+    Consecutive views of equal size go through the backbone as one batch, and the head runs
+    once; one module keeps a single forward per step, which DDP requires.
 
     Shapes: ``views`` is a list of V tensors [B, 3, H_v, W_v]; the output is [V * B, K],
     view-major (rows ``v * B`` to ``(v + 1) * B`` belong to view ``v``).
@@ -106,14 +98,12 @@ class MultiCropWrapper(nn.Module):
 class DINOLossOutput:
     """The loss and what it says about the two distributions (all scalars, nats).
 
-    ``teacher_entropy``: mean :math:`H(P_t)` over teacher views (``log K`` = uniform,
-    0 = one-hot); ``student_entropy``: mean :math:`H(P_s)` over student views;
-    ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the pairs the loss uses;
-    ``teacher_usage``: :math:`H(\\bar P_t)`, the entropy of the teacher's batch-mean
-    distribution (over the global batch under DDP) (its exponential is the number of output dimensions in use);
-    ``teacher_information``: :math:`H(\\bar P_t) - \\overline{H(P_t)}`, the mutual information
-    between an image of the batch and the teacher's output. Both collapses drive it to 0:
-    uniform (every image gets the flat distribution) and one-hot onto one dimension.
+    ``teacher_entropy``, ``student_entropy``: mean :math:`H(P_t)`, :math:`H(P_s)` over views
+    (``log K`` = uniform, 0 = one-hot); ``kl``: mean :math:`\\mathrm{KL}(P_t \\Vert P_s)` over the
+    loss's pairs; ``teacher_usage``: :math:`H(\\bar P_t)` of the global batch-mean distribution
+    (its exponential: output dimensions in use); ``teacher_information``:
+    :math:`H(\\bar P_t) - \\overline{H(P_t)}`, the information between an image and the
+    teacher's output, which both collapses drive to 0.
     """
 
     loss: torch.Tensor
@@ -138,13 +128,11 @@ class DINOLoss(nn.Module):
         \mathcal{L} = \frac{1}{2(V-1)} \sum_{i=1}^{2} \sum_{v \ne i}
             \frac{1}{B}\sum_{b=1}^{B} -\sum_{k=1}^{K} P_t^{(i)}[b,k] \log P_s^{(v)}[b,k].
 
-    After the step, :meth:`update_center` moves the centre to follow the batch mean of the
-    teacher outputs, :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`, averaged
-    over all processes when a process group exists. Centring stops one dimension from dominating;
-    a low :math:`\tau_t` (sharpening) stops the uniform collapse that centring alone invites.
+    :meth:`update_center` then moves :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`
+    (over all processes). Centring stops one dimension from dominating; a low :math:`\tau_t`
+    stops the uniform collapse that centring alone invites.
 
     Args:
-        out_dim: :math:`K`.
         student_temp: :math:`\tau_s` (DINO: 0.1).
         center_momentum: :math:`m` (DINO: 0.9).
     """
@@ -210,8 +198,7 @@ def update_teacher(student: nn.Module, teacher: nn.Module, momentum: float) -> N
     r"""Move every teacher parameter towards the student's:
     :math:`\theta_t \leftarrow m\,\theta_t + (1 - m)\,\theta_s`.
 
-    ``student`` is the unwrapped module (not the DDP wrapper); both must list their
-    parameters in the same order (they are built by the same code).
+    ``student`` is the unwrapped module (not the DDP wrapper), its parameters in the teacher's order.
     """
     teacher_params = list(teacher.parameters())
     student_params = [p.detach() for p in student.parameters()]

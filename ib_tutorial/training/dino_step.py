@@ -1,11 +1,8 @@
 """One DINO training step and everything it changes: student and teacher networks, the
 loss with its centre, the optimiser, the loss scaler and the schedules.
 
-:func:`build_networks` makes the parts from a run's settings; :class:`DINOTraining` holds them, takes a step
-(:meth:`~DINOTraining.forward`, then :meth:`~DINOTraining.update`) and is what a
-checkpoint saves; what it shares with the supervised control is in
-:class:`~ib_tutorial.training.objective.Objective`. The parts themselves are in
-:mod:`ib_tutorial.training.dino`.
+:func:`build_networks` makes the parts (:mod:`ib_tutorial.training.dino`) from a run's
+settings; :class:`DINOTraining` holds them, takes a step and is what a checkpoint saves.
 """
 from __future__ import annotations
 
@@ -15,14 +12,7 @@ import torch
 from ..models import ARCHITECTURES, build_vit
 from ..precision import autocast
 from ..presets import TrainSettings, ViewSettings
-from .dino import (
-    DINOHead,
-    DINOLoss,
-    DINOLossOutput,
-    MultiCropWrapper,
-    cancel_last_layer_gradients,
-    update_teacher,
-)
+from .dino import DINOHead, DINOLoss, DINOLossOutput, MultiCropWrapper, cancel_last_layer_gradients, update_teacher
 from .objective import Objective, apply_schedules, clip_gradients
 from .schedules import Phases, Schedules, phase_notes, phase_warnings
 
@@ -33,9 +23,8 @@ COLLAPSE_FRACTION = 0.02
 #: is a collapse too; a DINO run whose teacher ends under it did not learn
 #: (:mod:`ib_tutorial.reproduction.learned`).
 INFORMATION_FRACTION = 0.05
-# A teacher whose information falls under this fraction of its peak in the same phase (the
-# warm-up, the rest of the freeze, after the release), from a peak of at least
-# WATCHED_PEAK nats, is going back towards uniform (InformationWatch).
+# A teacher whose information falls under this fraction of its peak (of at least WATCHED_PEAK
+# nats) in the same phase is going back towards uniform (InformationWatch).
 FALL_FRACTION = 0.6
 WATCHED_PEAK = 0.3
 WATCHED_LOGS = 3
@@ -57,12 +46,8 @@ def build_networks(train: TrainSettings, view: ViewSettings) -> tuple[MultiCropW
 
 
 class DINOTraining(Objective):
-    """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules:
-    everything one step changes and a checkpoint holds.
-
-    One step is :meth:`forward` (the loss), then, if the loss is finite, :meth:`update`
-    (student, teacher, centre).
-    """
+    """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules: a step
+    is :meth:`forward` (the loss), then, if it is finite, :meth:`update`."""
 
     name = "dino"
     local_crops = True
@@ -145,23 +130,17 @@ class DINOTraining(Objective):
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
-        r"""FLOPs one training image costs in one DINO step, counted from the shapes as
-        ``torch.utils.flop_counter`` counts them (the benchmarks use it): ``2 m n k`` for every
-        matrix product, elementwise work not counted. A linear layer of ``a`` inputs and ``b``
-        outputs costs ``2 a b`` per token forward and twice that backward, so one token through
-        one block of width :math:`D` costs :math:`2\,(3D^2 + D^2 + 4D^2 + 4D^2) = 24 D^2`, plus
-        :math:`4 T D` for attention over :math:`T` tokens.
-
-        Per crop: teacher forward (global crops only) plus student forward and backward (every
-        crop, three forwards), the head on the CLS token (``in -> hidden -> hidden -> bottleneck
-        -> K``); the patch embedding's backward computes its weight gradient only (the images
-        need none).
+        r"""FLOPs one training image costs in one DINO step, counted as ``torch.utils.flop_counter``
+        does: ``2 m n k`` per matrix product, elementwise work not counted. One token through one
+        block of width :math:`D` costs :math:`24 D^2` forward, plus :math:`4 T D` for attention
+        over :math:`T` tokens; a backward costs twice a forward. Per crop: the teacher's forward
+        (global crops only), the student's forward and backward, the head on the CLS token; the
+        patch embedding's backward computes its weight gradient only.
 
         Args:
             view: the crops' geometry (global and local side, patch size).
             train: the backbone (``arch``), the number of local crops and the head's shape.
-            attention: count the attention products (``False``: as the CPU benchmark counted,
-                where PyTorch's fused attention is not counted; a test checks both records).
+            attention: count the attention products (``False``: as the CPU benchmark counted).
         """
         shape = ARCHITECTURES[train.arch]
         width, depth = shape["embed_dim"], shape["depth"]
@@ -214,12 +193,10 @@ class InformationWatch:
     """Follows the teacher's information about the image through a run's phases and says
     when it falls: in the warm-up, while the last layer is frozen, or after its release.
 
-    A teacher that sharpens (its information rises) and then goes back towards uniform
-    once the prototypes move is how DINO fails on small data (the DINO chapter); the
-    collapse warning at :data:`INFORMATION_FRACTION` of log K comes much later. The watch
-    reads the mean of the last :data:`WATCHED_LOGS` logged values (one batch's estimate is
-    noisy), keeps its peak within each phase, and warns once a phase when it falls under
-    :data:`FALL_FRACTION` of that peak.
+    A teacher whose information rises and then falls back once the prototypes move is how
+    DINO fails on small data (the DINO chapter), long before the collapse warning. The watch
+    keeps the peak of the mean of the last :data:`WATCHED_LOGS` logged values within each
+    phase and warns once a phase when it falls under :data:`FALL_FRACTION` of that peak.
     """
 
     def __init__(self, phases: Phases):

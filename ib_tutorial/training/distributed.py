@@ -1,13 +1,9 @@
 """One training process among those ``torchrun`` started, or the only one.
 
-``torchrun --nproc_per_node=N -m ib_tutorial train ...`` sets ``WORLD_SIZE``, ``RANK`` and
-``LOCAL_RANK`` for each process; :meth:`Processes.start` joins the process group they
-describe (NCCL between GPUs, gloo between CPU processes). Without ``torchrun`` there is
-one process and every collective below is the identity, so the same code runs on a
-laptop and on a cluster.
-
-``torchrun --max-restarts=N`` restarts every process of the job when one of them dies;
-:func:`restarted` tells the restarted processes to continue from the run's last checkpoint.
+:meth:`Processes.start` joins the process group that ``torchrun``'s ``WORLD_SIZE``, ``RANK``
+and ``LOCAL_RANK`` describe (NCCL between GPUs, gloo between CPU processes); without
+``torchrun`` every collective is the identity. After ``torchrun --max-restarts=N`` restarts a
+job, :func:`restarted` tells its processes to resume from the last checkpoint.
 """
 from __future__ import annotations
 

@@ -1,28 +1,13 @@
 """Train a ViT with DINO (or, as a control, with labels): the loop, and what a run records
 as it goes.
 
-One function, :func:`train`, runs everything. It resolves the preset and overrides into
-one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the multi-crop data
-(:mod:`ib_tutorial.training.augment`), the run's schedules once
-(:class:`~ib_tutorial.training.schedules.Schedules`) and its objective (an
-:class:`~ib_tutorial.training.objective.Objective`: DINO's student and teacher,
-:mod:`ib_tutorial.training.dino_step`), then for every step runs the objective's
-``forward`` (the loss; a non-finite one stops the run before it changes any weight) and
-its ``update`` (for DINO, :meth:`~ib_tutorial.training.dino_step.DINOTraining.update`:
-back-propagation, clipping, the last layer's freeze, AdamW's step, the teacher's EMA and
-the centre).
-
-With ``objective="supervised"`` the same loop trains the same backbone with a linear
-classifier by cross-entropy on the two global views (:mod:`ib_tutorial.training.supervised_step`).
-
-Launched by ``torchrun`` it runs one process per device with PyTorch DDP (NCCL on GPUs,
-gloo on CPUs): a distributed sampler splits every global batch, the centre and the
-logged metrics are averaged over processes, and only rank 0 writes files.
-
-Reproducibility: a run is a function of its configuration and seed. Augmentations
-depend only on ``(seed, epoch, image index)``, and checkpoints carry every random
-state (:mod:`ib_tutorial.seeding`), so a resumed run continues exactly as an
-uninterrupted one would.
+:func:`train` resolves one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the data,
+the run's :class:`~ib_tutorial.training.schedules.Schedules` once and its
+:class:`~ib_tutorial.training.objective.Objective`, then runs the objective's ``forward`` (a
+non-finite loss stops the run before any weight changes) and ``update`` at every step. Under
+``torchrun`` it runs one DDP process per device; only rank 0 writes files. Checkpoints carry
+every random state (:mod:`ib_tutorial.seeding`), so a resumed run continues exactly as an
+uninterrupted one.
 """
 from __future__ import annotations
 
@@ -72,25 +57,18 @@ def train(dataset: str, preset: str | Preset | None = None, out: str | os.PathLi
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
         out: the run directory (default ``<data root>/runs/<dataset>-<preset>``).
         resume: continue from the run directory's checkpoint (start afresh when it has none);
-            implied in processes that ``torchrun --max-restarts`` restarted after a failure.
-        root, download: passed to :func:`~ib_tutorial.data.get_dataset`.
-        dataset_options: extra keyword arguments for the dataset (e.g. ``texture_weight``).
-        progress: show a progress bar.
+            implied in processes that ``torchrun --max-restarts`` restarted.
+        root, download, dataset_options: passed to :func:`~ib_tutorial.data.get_dataset`.
         **overrides: any :class:`~ib_tutorial.presets.TrainSettings` or
-            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``
-            (e.g. ``epochs=3, lr=1e-3, patch_size=4``).
+            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``.
 
     A second process training into the same ``out`` is refused (:class:`~ib_tutorial.training.runs.RunLockedError`).
-    SIGTERM or Ctrl-C stops the run after the step under way, with a checkpoint there
-    (:mod:`ib_tutorial.training.stopping`).
 
     Raises:
-        NonFiniteLossError: when the loss becomes NaN or infinite; the checkpoint on disk is
-            the last good one.
-        TrainingStopped: on SIGTERM or SIGINT, after the checkpoint; its message is the
-            command that resumes the run.
-        CheckpointError: ``resume`` found a checkpoint it cannot read (the message names the
-            previous one).
+        NonFiniteLossError: the loss became NaN or infinite; the checkpoint on disk is the last good one.
+        TrainingStopped: on SIGTERM or SIGINT, after a checkpoint at the step under way; its
+            message is the command that resumes the run.
+        CheckpointError: ``resume`` found a checkpoint it cannot read.
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     config = RunConfig.resolve(dataset, preset, overrides, dataset_options)
@@ -293,26 +271,20 @@ def _stopped_message(number: int | None, last_saved: str, resume_hint: str) -> s
 
 def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | None) -> str:
     where = f"the last good checkpoint is {last_saved}" if last_saved else "no checkpoint had been written yet"
-    return (
-        f"The loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
-        f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
-        "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume."
-    )
+    return (f"The loss became {value} at epoch {epoch}, step {step}; training stopped before that step "
+            f"changed any weight, and {where}. Lower the learning rate (--lr) or the teacher temperature "
+            "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume.")
 
 
 # ============ running out of GPU memory ============
-# What to say when a training step runs out of GPU memory: the batch that failed and the
-# largest that would fit, estimated from what the step had allocated and what it asked for,
-# instead of PyTorch's traceback.
 class TrainingOutOfMemory(RuntimeError):
     """A training step ran out of memory; ``str()`` names the batch and what to try."""
 
 
 def largest_batch(batch: int, fixed: int, peak: int, tried: int, total: int) -> int:
-    """The largest batch whose step would fit in ``total`` bytes, if the step's memory
-    grows in proportion to the batch above what the weights and optimiser hold (``fixed``):
-    the failed step held ``peak`` and asked for ``tried`` more (an estimate: it needed at
-    least that much)."""
+    """The largest batch whose step would fit in ``total`` bytes, if its memory above ``fixed``
+    (weights and optimiser) grows with the batch: the failed step held ``peak`` and asked for
+    ``tried`` more."""
     per_image = max(1, peak + tried - fixed) / batch
     return max(0, int((total - fixed) // per_image))
 

@@ -1,15 +1,12 @@
 """What every training objective shares, and the facts in which objectives differ.
 
 An objective (:class:`~ib_tutorial.training.dino_step.DINOTraining`,
-:class:`~ib_tutorial.training.supervised_step.SupervisedTraining`) holds everything one
-step changes and a checkpoint holds. One step is :meth:`Objective.forward` (the loss),
-then, if the loss is finite, :meth:`Objective.update`. What every objective's step uses
-lives here: the optimiser (AdamW without weight decay on biases and norms,
-:func:`parameter_groups`), this step's learning rate and weight decay
-(:func:`apply_schedules`), DINO's per-parameter gradient clipping (:func:`clip_gradients`),
-DDP and the checkpoint's layout. The run's :class:`~ib_tutorial.training.schedules.Schedules`
-are built once and handed in; the table from name to objective is
-:data:`ib_tutorial.training.run_config.OBJECTIVES`.
+:class:`~ib_tutorial.training.supervised_step.SupervisedTraining`) holds everything one step
+changes and a checkpoint holds; a step is :meth:`Objective.forward`, then, if the loss is
+finite, :meth:`Objective.update`. Shared here: the optimiser groups (:func:`parameter_groups`),
+each step's learning rate and weight decay (:func:`apply_schedules`), DINO's per-parameter
+clipping (:func:`clip_gradients`), DDP and the checkpoint's layout. The table from name to
+objective is :data:`ib_tutorial.training.run_config.OBJECTIVES`.
 """
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ from .schedules import Schedules
 
 
 class Objective(ABC):
-    """The networks, optimiser, loss scaler and schedules of one run.
-
-    Its class attributes are the facts in which objectives differ.
+    """The networks, optimiser, loss scaler and schedules of one run; its class attributes are
+    the facts in which objectives differ.
 
     Attributes:
         name: the objective's name in :class:`~ib_tutorial.presets.TrainSettings`.
@@ -35,8 +31,8 @@ class Objective(ABC):
         network: what a profile calls the saved network (``teacher`` or ``network``).
         compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
         uses_labels: whether its loss reads the training labels.
-        phase_floors: whether its warm-up and last-layer freeze keep their floors in steps
-            (:class:`~ib_tutorial.training.schedules.Phases`; the supervised recipe learns without them).
+        phase_floors: whether its warm-up and freeze keep their floors in steps
+            (:class:`~ib_tutorial.training.schedules.Phases`).
     """
 
     uses_labels: ClassVar[bool]

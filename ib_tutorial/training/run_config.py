@@ -1,10 +1,8 @@
 """One training run's resolved settings, as one frozen object, and the table of objectives.
 
-:meth:`RunConfig.resolve` applies overrides to a preset for one dataset, the number of
-processes and the device; the run writes the result to ``config.json`` with
-:func:`dataclasses.asdict` (:meth:`RunConfig.to_dict`) and every reader gets the same type
-back (:meth:`RunConfig.from_dict`). A resumed run must have the same configuration up to
-the settings in :data:`RESUMABLE_DIFFERENCES` (:meth:`RunConfig.check_resumable`).
+:meth:`RunConfig.resolve` applies overrides to a preset for one dataset, processes and device;
+``config.json`` holds :meth:`RunConfig.to_dict`, read back by :meth:`RunConfig.from_dict`. A
+resumed run must match up to :data:`RESUMABLE_DIFFERENCES` (:meth:`RunConfig.check_resumable`).
 """
 from __future__ import annotations
 
@@ -36,9 +34,8 @@ MAY_BE_ZERO = ("warmup_epochs", "warmup_min_steps", "warmup_teacher_temp_epochs"
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
-#: Every objective a run can train with, by name (``TrainSettings.objective``): DINO (the
-#: paper's) and the supervised control. The one place that knows which objectives exist:
-#: callers look an objective up here and ask it, instead of testing its name.
+#: Every objective a run can train with, by name (``TrainSettings.objective``): the one place
+#: that knows which exist; callers look an objective up here instead of testing its name.
 OBJECTIVES: dict[str, type[Objective]] = {objective.name: objective for objective in (DINOTraining, SupervisedTraining)}
 
 
@@ -65,13 +62,10 @@ class RunConfig:
         view, train: input geometry and training settings, overrides applied.
         versions: torch and timm versions of the run.
         steps_per_epoch, train_images_used: known once the data is loaded.
-        train_data: what the run trained on, also known once the data is loaded: the named
-            subset, the class list and a digest of the training files
-            (:class:`~ib_tutorial.data.subsets.SubsetRecord`; None in runs made before it
-            was recorded).
-        profile: how the run's saved networks are profiled (the preset's
-            :class:`~ib_tutorial.presets.ProfileSettings` when the run started; None in runs
-            made before it was recorded, which are profiled with their preset's of today).
+        train_data: what the run trained on (:class:`~ib_tutorial.data.subsets.SubsetRecord`;
+            None in older runs).
+        profile: the :class:`~ib_tutorial.presets.ProfileSettings` the run's networks are
+            profiled with (None in older runs, profiled with their preset's of today).
     """
 
     dataset: str
@@ -97,9 +91,8 @@ class RunConfig:
                 world_size: int | None = None) -> "RunConfig":
         """The configuration of ``preset`` on ``dataset`` with ``overrides`` (names from
         :func:`~ib_tutorial.presets.training_overrides`; ``seed`` and ``device`` included):
-        the one place where overrides are applied and the device is resolved
-        (:func:`~ib_tutorial.presets.resolve_device`). ``world_size``: the processes of the
-        job (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
+        the one place where overrides are applied and the device resolved. ``world_size``: the
+        job's processes (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
         check_dataset_options(dataset, dataset_options or {})  # an unknown name or option fails here, first
         train, view = resolve_settings(preset, dataset, overrides)
         device = resolve_device(preset.replace(device=overrides.get("device", preset.device)))
@@ -110,15 +103,13 @@ class RunConfig:
             per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
             train = dataclasses.replace(train, num_workers=max(1, (os.cpu_count() or 1) // per_node))
         options = dict(dataset_options or {})
-        return cls(
-            dataset=dataset, dataset_options=options,
-            held_out_split=train.eval_split or held_out_split(dataset, options),
-            preset=preset.name, seed=overrides.get("seed", preset.seed), device=device.type,
-            precision=resolve_precision(train.precision, device),
-            world_size=world_size, batch_per_process=train.batch_size // world_size,
-            model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
-            versions={"torch": torch.__version__, "timm": metadata.version("timm")}, profile=preset.profile,
-        )
+        return cls(dataset=dataset, dataset_options=options,
+                   held_out_split=train.eval_split or held_out_split(dataset, options),
+                   preset=preset.name, seed=overrides.get("seed", preset.seed), device=device.type,
+                   precision=resolve_precision(train.precision, device),
+                   world_size=world_size, batch_per_process=train.batch_size // world_size,
+                   model={"arch": train.arch, **ARCHITECTURES[train.arch]}, view=view, train=train,
+                   versions={"torch": torch.__version__, "timm": metadata.version("timm")}, profile=preset.profile)
 
     @property
     def objective(self) -> type[Objective]:
@@ -141,16 +132,12 @@ class RunConfig:
         compared on everything else; the profile settings do not touch the trajectory."""
         current = self if saved.train_data is not None else dataclasses.replace(self, train_data=None)
         old, new = _flatten(saved.to_dict()), _flatten(current.to_dict())
-        changed = sorted(
-            key for key in set(old) | set(new)
-            if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and not key.startswith("profile.")
-            and old.get(key) != new.get(key)
-        )
+        changed = sorted(key for key in set(old) | set(new)
+                         if key.split(".")[-1] not in RESUMABLE_DIFFERENCES and not key.startswith("profile.")
+                         and old.get(key) != new.get(key))
         if changed:
-            raise ValueError(
-                f"{where} holds a run with different settings ({', '.join(changed)}). "
-                "Resume it with its own settings, or start a new run with a different --out."
-            )
+            raise ValueError(f"{where} holds a run with different settings ({', '.join(changed)}). "
+                             "Resume it with its own settings, or start a new run with a different --out.")
 
 
 def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[TrainSettings, ViewSettings]:

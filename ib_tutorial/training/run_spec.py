@@ -1,11 +1,7 @@
 """A run as one string, ``DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]``, parsed once where it
-enters (the command line, :func:`~ib_tutorial.reproduction.reproduce.reproduce`'s arguments,
-a bundle's ``summary.json``, a chapter) and passed on as a :class:`RunSpec`.
-
-What follows ``@`` overrides the preset for this run only, e.g.
-``tiny-imagenet@objective=supervised`` (the supervised control) or
-``tiny-imagenet@arch=vit_small`` (the same run at the paper's width); a pair is written in
-brackets, ``@global_crop_scale=(0.9,1.0)``.
+enters and passed on as a :class:`RunSpec`. What follows ``@`` overrides the preset for this run
+only, e.g. ``tiny-imagenet@objective=supervised``; a pair is written in brackets,
+``@global_crop_scale=(0.9,1.0)``.
 """
 from __future__ import annotations
 

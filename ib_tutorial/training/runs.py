@@ -3,22 +3,17 @@
 A run directory holds::
 
     config.json                 every resolved setting of the run
-    metrics.jsonl               one JSON record per line: {"kind": "train", ...} every few
-                                steps, {"kind": "epoch", ...} (its wall time) after each
-                                epoch, {"kind": "knn", ...} after each k-NN evaluation
-    checkpoint.pt               the latest full training state (see ib_tutorial.training.dino_step)
+    metrics.jsonl               one JSON record per line: "train" every few steps, "epoch"
+                                (its wall time) after each epoch, "knn" after each evaluation
+    checkpoint.pt               the latest full training state
     checkpoint-previous.pt      the one before it, in case the latest cannot be read
     run.lock                    held by the process training into the folder
     backbones/teacher-epoch0000.pt, ...
-                                the teacher backbone's weights at initialisation and at
-                                every checkpoint, for measuring how the blocks change
+                                the teacher backbone at initialisation and every checkpoint
 
-Before it writes any of them, a run checks that they fit on its disk
-(:func:`check_disk_space`): a ``paper`` run writes gigabytes. Every file is written whole to
-a temporary name and then renamed, so an interruption never leaves a half-written checkpoint; ``metrics.jsonl`` is appended line by line, and a
-last line cut short by a kill is ignored. One process at a time trains into a folder: it
-holds an OS lock on ``run.lock``, which the OS releases when the process ends, however it
-ends.
+A run first checks that they fit on its disk (:func:`check_disk_space`); every file is written
+to a temporary name and renamed (a last ``metrics.jsonl`` line cut short is ignored); one
+process at a time holds the OS lock on ``run.lock``.
 """
 from __future__ import annotations
 
@@ -119,8 +114,7 @@ class RunDirectory:
 
     def load_checkpoint(self, map_location: str | torch.device = "cpu") -> dict | None:
         """The latest checkpoint (the previous one when a kill came between their renames), or
-        ``None`` when the run has none yet. Loaded with ``weights_only=True``: tensors and
-        plain data only, never code.
+        ``None`` when the run has none yet; ``weights_only``: never code.
 
         Raises:
             CheckpointError: the checkpoint cannot be read; the message names it, and the
@@ -211,8 +205,7 @@ class RunDirectory:
     def load_backbone(self, epoch: int | None = None, device: str | torch.device = "cpu") -> torch.nn.Module:
         """The teacher ViT of ``epoch`` (default: the latest saved), in eval mode.
 
-        Built with the run's input and patch size; epoch 0 is the initialisation the
-        run started from, the baseline against which training is judged.
+        Epoch 0 is the initialisation, the baseline against which training is judged.
         """
         epochs = self.backbone_epochs()
         if not epochs:
@@ -285,10 +278,9 @@ def saved_epochs(first: int, epochs: int, every: int) -> list[int]:
 
 
 def run_writes(state, config, start_epoch: int) -> RunWrites:
-    """Reckon :class:`RunWrites` from a built training ``state``: the checkpoint (student, teacher,
-    head, loss centre and the optimiser's two moments of every trainable weight, counted before
-    the first step creates them), kept as the latest and the previous one with a third while
-    the next is written, and the teacher's backbone at every saved epoch."""
+    """Reckon :class:`RunWrites` from a built training ``state``: the checkpoint (networks, centre
+    and the optimiser's two moments of every trainable weight), three at once while the next is
+    written, and the teacher's backbone at every saved epoch."""
     parts = sum(_bytes(part.state_dict()) for part in state.checkpointed().values())
     moments = 2 * sum(p.numel() * p.element_size() for group in state.optimizer.param_groups for p in group["params"]
                       if p.requires_grad)

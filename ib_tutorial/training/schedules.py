@@ -1,27 +1,21 @@
 r"""A run's schedules, built once: warm-up and last-layer freeze, learning rate, weight decay,
 teacher momentum and teacher temperature.
 
-DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1),
-which on ImageNet means 25,020 and 2,502 steps of 512 images. On a small data set the same
-epochs are a few dozen steps, and a teacher that meets a full learning rate that early
-collapses within steps: its information about the image falls to nearly nothing (the DINO
-chapter shows it). Every ViT-DINO recipe known to learn on small data spends thousands of
-steps at a low learning rate first (Gani et al. 2022: 30 warm-up epochs, about 5,850 steps
-on Tiny ImageNet; solo-learn's ViT-tiny on ImageNet-100: about 4,900). So each phase of a
-DINO run lasts the longer of its epochs and a floor in steps,
+DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1):
+thousands of steps on ImageNet, a few dozen on a small data set, where a teacher that meets a
+full learning rate that early collapses within steps (the DINO chapter). ViT-DINO recipes
+known to learn on small data spend thousands of low-lr steps first (Gani et al. 2022: about
+5,850 on Tiny ImageNet). So each phase of a DINO run lasts the longer of its epochs and a
+floor in steps,
 
 .. math::
     W = \max(\text{warmup\_epochs} \cdot S,\ \text{warmup\_min\_steps}),\qquad
     F = \max(\text{freeze\_last\_layer} \cdot S,\ \text{freeze\_min\_steps}),
 
-for :math:`S` steps an epoch (:class:`Phases`). The tiers that train to learn set the floors
-(:data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS`, :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`);
-a run whose phases come out shorter than those anchors says so when it starts, with the
-setting that fixes it (:func:`phase_warnings`). The ``ci`` tier's few illustrative steps
-are exempt. The supervised control warms up for its epochs and has no floors.
-
-The training loop builds one :class:`Schedules` (:meth:`Schedules.of`) and passes it to the
-objective, which reads each step's values from it, and to what the run says when it starts.
+for :math:`S` steps an epoch (:class:`Phases`). A run whose phases come out shorter than
+:data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS` and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`
+says so when it starts (:func:`phase_warnings`); the supervised control has no floors. The
+loop builds one :class:`Schedules` (:meth:`Schedules.of`) and passes it on.
 """
 from __future__ import annotations
 
@@ -72,8 +66,7 @@ def cosine_schedule(base: float, final: float, epochs: int, steps_per_epoch: int
         v_i = f + \tfrac12 (b - f)\Big(1 + \cos\frac{\pi (i - W)}{T - W}\Big),
 
     and during warm-up :math:`v` runs linearly from ``warmup_start`` (step 0) to ``base``
-    (step :math:`W - 1`), as ``np.linspace`` does. Returns an array of length
-    ``epochs * steps_per_epoch``.
+    (step :math:`W - 1`), as ``np.linspace`` does.
     """
     total = epochs * steps_per_epoch
     if warmup_steps > total:
@@ -111,15 +104,13 @@ class Schedules:
         cosine (no warm-up) to their final values (momentum to 1)."""
         phases = Phases.of(train, steps_per_epoch, floored)
         epochs = train.epochs
-        return cls(
-            phases=phases,
-            lr=cosine_schedule(train.lr * train.batch_size / 256, train.min_lr, epochs, steps_per_epoch,
-                               phases.warmup_steps),
-            weight_decay=cosine_schedule(train.weight_decay, train.weight_decay_end, epochs, steps_per_epoch),
-            momentum=cosine_schedule(train.momentum_teacher, 1.0, epochs, steps_per_epoch),
-            teacher_temp=teacher_temperature_schedule(train.warmup_teacher_temp, train.teacher_temp,
-                                                      train.warmup_teacher_temp_epochs, epochs),
-        )
+        return cls(phases=phases,
+                   lr=cosine_schedule(train.lr * train.batch_size / 256, train.min_lr, epochs, steps_per_epoch,
+                                      phases.warmup_steps),
+                   weight_decay=cosine_schedule(train.weight_decay, train.weight_decay_end, epochs, steps_per_epoch),
+                   momentum=cosine_schedule(train.momentum_teacher, 1.0, epochs, steps_per_epoch),
+                   teacher_temp=teacher_temperature_schedule(train.warmup_teacher_temp, train.teacher_temp,
+                                                             train.warmup_teacher_temp_epochs, epochs))
 
     @property
     def steps_per_epoch(self) -> int:
@@ -150,10 +141,8 @@ def phase_notes(train: TrainSettings, schedules: Schedules) -> list[str]:
 
 
 def phase_warnings(train: TrainSettings, schedules: Schedules) -> list[str]:
-    """A message for each phase shorter than its anchor, naming the settings that fix it.
-
-    Raises nothing: a short phase is a choice a reader may make on purpose (the recipe table
-    does), but not one a run makes silently."""
+    """A message for each phase shorter than its anchor, naming the settings that fix it (a
+    short phase may be chosen on purpose, but never silently)."""
     per_epoch, phases, total = schedules.steps_per_epoch, schedules.phases, len(schedules.lr)
     messages = []
     for phase, steps, anchor, setting, floor in (

@@ -1,14 +1,10 @@
 """One supervised training step: the control that asks whether the bottleneck comes from
 the data or from DINO's objective.
 
-The backbone is the one DINO trains (:func:`~ib_tutorial.models.build_vit`, with the same
-stochastic depth), with a linear classifier on its CLS token. It sees the same images with
-the same augmentation as DINO's two global views, each view a training sample with its
-image's label, and learns by cross-entropy with the same optimiser (AdamW without weight
-decay on biases and norms), schedules, gradient clipping and precision. Only the
-objective differs. :class:`SupervisedTraining` is an
-:class:`~ib_tutorial.training.objective.Objective`, as DINO's step is, so the loop,
-checkpoints, k-NN evaluations and block profiles of :mod:`ib_tutorial.training.loop` serve both.
+The backbone DINO trains, with a linear classifier on its CLS token, learns by cross-entropy
+on DINO's two global views with the same optimiser, schedules, clipping and precision: only
+the objective differs. :class:`SupervisedTraining` is an
+:class:`~ib_tutorial.training.objective.Objective`, so the loop serves both.
 """
 from __future__ import annotations
 

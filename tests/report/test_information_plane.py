@@ -75,5 +75,5 @@ def test_the_experiment_figure_has_a_plane_and_an_eed_panel_per_activation():
 def test_the_experiment_caption_names_the_preset_and_what_was_recorded():
     preset = get_preset("ci")
     caption = experiment_caption(preset, experiment("tanh", [0, 1, 10], torch.zeros(7)))
-    assert caption.startswith(f"preset ci") and f"{preset.ib.epochs} epochs" in caption
+    assert caption.startswith("preset ci") and f"{preset.ib.epochs} epochs" in caption
     assert "7 training inputs" in caption and "3 recorded epochs" in caption

@@ -21,7 +21,7 @@ from torchvision.datasets import CIFAR100, DTD
 
 from ib_tutorial.data import tiny_imagenet, uc_merced
 from ib_tutorial.models import PUBLISHED_VIT_SMALL
-from ib_tutorial.paths import data_root
+from ib_tutorial.files import data_root
 
 
 def archives() -> dict[Path, str]:

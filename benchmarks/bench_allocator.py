@@ -1,4 +1,4 @@
-"""What keeping freed memory (``ib_tutorial.allocator.keep_freed_memory``) saves a CPU
+"""What keeping freed memory (``ib_tutorial.machine.keep_freed_memory``) saves a CPU
 forward pass.
 
     python benchmarks/bench_allocator.py [--repeats 15] [--batch 16] [--img-size 224]
@@ -25,7 +25,7 @@ import time
 import torch
 from common import load_average, machine, spread, write_json
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.models import vit_small
 
 CASES = ("kept", "default")

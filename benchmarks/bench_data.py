@@ -23,7 +23,7 @@ import time
 import torch
 from common import interleaved_medians, machine, write_json
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.data import get_dataset
 
 TARGET = 5_000

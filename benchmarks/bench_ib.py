@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from common import interleaved_medians, machine, write_json
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.ib import (
     InformationNetwork,
     binned_information,

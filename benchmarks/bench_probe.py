@@ -23,7 +23,7 @@ import argparse
 import torch
 from common import interleaved_times, load_average, machine, spread, write_json
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.measure.block_profile import profile_model
 from ib_tutorial.measure.covariance import CovarianceAccumulator
 from ib_tutorial.models import vit_small

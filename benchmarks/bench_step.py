@@ -4,7 +4,7 @@ device's peak it uses (model-FLOP utilisation, MFU).
     python benchmarks/bench_step.py                      # the `paper` configuration of Tiny ImageNet (one GPU)
     python benchmarks/bench_step.py --tiny               # the same variants with 2-image batches (a CPU check)
 
-Each variant is the training loop's own step (:class:`ib_tutorial.training.dino_step.DINOTraining`:
+Each variant is the training loop's own step (:class:`ib_tutorial.training.dino.DINOTraining`:
 teacher forward, student forward, loss and centre, backward, clipping, AdamW, EMA) on random
 views of the configured shapes, with one change against ``eager``:
 
@@ -27,7 +27,7 @@ from common import interleaved_medians, machine, write_json
 
 from ib_tutorial.presets import get_preset, resolve_device
 from ib_tutorial.training.objective import parameter_groups
-from ib_tutorial.training.dino_step import DINOTraining
+from ib_tutorial.training.dino import DINOTraining
 from ib_tutorial.training.run_config import RunConfig
 
 # Dense bf16 peaks (FLOP/s) from the makers' data sheets, by the name CUDA reports.

@@ -8,7 +8,7 @@ for a whole run.
     python benchmarks/bench_train.py --preset paper           # each paper dataset's configuration (one GPU)
     python benchmarks/bench_train.py --preset paper --tiny    # the same code path with 2-image batches (CPU check)
 
-A step is everything the training loop does per batch (:class:`ib_tutorial.training.dino_step.DINOTraining`):
+A step is everything the training loop does per batch (:class:`ib_tutorial.training.dino.DINOTraining`):
 teacher forward on the two global views, student forward on all views, the loss and
 centre update, backward, per-parameter clipping, AdamW and the teacher EMA. Views are
 random tensors of the configured shapes, so the GPU mode needs no dataset; the
@@ -33,10 +33,10 @@ from common import interleaved_medians, machine, write_json
 from PIL import ImageFilter, ImageOps
 from torchvision import transforms
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.data import DATASETS, get_dataset
 from ib_tutorial.presets import get_preset, resolve_device
-from ib_tutorial.reproduction.paper import PAPER_DATASETS
+from ib_tutorial.book.paper import PAPER_DATASETS
 from ib_tutorial.training.augment import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -46,7 +46,7 @@ from ib_tutorial.training.augment import (
     MultiCropAugmentation,
     MultiCropDataset,
 )
-from ib_tutorial.training.dino_step import DINOTraining
+from ib_tutorial.training.dino import DINOTraining
 from ib_tutorial.training.run_config import RunConfig
 from ib_tutorial.training.schedules import Schedules
 

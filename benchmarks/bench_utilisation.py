@@ -32,7 +32,7 @@ from bench_train import augmentation_images_per_second, make_step
 from common import interleaved_medians, machine, write_json
 from torch.utils.flop_counter import FlopCounterMode
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.data import DATASETS
 from ib_tutorial.presets import get_preset, resolve_device
 from ib_tutorial.training.run_config import RunConfig

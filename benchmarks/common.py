@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 
 
 def interleaved_times(
@@ -61,7 +61,7 @@ def load_average() -> list[float]:
 
 def machine() -> dict:
     """What the timings depend on, recorded beside them. A benchmark calls
-    :func:`~ib_tutorial.allocator.keep_freed_memory` first, as the command line does."""
+    :func:`~ib_tutorial.machine.keep_freed_memory` first, as the command line does."""
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,

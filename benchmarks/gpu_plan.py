@@ -69,9 +69,9 @@ from ib_tutorial.data.spec import parse_spec  # noqa: E402
 from ib_tutorial.presets import get_preset  # noqa: E402
 from ib_tutorial.training.augment import BatchMultiCrop  # noqa: E402
 from ib_tutorial.training.cost import epochs_within  # noqa: E402
-from ib_tutorial.training.dino_step import DINOTraining  # noqa: E402
+from ib_tutorial.training.dino import DINOTraining  # noqa: E402
 from ib_tutorial.training.run_config import RunConfig  # noqa: E402
-from ib_tutorial.training.run_spec import RunSpec  # noqa: E402
+from ib_tutorial.training.run_config import RunSpec  # noqa: E402
 from ib_tutorial.training.runs import RunDirectory  # noqa: E402
 
 PACKED = REPO / ".device"  # ignored by git; named in the device tool's `carry`

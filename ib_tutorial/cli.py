@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .allocator import keep_freed_memory
+from .machine import keep_freed_memory
 from .command_line import option, spoken_as_options, value_parser
 from .data import DATASETS, check_dataset_options, dataset_on_disk, held_out_split, options_on_disk, subsets
 from .data.spec import parse_option
@@ -21,23 +21,23 @@ from .ib import saved_information_experiment
 from .measure.block_profile import TOKEN_CHOICES
 from .measure.knn import POOLS as PRUNING_POOLS
 from .models import PUBLISHED_VIT_SMALL, PretrainedUnavailable
-from .paths import DATA_ENV_VAR, data_root, display_path
+from .files import DATA_ENV_VAR, data_root, display_path
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
-from .report.tables import write_comparison_table
-from .reproduction.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
-from .reproduction.measurement import IMAGES as MEASUREMENT_IMAGES
-from .reproduction.measurement import REPLICATES as MEASUREMENT_REPLICATES
-from .reproduction.paper import EXTRA_DATASETS, PAPER_DATASETS
-from .reproduction.records import load_profile_record
-from .reproduction.pretrained import converged_folder, profile_published, prune_published
-from .reproduction.reproduce import export_bundle, reproduce
-from .reproduction.run_profiles import profile_run, raw_patch_eed
-from .reproduction.run_factors import measure_factors
-from .reproduction.run_pruning import prune_run
+from .book.tables import write_comparison_table
+from .book.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
+from .book.measurement import IMAGES as MEASUREMENT_IMAGES
+from .book.measurement import REPLICATES as MEASUREMENT_REPLICATES
+from .book.paper import EXTRA_DATASETS, PAPER_DATASETS
+from .book.records import load_profile_record
+from .book.pretrained import converged_folder, profile_published, prune_published
+from .book.reproduce import export_bundle, reproduce
+from .book.run_profiles import profile_run, raw_patch_eed
+from .book.run_profiles import measure_factors
+from .book.run_profiles import prune_run
 from .training.loop import NonFiniteLossError, TrainingOutOfMemory, train
-from .training.run_spec import RunSpec
+from .training.run_config import RunSpec
 from .training.runs import CheckpointError, RunLockedError
-from .training.stopping import TrainingStopped
+from .training.loop import TrainingStopped
 
 PACKAGE = Path(__file__).resolve().parent
 # Errors whose message says what went wrong and what to do: shown as one line, without a

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import torch
 
-from .cpu_threads import DEFAULT_THREADS, use_free_cores
-from .paths import DATA_ENV_VAR, data_root, display_path
+from .machine import DEFAULT_THREADS, use_free_cores
+from .files import DATA_ENV_VAR, data_root, display_path
 from .presets import ENV_VAR, PRESETS, Preset, get_preset, resolve_device
-from .reproduction.records import source_fingerprint
+from .book.records import source_fingerprint
 from .seeding import seed_all
 
 
@@ -45,7 +45,7 @@ class ChapterSetup:
 def setup_chapter(preset: str | None = None) -> ChapterSetup:
     """Choose the preset (argument, else ``$IB_TUTORIAL_PRESET``, else ``ci``), seed
     everything with its seed, pick the device, give PyTorch the CPU cores other work leaves
-    free (:func:`~ib_tutorial.cpu_threads.use_free_cores`), and print all of it with how to change it;
+    free (:func:`~ib_tutorial.machine.use_free_cores`), and print all of it with how to change it;
     remove the illustrative preset's runs made by other code (:meth:`ChapterSetup.remove_stale_runs`)."""
     chosen = get_preset(preset)
     seed_all(chosen.seed)

@@ -10,7 +10,7 @@
 - ``markdown table``: a table printed as Markdown text instead of rendered
   (``| a | b |`` over ``| --- | --- |``) in a cell's output;
 - ``uncaptioned figure``: an image in a cell's output with neither a ``<figcaption>`` nor
-  a caption saved in the PNG by :func:`ib_tutorial.report.plots.add_caption` (the book draws its
+  a caption saved in the PNG by :func:`ib_tutorial.book.plots.add_caption` (the book draws its
   captions into the image, where HTML cannot see them);
 - ``unfinished progress bar``: tqdm text short of its total (``45%|`` or ``2000/2001 [``)
   in a cell's output, or a progress widget whose saved state is short of its maximum or
@@ -45,7 +45,7 @@ from urllib.parse import unquote
 from bs4 import BeautifulSoup, Tag
 from PIL import Image
 
-from ib_tutorial.report.captions import CAPTION_KEY
+from ib_tutorial.book.plots import CAPTION_KEY
 
 EXCERPT_CHARS = 120
 TRACEBACK = "Traceback (most recent call last)"
@@ -207,7 +207,7 @@ def markdown_tables(outputs: list[Tag]) -> Iterator[tuple[str, str]]:
 
 
 def png_caption(path: Path) -> str:
-    """The caption :func:`ib_tutorial.report.plots.add_caption` saved in the image, or ``""``."""
+    """The caption :func:`ib_tutorial.book.plots.add_caption` saved in the image, or ``""``."""
     try:
         with Image.open(path) as image:
             return getattr(image, "text", {}).get(CAPTION_KEY, "").strip()

@@ -3,7 +3,7 @@ import dataclasses
 import json
 
 from ib_tutorial.presets import get_preset
-from ib_tutorial.reproduction.recipes import recipe_settings
+from ib_tutorial.book.recipes import recipe_settings
 from ib_tutorial.training.run_config import RunConfig
 
 

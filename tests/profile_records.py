@@ -7,10 +7,10 @@ import torch
 
 from ib_tutorial.measure.block_profile import Profile
 from ib_tutorial.measure.bootstrap import BootstrapProfile, StoredReplicates
-from ib_tutorial.reproduction.bundles import BundleRun
-from ib_tutorial.reproduction.records import ProfileRecord, provenance
+from ib_tutorial.book.bundles import BundleRun
+from ib_tutorial.book.records import ProfileRecord, provenance
 from ib_tutorial.training.run_config import RunConfig
-from ib_tutorial.training.run_spec import RunSpec
+from ib_tutorial.training.run_config import RunSpec
 
 # A committed run's settings: a real configuration to vary.
 CONFIG = Path(__file__).resolve().parents[1] / "results" / "laptop-real" / "tiny-imagenet" / "config.json"

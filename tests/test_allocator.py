@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import ib_tutorial
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 
 GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
@@ -15,7 +15,7 @@ GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 # over (as a forward pass does its activations), and reports the minor page faults of each time.
 PASSES = """
 import json, resource, sys, torch
-from ib_tutorial.allocator import keep_freed_memory
+from ib_tutorial.machine import keep_freed_memory
 if sys.argv[1] == "kept":
     assert keep_freed_memory()
 def faults_of_one_pass():

@@ -18,7 +18,7 @@ from book_pages import (BOOK_CEILING, BOOK_WORDS, CELL_LINES, CHAPTER_WORDS, MED
                         chapter_sources, code_cell_lines, find_defects, page_words, rendered_math, rendered_widgets,
                         wide_tables)
 
-from ib_tutorial.report.plots import add_caption
+from ib_tutorial.book.plots import add_caption
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = '<div class="cell_output docutils container">{}</div>'

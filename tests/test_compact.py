@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from ib_tutorial.compact import XZ_MAGIC, compact_folder, compactable, is_compact, read_json, read_text
-from ib_tutorial.paths import stored_results
-from ib_tutorial.reproduction.bundles import load_bundle
+from ib_tutorial.files import stored_results
+from ib_tutorial.book.bundles import load_bundle
 from ib_tutorial.training.runs import RunDirectory
 
 RECORD = {"schema": "ib-tutorial/profile/1", "bootstrap": {"n_eff": [[1.25, 2.5e-05], [3.0, 4.0]]}}

@@ -1,8 +1,8 @@
 """The chapters' thread count: the cores other work leaves free."""
 import pytest
 
-from ib_tutorial import cpu_threads
-from ib_tutorial.cpu_threads import busy_cores, free_threads
+from ib_tutorial import machine
+from ib_tutorial.machine import busy_cores, free_threads
 
 
 @pytest.mark.parametrize("busy, available, threads", [
@@ -21,8 +21,8 @@ def test_busy_cores_are_read_from_the_change_of_the_kernels_counters(tmp_path, m
     def later(_seconds):  # a quarter of the time busy over the window: user +30, idle +90
         stat.write_text("cpu  130 0 20 390 10 0 0 0 0 0\n")
 
-    monkeypatch.setattr(cpu_threads.time, "sleep", later)
-    monkeypatch.setattr(cpu_threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(machine.time, "sleep", later)
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 4)
     assert busy_cores(stat=stat) == pytest.approx(1.0)
 
 
@@ -33,8 +33,8 @@ def test_niced_work_leaves_its_cores_free(tmp_path, monkeypatch):
     def later(_seconds):  # both cores busy over the window, one of them with niced work
         stat.write_text("cpu  200 100 0 100 0 0 0 0 0 0\n")
 
-    monkeypatch.setattr(cpu_threads.time, "sleep", later)
-    monkeypatch.setattr(cpu_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine.time, "sleep", later)
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
     assert busy_cores(stat=stat) == pytest.approx(1.0)
 
 

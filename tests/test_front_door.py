@@ -68,9 +68,9 @@ def run_python(code: str, pythonpath: Path) -> str:
 
 CHAPTER_VIEW = """
 import ib_tutorial
-from ib_tutorial.reproduction.bundles import stored_bundles
-from ib_tutorial.reproduction.dataset_runs import FAMILIES, dataset_runs
-from ib_tutorial.report.dataset_chapters import missing_runs_markdown
+from ib_tutorial.book.bundles import stored_bundles
+from ib_tutorial.book.dataset_runs import FAMILIES, dataset_runs
+from ib_tutorial.book.dataset_chapters import missing_runs_markdown
 print(ib_tutorial.__file__)
 print(stored_bundles())
 print(missing_runs_markdown(FAMILIES["tiny-imagenet"], dataset_runs("tiny-imagenet")))

@@ -1,8 +1,8 @@
 """The package's imports run one way, down its layers, and close no circle.
 
-The layers, from the top: the entry points, ``report`` (what chapters render),
-``reproduction`` (from runs to results), ``training`` and ``ib`` (side by side: neither
-imports the other), ``presets``, ``data``, ``measure``, and the shared ground. A module may
+The layers, from the top: the entry points, ``book`` (the machinery that turns runs into
+chapters: records, bundles, claims, verdicts, rendering), ``training`` and ``ib`` (side by
+side: neither imports the other), ``presets``, ``data``, ``measure``, and the shared ground. A module may
 import its own part and any part below it, never one above it or beside it. Every import
 counts, those inside functions and under ``TYPE_CHECKING`` too: an import deferred to
 run time is still an arrow up.
@@ -19,8 +19,7 @@ PACKAGE = "ib_tutorial"
 #: top-level module; ``entry`` and ``ground`` name groups of top-level modules (GROUPS).
 LAYERS = (
     ("entry",),
-    ("report",),
-    ("reproduction",),
+    ("book",),
     ("training", "ib"),
     ("presets",),
     ("data",),
@@ -29,8 +28,7 @@ LAYERS = (
 )
 GROUPS = {
     "entry": ("__init__", "__main__", "cli", "notebook"),
-    "ground": ("models", "paths", "files", "seeding", "precision", "schema", "command_line", "workers",
-               "cpu_threads", "allocator", "compact"),
+    "ground": ("models", "files", "seeding", "machine", "schema", "command_line", "compact"),
 }
 
 
@@ -120,14 +118,14 @@ def test_every_part_of_the_package_is_in_a_layer():
 
 
 def test_an_import_up_or_beside_or_round_a_circle_is_caught(tmp_path):
-    for name, text in {"__init__.py": "", "cli.py": "", "paths.py": "from . import cli\n",
+    for name, text in {"__init__.py": "", "cli.py": "", "files.py": "from . import cli\n",
                        "training/__init__.py": "", "training/loop.py": "from ..ib import model\n",
                        "ib/__init__.py": "", "ib/model.py": "def f():\n    from ..ib import other\n",
                        "ib/other.py": "from .model import f\n"}.items():
         (tmp_path / PACKAGE / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / PACKAGE / name).write_text(text)
     graph = imports(tmp_path)
-    assert wrong_way(graph) == [f"{PACKAGE}.paths -> {PACKAGE}.cli", f"{PACKAGE}.training.loop -> {PACKAGE}.ib.model"]
+    assert wrong_way(graph) == [f"{PACKAGE}.files -> {PACKAGE}.cli", f"{PACKAGE}.training.loop -> {PACKAGE}.ib.model"]
     assert circles(graph) == [[f"{PACKAGE}.ib.model", f"{PACKAGE}.ib.other"]]
     with pytest.raises(AssertionError, match="no layer"):
         layer_of(part_of(f"{PACKAGE}.newcomer"))

@@ -5,7 +5,7 @@ import torch
 
 from ib_tutorial.notebook import ChapterSetup
 from ib_tutorial.presets import get_preset
-from ib_tutorial.reproduction import records
+from ib_tutorial.book import records
 
 
 def chapter(root: Path, preset: str) -> ChapterSetup:

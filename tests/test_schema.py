@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from profile_records import make_record
 
 from ib_tutorial.measure.bootstrap import StoredReplicates
-from ib_tutorial.reproduction.records import PROFILE_SCHEMA
+from ib_tutorial.book.records import PROFILE_SCHEMA
 from ib_tutorial.schema import from_json, json_schema, schema_error
 
 

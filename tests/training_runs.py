@@ -34,7 +34,7 @@ import io, os, signal, sys
 import torch
 from ib_tutorial import cli, files
 from ib_tutorial.measure import knn
-from ib_tutorial.training import dino_step, runs, supervised_step
+from ib_tutorial.training import dino, runs, supervised_step
 
 kind, when = os.environ["FAULT"].split(":")
 if (os.environ.get("RANK", "0") != os.environ.get("FAULT_RANK", "0")
@@ -56,7 +56,7 @@ if kind in ("step", "term"):
             if due():
                 die() if kind == "step" else os.kill(os.getpid(), signal.SIGTERM)
         return after_update
-    for objective in (dino_step.DINOTraining, supervised_step.SupervisedTraining):
+    for objective in (dino.DINOTraining, supervised_step.SupervisedTraining):
         objective.update = after(objective.update)
 elif kind == "knn":
     extract = knn.extract_features

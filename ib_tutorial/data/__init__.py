@@ -15,11 +15,11 @@ when asked (``download=True``).
   probes on two kinds of cue;
 * :mod:`~ib_tutorial.data.tiny_imagenet`, :mod:`~ib_tutorial.data.uc_merced`,
   :mod:`~ib_tutorial.data.torchvision_sets`: the real datasets' loaders;
-  :mod:`~ib_tutorial.data.folders`: labelled image files and a stratified split;
-  :mod:`~ib_tutorial.data.archives`: downloads, checksums and safe extraction;
-* :mod:`~ib_tutorial.data.subsets`, :mod:`~ib_tutorial.data.subset_table`,
-  :mod:`~ib_tutorial.data.subset_build`, :mod:`~ib_tutorial.data.layouts`: the named subsets
-  of the real datasets, what they keep, how they are built, where the full datasets lie;
+  :mod:`~ib_tutorial.data.folders`: where each real dataset lies under a data root, labelled
+  image files and a stratified split; :mod:`~ib_tutorial.data.archives`: downloads, checksums
+  and safe extraction;
+* :mod:`~ib_tutorial.data.subset_table`: the named subsets of the real datasets and what each
+  keeps; :mod:`~ib_tutorial.data.subsets`: how they are built, checked and loaded;
 * :mod:`~ib_tutorial.data.spec`: a dataset with its options as one string.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..paths import data_root
+from ..files import data_root
 from . import tiny_imagenet, uc_merced
 from .archives import ArchiveError, ChecksumError, DatasetNotFoundError
 from .folders import CorruptImageError

@@ -1,4 +1,10 @@
-"""Labelled image files on disk, and a deterministic stratified split of class folders.
+"""Image folders on disk: the real datasets' layouts, labelled image files, and stratified splits.
+
+The folders of the real datasets that named subsets are made of: where each lies under a
+data root and what it holds. The loaders read and quote them, :mod:`ib_tutorial.data.subsets`
+writes them; both import them from here, so neither imports the other.
+
+Labelled image files on disk, and a deterministic stratified split of class folders.
 
 Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB PIL
 images; datasets that publish no split are split here, class by class, from a recorded seed.
@@ -17,6 +23,23 @@ import torch
 from PIL import Image
 
 from ..command_line import argument
+
+
+TINY_IMAGENET_FOLDER = "tiny-imagenet-200"
+TINY_IMAGENET_REQUIRED = ("wnids.txt", "words.txt", "train", "val/images", "val/val_annotations.txt")
+TINY_IMAGENET_LAYOUT = """  <root>/tiny-imagenet-200/
+      wnids.txt                      one WordNet id per line: the class order
+      words.txt                      <wnid><TAB><names>
+      train/<wnid>/images/*.JPEG     500 per class
+      val/images/val_<n>.JPEG        all 10,000 in one folder
+      val/val_annotations.txt        <file><TAB><wnid><TAB><box>"""
+
+DTD_LAYOUT = """  <root>/dtd/dtd/
+      images/<class>/<class>_NNNN.jpg
+      labels/{train,val,test}<1..10>.txt    the ten official partitions
+  (a folder with images/ but no labels/: pass folder=<that folder> for a stratified split)"""
+DTD_FOLDER_LAYOUT = """  <folder>/images/<class>/*.jpg      (labels/ not needed)"""
+
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp"}
 STRATIFIED_SPLITS = ("train", "test")

@@ -3,7 +3,7 @@ how its images are made.
 
 ``SUBSETS`` is the one table of them; :func:`named_subset` looks one up, for the loaders
 (``subset=`` of :func:`~ib_tutorial.data.get_dataset`) and for
-:mod:`ib_tutorial.data.subset_build`, which writes a subset's folder.
+:mod:`ib_tutorial.data.subsets`, which writes a subset's folder.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from PIL import Image
 
 from .archives import DatasetNotFoundError
 from .folders import UNREADABLE, CorruptImageError, class_folders
-from .layouts import TINY_IMAGENET_FOLDER
+from .folders import TINY_IMAGENET_FOLDER
 
 BUILD_COMMAND = ("ib-tutorial subset build {name} "
                  "--source <folder holding the full download> --out <data root>")
@@ -77,7 +77,7 @@ class Subset:
         dataset: the :func:`~ib_tutorial.data.get_dataset` name it is a subset of.
         classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids; DTD folders).
         folder: its folder under a data root, the one the dataset's loader reads.
-        content_sha256, content_files: :func:`~ib_tutorial.data.subset_build.folder_digest` and
+        content_sha256, content_files: :func:`~ib_tutorial.data.subsets.folder_digest` and
             file count of the folder the committed runs used.
         train_files_sha256: :func:`~ib_tutorial.data.subsets.training_file_digest` of its
             training split, by which a run given the folder without ``subset=`` is recognised.

@@ -10,10 +10,10 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from ..paths import data_root
+from ..files import data_root
 from .archives import DatasetNotFoundError, RemoteArchive, prepare
 from .folders import ImageFiles
-from .layouts import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
+from .folders import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
 from .subset_table import named_subset
 
 ARCHIVE = RemoteArchive(filename="tiny-imagenet-200.zip",

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..paths import data_root
+from ..files import data_root
 from .archives import ChecksumError, DatasetNotFoundError, RemoteArchive, prepare, verify_md5
 from .folders import ImageFiles, class_folders, stratified_split
-from .layouts import DTD_FOLDER_LAYOUT, DTD_LAYOUT
+from .folders import DTD_FOLDER_LAYOUT, DTD_LAYOUT
 from .subset_table import named_subset
 
 CIFAR100_LAYOUT = """  <root>/cifar-100-python/

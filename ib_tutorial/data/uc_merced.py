@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from PIL import Image
 
-from ..paths import data_root
+from ..files import data_root
 from .archives import DatasetNotFoundError, RemoteArchive, prepare
 from .folders import ImageFiles, class_folders, stratified_split
 

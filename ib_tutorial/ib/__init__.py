@@ -1,7 +1,7 @@
 r"""The Information Bottleneck toy: mutual-information estimators and the information plane.
 
 Everything the Information Bottleneck chapter computes lives here, in three modules (its
-figures are drawn by :mod:`ib_tutorial.report.information_plane`):
+figures are drawn by :mod:`ib_tutorial.book.information_plane`):
 
 * :mod:`~ib_tutorial.ib.estimators`: exact information of discrete distributions, the
   binning estimator and the kernel (KDE) bound for the activations of a layer;

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from ..files import atomic_write
 from ..measure.metrics import effective_encoding_dimension
-from ..paths import data_root
+from ..files import data_root
 from ..presets import IBSettings
 from .estimators import ESTIMATORS, InformationEstimate, binned_information, kde_information
 from .model import LAYER_WIDTHS, Trajectory, toy_task, train_information_network

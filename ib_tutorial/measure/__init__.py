@@ -8,9 +8,9 @@
 * :mod:`~ib_tutorial.measure.pruning`: k-NN accuracy of each block kept to its top
   principal directions;
 * :mod:`~ib_tutorial.measure.variants`: which covariance of a block's tokens EED reads;
-* :mod:`~ib_tutorial.measure.bootstrap`: the bootstrap over images and the Wilson interval;
-  :mod:`~ib_tutorial.measure.block_bootstrap`: bootstrap profiles of every block in one pass;
+* :mod:`~ib_tutorial.measure.bootstrap`: the bootstrap over images, bootstrap profiles of
+  every block in one pass, and the Wilson interval;
 * :mod:`~ib_tutorial.measure.shape`: a profile's shape over depth, and three-valued verdicts.
 
-Nothing here knows of run folders or files: :mod:`ib_tutorial.reproduction` measures runs.
+Nothing here knows of run folders or files: :mod:`ib_tutorial.book` measures runs.
 """

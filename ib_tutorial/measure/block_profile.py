@@ -15,7 +15,7 @@ from typing import Literal
 import torch
 from tqdm.auto import tqdm
 
-from ..precision import autocast
+from ..machine import autocast
 from .covariance import CovarianceAccumulator
 from .metrics import eed_percent, effective_dimension_from_spectrum, participation_ratio_from_spectrum, twonn_dimension
 

@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
-from ..precision import autocast
-from ..workers import ignore_stop_signals
+from ..machine import autocast
+from ..machine import ignore_stop_signals
 from .metrics import effective_encoding_dimension
 
 #: Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.

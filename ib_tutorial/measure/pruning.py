@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from ..precision import autocast
+from ..machine import autocast
 from .block_profile import select_tokens
 from .covariance import CovarianceAccumulator
 from .knn import POOLS, knn_accuracy

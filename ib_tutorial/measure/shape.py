@@ -68,7 +68,7 @@ class Verdict(enum.StrEnum):
     """Whether a statistic exceeds its margin: ``holds`` (all of its interval lies above),
     ``fails`` (none of it does) or ``undetermined`` (the interval straddles the margin); and,
     for a claim about what a network learned, ``not applicable`` where the network did not
-    learn (:func:`~ib_tutorial.reproduction.claims.on_learned`)."""
+    learn (:func:`~ib_tutorial.book.claims.on_learned`)."""
 
     HOLDS = "holds"
     FAILS = "fails"

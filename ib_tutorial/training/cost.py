@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..data import DATASETS
 from ..presets import TrainSettings, ViewSettings, get_preset
-from ..paths import stored_benchmark
+from ..files import stored_benchmark
 from .run_config import get_objective, resolve_settings
 from .runs import saved_epochs
 

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, Subset
 from ..data import get_dataset
 from ..data.subsets import SubsetRecord, subset_record
 from ..seeding import epoch_indices, subset_indices
-from ..workers import ignore_stop_signals
+from ..machine import ignore_stop_signals
 from .augment import (BatchMultiCrop, DecodedImages, DeviceViewsLoader, MultiCropAugmentation, MultiCropDataset,
                       eval_transform)
 from .distributed import Processes

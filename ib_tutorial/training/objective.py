@@ -1,6 +1,6 @@
 """What every training objective shares, and the facts in which objectives differ.
 
-An objective (:class:`~ib_tutorial.training.dino_step.DINOTraining`,
+An objective (:class:`~ib_tutorial.training.dino.DINOTraining`,
 :class:`~ib_tutorial.training.supervised_step.SupervisedTraining`) holds everything one step
 changes and a checkpoint holds; a step is :meth:`Objective.forward`, then, if the loss is
 finite, :meth:`Objective.update`. Shared here: the optimiser groups (:func:`parameter_groups`),

@@ -1,4 +1,11 @@
-"""One training run's resolved settings, as one frozen object, and the table of objectives.
+"""A run's settings: the spec written in its folder, and the configuration resolved from the command line.
+
+A run as one string, ``DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]``, parsed once where it
+enters and passed on as a :class:`RunSpec`. What follows ``@`` overrides the preset for this run
+only, e.g. ``tiny-imagenet@objective=supervised``; a pair is written in brackets,
+``@global_crop_scale=(0.9,1.0)``.
+
+One training run's resolved settings, as one frozen object, and the table of objectives.
 
 :meth:`RunConfig.resolve` applies overrides to a preset for one dataset, processes and device;
 ``config.json`` holds :meth:`RunConfig.to_dict`, read back by :meth:`RunConfig.from_dict`. A
@@ -17,15 +24,65 @@ import torch
 
 from ..command_line import argument, argument_name
 from ..data import check_dataset_options, held_out_split
+from ..data.spec import parse_options, parse_spec, spec_folder
 from ..data.subsets import SubsetRecord
+from ..files import data_root
+from ..machine import resolve_precision
 from ..models import ARCHITECTURES
-from ..paths import data_root
-from ..precision import resolve_precision
 from ..presets import Preset, ProfileSettings, TrainSettings, ViewSettings, resolve_device, training_overrides
 from ..schema import from_json
-from .dino_step import DINOTraining
+from .dino import DINOTraining
 from .objective import Objective
 from .supervised_step import SupervisedTraining
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run's dataset, dataset options and training overrides, with the text they came from.
+
+    Attributes:
+        text: the spec as written (a bundle's key for the run; ``str()`` gives it back).
+        dataset: the dataset's name, e.g. ``dtd``.
+        options: its options (what follows ``:``), checked against what the dataset takes.
+        overrides: the training settings that follow ``@``, checked against
+            :func:`~ib_tutorial.presets.training_overrides`.
+    """
+
+    text: str
+    dataset: str
+    options: dict = field(default_factory=dict, compare=False)  # both follow from the text
+    overrides: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def parse(cls, text: str) -> RunSpec:
+        """``"DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]"`` -> a checked :class:`RunSpec`."""
+        dataset_spec, _, override_text = text.partition("@")
+        dataset, options = parse_spec(dataset_spec)
+        overrides = parse_options(override_text)
+        known = training_overrides()
+        unknown = sorted(set(overrides) - set(known))
+        if unknown:
+            raise ValueError(f"Unknown training setting(s) {unknown} in {text!r}. Known: {', '.join(sorted(known))}.")
+        return cls(text, dataset, options, overrides)
+
+    @classmethod
+    def of(cls, spec: str | RunSpec) -> RunSpec:
+        """``spec`` as a :class:`RunSpec`: parsed when it is text (where a spec enters the API)."""
+        return spec if isinstance(spec, RunSpec) else cls.parse(spec)
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def dataset_spec(self) -> str:
+        """The dataset with its options, without the overrides: ``"dtd:folder=dtd"``."""
+        return self.text.partition("@")[0]
+
+    @property
+    def folder(self) -> str:
+        """The run's folder name in a results bundle, valid on every file system."""
+        return spec_folder(self.text)
+
 
 AUGMENTATIONS = ("loader", "batched")  # where the views are made (TrainSettings.augmentation)
 # Whole-number settings for which 0 is a choice (none of them, or no warm-up); every other one is at least 1.
@@ -56,7 +113,7 @@ class RunConfig:
         dataset, dataset_options: what :func:`~ib_tutorial.data.get_dataset` loads.
         held_out_split: the split k-NN and block profiles evaluate on.
         preset, seed, device, precision: the tier, its seed, ``cpu``/``cuda`` and the
-            resolved precision (:func:`~ib_tutorial.precision.resolve_precision`).
+            resolved precision (:func:`~ib_tutorial.machine.resolve_precision`).
         world_size, batch_per_process: processes, and the batch each one sees.
         model: the backbone's architecture name and shape (``arch``, ``embed_dim``, ...).
         view, train: input geometry and training settings, overrides applied.

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models import ARCHITECTURES, build_vit
-from ..precision import autocast
+from ..machine import autocast
 from ..presets import TrainSettings, ViewSettings
 from .objective import Objective, apply_schedules, clip_gradients
 from .schedules import Schedules

@@ -14,8 +14,8 @@ from archive_builders import real_subsets_root
 from shared_data import REAL, needs
 
 from ib_tutorial.presets import get_preset
-from ib_tutorial.reproduction.bundles import load_bundle
-from ib_tutorial.reproduction.run_profiles import VARIANTS, variant_label
+from ib_tutorial.book.bundles import load_bundle
+from ib_tutorial.book.run_profiles import VARIANTS, variant_label
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = [sys.executable, str(REPO / "benchmarks" / "gpu_plan.py")]

@@ -3,7 +3,7 @@ import pytest
 
 from ib_tutorial.cli import build_parser
 from ib_tutorial.data.spec import MAX_FOLDER_NAME, parse_option, parse_spec, spec_folder
-from ib_tutorial.training.run_spec import RunSpec
+from ib_tutorial.training.run_config import RunSpec
 
 
 def test_values_are_python_literals_or_text():

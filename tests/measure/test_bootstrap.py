@@ -160,15 +160,15 @@ def test_the_bootstrap_gives_the_same_replicates_on_any_device(generator, device
 
 
 def test_profiles_bootstrap_where_their_forward_passes_run(monkeypatch):
-    from ib_tutorial.measure import block_bootstrap
+    from ib_tutorial.measure import bootstrap
 
     seen = []
-    original = block_bootstrap.bootstrap_eed
-    monkeypatch.setattr(block_bootstrap, "bootstrap_eed",
+    original = bootstrap.bootstrap_eed
+    monkeypatch.setattr(bootstrap, "bootstrap_eed",
                         lambda *args, **kwargs: seen.append(kwargs["device"]) or original(*args, **kwargs))
     torch.manual_seed(0)
     model = vit_small(16, 8).eval()
-    block_bootstrap.bootstrap_blocks(model, torch.randn(6, 3, 16, 16), [("tokens", "all")], replicates=5,
+    bootstrap.bootstrap_blocks(model, torch.randn(6, 3, 16, 16), [("tokens", "all")], replicates=5,
                                      device=torch.device("cpu"))
     assert seen == [torch.device("cpu")]
 

@@ -9,7 +9,7 @@ from training_runs import DATASET, TINY
 from ib_tutorial.data import get_dataset
 from ib_tutorial.measure.covariance import CovarianceAccumulator
 from ib_tutorial.measure.pruning import principal_directions, prune_blocks, pruned_accuracy, smallest_sufficient_k
-from ib_tutorial.reproduction.run_pruning import prune_run
+from ib_tutorial.book.run_profiles import prune_run
 from ib_tutorial.models import vit_small
 from ib_tutorial.training import loop
 from ib_tutorial.training.augment import eval_transform

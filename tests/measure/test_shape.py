@@ -14,7 +14,7 @@ from ib_tutorial.measure.shape import (
     u_depth,
     verdict,
 )
-from ib_tutorial.reproduction.paper import EARLY, LATE, MIDDLE
+from ib_tutorial.book.paper import EARLY, LATE, MIDDLE
 
 # Twelve blocks each (EED%), built to be one shape unambiguously.
 PAPER_U = [59, 58, 31, 30, 31, 40, 50, 60, 70, 80, 88, 92]  # the paper's Tiny ImageNet

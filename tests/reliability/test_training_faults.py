@@ -20,9 +20,9 @@ from training_runs import DATASET, TINY, child_env, run_command, same_metrics
 
 from ib_tutorial import files
 from ib_tutorial.files import DiskFullError
-from ib_tutorial.training import dino_step, loop
+from ib_tutorial.training import dino, loop
 from ib_tutorial.training.runs import CheckpointError, RunDirectory, RunLockedError
-from ib_tutorial.training.stopping import TrainingStopped
+from ib_tutorial.training.loop import TrainingStopped
 
 SETTINGS = ["--epochs", "3", "--checkpoint-every", "1", "--knn-every", "1"]
 STEPS = 3 * TINY["train_images"] // TINY["batch_size"]  # 18 optimisation steps
@@ -146,14 +146,14 @@ def resume_as_printed(stderr: str, out, reference: list[dict]) -> None:
 
 
 def test_ctrl_c_in_a_notebook_stops_with_a_checkpoint_and_says_how_to_resume(tmp_path, monkeypatch):
-    update = dino_step.DINOTraining.update
+    update = dino.DINOTraining.update
 
     def interrupted_at_step_3(self, loss, epoch, step):
         update(self, loss, epoch, step)
         if step == 2:  # the third step (steps count from 0 here)
             signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(dino_step.DINOTraining, "update", interrupted_at_step_3)
+    monkeypatch.setattr(dino.DINOTraining, "update", interrupted_at_step_3)
     # A notebook's kernel handles SIGINT with Python's default handler; a test run started in
     # the background may begin with SIGINT ignored instead.
     outer = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -240,8 +240,8 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkey
 
 
 def test_a_full_disk_during_a_profile_or_an_export_leaves_the_files_as_they_were(tmp_path, monkeypatch):
-    from ib_tutorial.paths import stored_results
-    from ib_tutorial.reproduction.reproduce import export_bundle
+    from ib_tutorial.files import stored_results
+    from ib_tutorial.book.reproduce import export_bundle
 
     bundle = stored_results("laptop-real")
     if not bundle.exists():

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from ib_tutorial.presets import get_preset
-from ib_tutorial.paths import stored_benchmark
-from ib_tutorial.report.tables import estimate_markdown
+from ib_tutorial.files import stored_benchmark
+from ib_tutorial.book.tables import estimate_markdown
 from ib_tutorial.training.cost import COLAB_FREE_GPU, UTILISATION_RECORD, epochs_within, estimate_run_time
 from ib_tutorial.training.run_config import get_objective, resolve_settings
 from ib_tutorial.training.runs import saved_epochs

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ib_tutorial.presets import TrainSettings, ViewSettings
-from ib_tutorial.training.dino_step import DINOTraining
+from ib_tutorial.training.dino import DINOTraining
 from ib_tutorial.training.schedules import Schedules
 
 STEPS_PER_EPOCH, EPOCHS, BATCH = 2, 3, 4

@@ -5,7 +5,7 @@ import torch
 from training_runs import DATASET, TINY_ARGS
 
 from ib_tutorial import cli
-from ib_tutorial.training import dino_step
+from ib_tutorial.training import dino
 from ib_tutorial.training.loop import largest_batch, tried_bytes
 
 GIB = 2**30
@@ -27,7 +27,7 @@ def test_an_out_of_memory_step_gives_one_message_naming_the_batch(tmp_path, monk
     def exhausted(self, views, labels, epoch):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(dino_step.DINOTraining, "forward", exhausted)
+    monkeypatch.setattr(dino.DINOTraining, "forward", exhausted)
     with pytest.raises(SystemExit) as stopped:
         cli.main(["train", "--dataset", DATASET, "--preset", "ci", "--out", str(tmp_path / "run"), "--no-progress",
                   *TINY_ARGS, "--epochs", "1"])

@@ -7,7 +7,7 @@ import pytest
 
 from ib_tutorial.command_line import spoken_as_options
 from ib_tutorial.presets import FREEZE_ANCHOR_STEPS, PRESETS, WARMUP_ANCHOR_STEPS, TrainSettings
-from ib_tutorial.training.dino_step import InformationWatch
+from ib_tutorial.training.dino import InformationWatch
 from ib_tutorial.training.schedules import (
     Phases,
     Schedules,

@@ -8,9 +8,9 @@ import pytest
 import torch
 from training_runs import DATASET, TINY, child_env, run_command, same_metrics
 
-from ib_tutorial.reproduction.reproduce import reproduce
+from ib_tutorial.book.reproduce import reproduce
 from ib_tutorial.training import loop
-from ib_tutorial.training.run_spec import RunSpec
+from ib_tutorial.training.run_config import RunSpec
 from ib_tutorial.training.runs import RunDirectory
 
 EPOCHS = 8

@@ -19,7 +19,7 @@ import ib_tutorial
 from ib_tutorial.cli import build_parser
 from ib_tutorial.presets import get_preset
 from ib_tutorial.seeding import epoch_indices
-from ib_tutorial.training import dino, dino_step, loop
+from ib_tutorial.training import dino, loop
 from ib_tutorial.training.run_config import RunConfig
 from ib_tutorial.training.runs import RunDirectory
 
@@ -49,7 +49,7 @@ def test_ci_preset_loss_decreases_without_collapse(ci_run):
     assert loss_late < loss_early - 0.3  # nats
     assert kl_late < kl_early  # the student learns to predict the teacher across views
     out_dim = get_preset("ci").train.out_dim
-    assert all(dino_step.collapse_message(r["teacher_entropy"], r["teacher_information"], out_dim) is None for r in records)
+    assert all(dino.collapse_message(r["teacher_entropy"], r["teacher_information"], out_dim) is None for r in records)
     assert not collapse_warnings
 
 
@@ -175,10 +175,10 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, monkeypa
 
 def test_collapse_message_names_both_limits():
     log_k = math.log(100)
-    assert "uniform" in dino_step.collapse_message(0.99 * log_k, 0.5 * log_k, 100)
-    assert "one-hot" in dino_step.collapse_message(0.01 * log_k, 0.5 * log_k, 100)
-    assert "nearly the same distribution" in dino_step.collapse_message(0.9 * log_k, 0.01 * log_k, 100)
-    assert dino_step.collapse_message(0.5 * log_k, 0.3 * log_k, 100) is None
+    assert "uniform" in dino.collapse_message(0.99 * log_k, 0.5 * log_k, 100)
+    assert "one-hot" in dino.collapse_message(0.01 * log_k, 0.5 * log_k, 100)
+    assert "nearly the same distribution" in dino.collapse_message(0.9 * log_k, 0.01 * log_k, 100)
+    assert dino.collapse_message(0.5 * log_k, 0.3 * log_k, 100) is None
 
 
 def test_command_line_overrides_parse_to_settings():

@@ -1,0 +1,771 @@
+r"""The paper's claims, tested on measured profiles: a profile's shape, what training changed, how far the seed moves it,
+the verdicts over groups of runs, and the sentences the book states them in.
+
+The paper's claims about the shape of a profile, tested on measured profiles.
+
+The paper makes four claims about a ViT that has learned its data:
+
+1. **mid-depth minimum**: the profile is lowest in the middle blocks (L2-L4), with the early
+   and the late blocks above them: a U;
+2. **it deepens over training**: the U grows deeper as the network learns;
+3. **deeper for object data than for texture data**: object-centric data sets compress
+   more in the middle blocks than texture-centric ones, which stay flat;
+4. **late re-expansion**: after the minimum, the late blocks (L9-L11) rise above the middle
+   ones again.
+
+Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`).
+
+Every claim is read off one statistic of :mod:`ib_tutorial.measure.shape`, in effective
+directions (:math:`N_\mathrm{eff}`, a unit that means the same at any width): the **middle
+dip**, :math:`\min(\bar v_E, \bar v_L) - \bar v_M`, signed, and the **late rise**,
+:math:`\bar v_L - \bar v_M`. Both are smooth in the block values, so their bootstrap intervals
+carry the images' uncertainty without the jumps and the pile-up at 0 of the gated, clipped
+U-depth (which still names shapes). Beside the mid-depth minimum's dip stands the share of
+bootstrap replicates whose lowest block is a middle one. A claim holds when its statistic
+exceeds ``margin`` (default :data:`MARGIN`, one effective direction); a claim about a U
+(it deepens, it is deeper for objects, the late blocks rise *again*) can be no stronger than
+the mid-depth minimum of the profile it is about.
+With a bootstrap over the images (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`)
+the verdict is three-valued: ``holds`` when the whole interval lies above the margin,
+``fails`` when none of it does, ``undetermined`` when it straddles the margin. On a network
+that did not learn a claim is ``not applicable`` (:func:`on_learned`); over several seeds it
+holds or fails only where every seed learned and all agree (:func:`across_seeds`). A profile
+measured without a bootstrap has no interval, and its verdict reads the point value alone,
+or an approximate interval borrowed from runs of the same settings that have one
+(:func:`borrowed_test`): the tables say which.
+
+Each claim can be read on two profiles: the trained network's (its **level**) and the
+change from its random initialisation, block by block (:func:`change_from_initialisation`,
+with paired intervals). The level mixes what the images are with what learning did; the
+change is what learning did, and reads against a control that trained without learning.
+
+What training did to a run: its profile's change from the random initialisation it
+started from, and its k-NN accuracy's, each with an interval (:class:`LearningSummary`
+gathers them for one run).
+
+A profile's level is set largely by its input: the images' own statistics already give the
+random initialisation its level (:mod:`~ib_tutorial.book.measurement`'s controls), and
+inputs with richer statistics give a higher one before any training. A comparison between
+runs on different data therefore reads the change from each run's initialisation, block by
+block, not only the trained level. Every profile of a run is measured on the same images and
+bootstrapped with the same seed (:mod:`~ib_tutorial.book.run_profiles`), so the
+replicates of its first and last epoch are paired, and a change gets its interval from the same
+resampled images (:func:`~ib_tutorial.measure.bootstrap.joint_interval`).
+
+How far a run's profile and its verdicts move with the seed.
+
+Runs with the same settings and different seeds differ in their random initialisation, the
+order of their images and their augmentations. A bootstrap interval
+(:mod:`~ib_tutorial.measure.bootstrap`) says how much a profile would move if other
+held-out images had been measured, on the *same* network; it says nothing of how much the
+network itself would differ if trained again. Seeds say that. A statement about the
+settings, rather than about one trained network, holds only where the seeds agree: the
+same shape, and levels whose spread across seeds is small beside what training changed.
+:class:`SeedSpread` sets the runs of several seeds side by side, each summarised by
+:class:`~ib_tutorial.book.claims.LearningSummary`.
+
+The claims asked of groups of committed runs, as the book asks them: of one run, of the seeds of one setting, and of the seeds at one
+weight of the texture knob, on the trained level and on the change from the random
+initialisation. Each group's verdict follows the rules above: a network that did not
+learn (:mod:`~ib_tutorial.book.learned`) gets no verdict, and a setting's verdict holds or fails only where
+every seed learned and agrees (:func:`~ib_tutorial.book.claims.across_seeds`).
+
+The verdicts on trained networks, as the book states them: whether a run learned and
+reached its plateau (:mod:`ib_tutorial.book.learned`), a sentence per profile shape, one per
+knob sweep (:mod:`ib_tutorial.book.knob`), a table of the paper's claims and one of a
+run's seeds.
+"""
+from __future__ import annotations
+
+import numpy as np
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..measure.bootstrap import BootstrapProfile, Interval, LEVEL, joint_interval, wilson_interval
+from ..measure.shape import (DIRECTIONS, ProfileShape, Verdict, classify_shape, hump_height, middle_dip,
+    middle_is_lowest, near_lowest, region_means, u_depth, verdict)
+from .bundles import BundleRun
+from .learned import Learned, run_learned
+from .paper import EARLY, LATE, MIDDLE
+from .records import ProfileRecord, bootstrap_of
+from scipy.stats import spearmanr
+
+
+#: Effective directions a claim's statistic must exceed: a choice (the paper gives none), one
+#: direction, small beside the paper's own gap (about 28 points of EED from the early to the
+#: middle blocks, 107 directions of ViT-S's 384).
+MARGIN = DIRECTIONS
+
+
+def late_rise(values: Sequence[float]) -> float:
+    r"""How far the late blocks' mean lies above the middle blocks', :math:`\bar v_L - \bar v_M`,
+    signed; in the units of ``values``."""
+    means = region_means(values)
+    return means.late - means.middle
+
+
+@dataclass(frozen=True)
+class ShapeSummary:
+    """One saved epoch's profile, summarised for the claims.
+
+    Attributes:
+        epoch: the saved epoch (0: the random initialisation).
+        n_eff: :math:`N_\\mathrm{eff}` of every block.
+        dim: the width D (EED% is ``100 * n_eff / dim``).
+        bootstrap: the profile's bootstrap over images, when it was measured with one.
+    """
+
+    epoch: int
+    n_eff: tuple[float, ...]
+    dim: int
+    bootstrap: BootstrapProfile | None = None
+
+    @property
+    def eed_percent(self) -> list[float]:
+        return [100 * value / self.dim for value in self.n_eff]
+
+    @property
+    def shape(self) -> ProfileShape:
+        """The profile's shape by :func:`~ib_tutorial.measure.shape.classify_shape`
+        (tolerance: :data:`MARGIN` effective directions)."""
+        return classify_shape(self.n_eff, MARGIN)
+
+    @property
+    def lowest_block(self) -> int:
+        return min(range(len(self.n_eff)), key=self.n_eff.__getitem__)
+
+    @property
+    def u_depth(self) -> float:
+        """The U-depth in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`),
+        which names the shape."""
+        return u_depth(self.n_eff)
+
+    @property
+    def middle_dip(self) -> float:
+        """The middle dip in effective directions (:func:`~ib_tutorial.measure.shape.middle_dip`)."""
+        return middle_dip(self.n_eff)
+
+    @property
+    def late_rise(self) -> float:
+        """The late rise in effective directions (:func:`late_rise`)."""
+        return late_rise(self.n_eff)
+
+    @property
+    def lowest(self) -> float:
+        """The lowest block's EED%."""
+        return self.eed_percent[self.lowest_block]
+
+    @property
+    def early(self) -> float:
+        """The early blocks' mean EED% (:func:`~ib_tutorial.measure.shape.depth_regions`)."""
+        return region_means(self.eed_percent).early
+
+    @property
+    def middle(self) -> float:
+        """The middle blocks' mean EED%."""
+        return region_means(self.eed_percent).middle
+
+    @property
+    def late(self) -> float:
+        """The late blocks' mean EED%."""
+        return region_means(self.eed_percent).late
+
+
+def profile_shape(record: ProfileRecord, bootstrap: BootstrapProfile | None = None) -> ShapeSummary:
+    """The :class:`ShapeSummary` of a profile record (``profiles/<epoch>.json``), with its
+    bootstrap over images: ``bootstrap``, else the one the record stores, if any."""
+    bootstrap = bootstrap if bootstrap is not None else bootstrap_of(record)
+    return ShapeSummary(record.epoch or 0, tuple(record.profile.n_eff), record.profile.dim, bootstrap)
+
+
+@dataclass(frozen=True)
+class ClaimTest:
+    """One claim tested on measured profiles.
+
+    Attributes:
+        claim: which (``"mid-depth minimum"``, ``"deepens over training"``,
+            ``"deeper for object data"``, ``"late re-expansion"``, or claim 3 along the knob).
+        verdict: ``holds``, ``fails`` or ``undetermined`` (:class:`~ib_tutorial.measure.shape.Verdict`).
+        difference: the statistic tested, in effective directions.
+        margin: the margin it was tested against, in effective directions.
+        interval: its bootstrap interval, or None where the profiles had none (the verdict
+            then reads ``difference`` alone).
+        borrowed_from: where ``interval`` is an approximation borrowed from other runs
+            (:func:`borrowed_test`), how many; else 0.
+        middle_minimum_share: for the mid-depth minimum with a bootstrap, the share of
+            replicates whose lowest block is a middle one; else None.
+        reason: why a verdict over several seeds is undetermined (:func:`across_seeds`); else "".
+    """
+
+    claim: str
+    verdict: Verdict
+    difference: float
+    margin: float
+    interval: Interval | None = None
+    borrowed_from: int = 0
+    middle_minimum_share: float | None = None
+    reason: str = ""
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict is Verdict.HOLDS
+
+
+def _test(claim: str, statistic: Callable[..., float], shapes: Sequence[ShapeSummary], margin: float) -> ClaimTest:
+    """``statistic`` of the shapes' :math:`N_\\mathrm{eff}` values against ``margin``, with its
+    interval on the shapes' joint bootstrap replicates when every shape has them."""
+    value = statistic(*(shape.n_eff for shape in shapes))
+    if all(shape.bootstrap is not None for shape in shapes):
+        interval = joint_interval(statistic, [shape.bootstrap for shape in shapes])
+        return ClaimTest(claim, interval.verdict(margin), value, margin, interval)
+    return ClaimTest(claim, verdict(value, value, margin), value, margin)
+
+
+def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
+    """``test``, read on a profile without a bootstrap, against an approximate interval
+    borrowed from ``others``: the same claim tested, with bootstraps, on runs of the same
+    settings (other seeds, say). The point value is widened on each side by the whole range
+    the others' intervals cover together, seed to seed and replicate to replicate. An
+    approximation, and named as one wherever it is shown: it assumes ``test``'s run varies as
+    much as those runs do, and no more."""
+    if test.interval is not None:
+        raise ValueError(f"{test.claim}: the test has its own interval; nothing to borrow")
+    if not others or any(other.interval is None or other.claim != test.claim for other in others):
+        raise ValueError(f"{test.claim}: borrow only from tests of the same claim that have intervals")
+    width = max(other.interval.high for other in others) - min(other.interval.low for other in others)
+    interval = Interval(test.difference, test.difference - width, test.difference + width, others[0].interval.level)
+    return ClaimTest(test.claim, interval.verdict(test.margin), test.difference, test.margin, interval, len(others))
+
+
+def on_learned(test: ClaimTest, learned: bool) -> ClaimTest:
+    """``test`` as a verdict on a network that learned: unchanged where the network(s) it
+    reads learned (by the book's rule, :mod:`~ib_tutorial.book.learned`),
+    else ``not applicable``: the paper's claims are about networks that learned their data,
+    and a profile of one that did not says nothing for or against them. The statistic and
+    its interval are kept, to be read as such."""
+    return test if learned else dataclasses.replace(test, verdict=Verdict.NOT_APPLICABLE)
+
+
+def across_seeds(tests: Sequence[ClaimTest], learned: Sequence[bool], seeds: Sequence[int]) -> ClaimTest:
+    """One claim over runs that differ only in their seed (one test per seed, each with
+    whether that seed's network learned): ``holds`` or ``fails`` only where every seed
+    learned and every seed's verdict is that one; ``not applicable`` where none learned;
+    else ``undetermined``, with the ``reason`` (a seed that did not learn, seeds that
+    disagree, or a seed whose own interval straddles the margin). The statistic is the
+    seeds' mean and the interval spans every seed's interval (or point, where a seed has none)."""
+    if not tests or not len(tests) == len(learned) == len(seeds):
+        raise ValueError("give one test, one learned flag and one seed per run")
+    if len({test.claim for test in tests}) != 1:
+        raise ValueError(f"the tests are of different claims: {sorted({test.claim for test in tests})}")
+    lows = [test.interval.low if test.interval else test.difference for test in tests]
+    highs = [test.interval.high if test.interval else test.difference for test in tests]
+    level = next((test.interval.level for test in tests if test.interval), None)
+    mean = sum(test.difference for test in tests) / len(tests)
+    interval = Interval(mean, min(lows), max(highs), level) if level is not None else None
+    verdicts = {seed: test.verdict for seed, test in zip(seeds, tests)}
+    unlearned = [seed for seed, ok in zip(seeds, learned) if not ok]
+    if len(unlearned) == len(tests):
+        verdict_, reason = Verdict.NOT_APPLICABLE, "no seed learned"
+    elif unlearned:
+        verdict_, reason = Verdict.UNDETERMINED, f"seed {', '.join(map(str, unlearned))} did not learn"
+    elif len(set(verdicts.values())) == 1 and tests[0].verdict is not Verdict.UNDETERMINED:
+        verdict_, reason = tests[0].verdict, ""
+    else:
+        verdict_ = Verdict.UNDETERMINED
+        reason = "; ".join(f"{value.value} on seed {seed}" for seed, value in verdicts.items())
+    return ClaimTest(tests[0].claim, verdict_, mean, tests[0].margin, interval, reason=reason)
+
+
+def change_from_initialisation(first: ShapeSummary, last: ShapeSummary) -> ShapeSummary:
+    """What training did to a profile: ``last`` minus ``first`` (the random initialisation),
+    block by block, in effective directions, with paired replicates where both profiles were
+    bootstrapped with the same seed on the same images (every epoch of a run is). Its
+    ``epoch`` is ``last``'s. The claims read on it ask whether learning, not the images,
+    made the shape: a mid-depth minimum of the change is a middle that gained less than
+    both ends."""
+    if len(first.n_eff) != len(last.n_eff) or first.dim != last.dim:
+        raise ValueError("the two profiles differ in depth or width")
+    n_eff = tuple(b - a for a, b in zip(first.n_eff, last.n_eff))
+    bootstrap = None
+    if first.bootstrap is not None and last.bootstrap is not None:
+        before, after = first.bootstrap, last.bootstrap
+        if (before.seed, before.variant, before.replicates.shape) != (after.seed, after.variant, after.replicates.shape):
+            raise ValueError("the two bootstraps are not paired: measure both epochs with the same seed, "
+                             "variant and number of replicates")
+        bootstrap = dataclasses.replace(after, n_eff=list(n_eff), replicates=after.replicates - before.replicates)
+    return ShapeSummary(last.epoch, n_eff, last.dim, bootstrap)
+
+
+def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """The profile is a U with its minimum in the middle: its middle dip exceeds ``margin``,
+    and its lowest block is a middle one. The second is read off the share of bootstrap
+    replicates whose lowest block is a middle one (:attr:`ClaimTest.middle_minimum_share`):
+    it holds when the share reaches the interval's level, fails when it is at most one minus
+    the level, and is undetermined between (without a bootstrap, the measured profile's
+    lowest block decides). The verdict is the weaker of the two; the statistic and its
+    interval are the dip's."""
+    test = _test("mid-depth minimum", middle_dip, [shape], margin)
+    if shape.bootstrap is None:
+        where = Verdict.HOLDS if middle_is_lowest(shape.n_eff) else Verdict.FAILS
+        return dataclasses.replace(test, verdict=_weakest(test.verdict, where))
+    share, level = shape.bootstrap.middle_minimum_share(), shape.bootstrap.level
+    where = Verdict.HOLDS if share >= level else Verdict.FAILS if share <= 1 - level else Verdict.UNDETERMINED
+    return dataclasses.replace(test, verdict=_weakest(test.verdict, where), middle_minimum_share=share)
+
+
+def deepens(first: ShapeSummary, last: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """The U deepened: the middle dip grew by more than ``margin`` from ``first`` to ``last``,
+    and ``last`` has a mid-depth minimum (the weaker of the two verdicts; the statistic is the
+    dip's growth)."""
+    test = _test("deepens over training", lambda a, b: middle_dip(b) - middle_dip(a), [first, last], margin)
+    return _needs_a_u(test, last)
+
+
+def deeper_for_objects(objects: ShapeSummary, textures: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """The object data's U is deeper: its middle dip exceeds the texture data's by more than
+    ``margin``, and the objects' profile has a mid-depth minimum (the weaker of the two
+    verdicts; the statistic is the difference of the dips, which alone would also "hold" for
+    two humps whose middles rise unequally)."""
+    test = _test("deeper for object data", lambda a, b: middle_dip(a) - middle_dip(b), [objects, textures], margin)
+    return _needs_a_u(test, objects)
+
+
+def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
+    """After a minimum in the middle blocks, the late mean lies more than ``margin`` above
+    the middle mean: the late rise (:func:`late_rise`) exceeds ``margin`` *and* the mid-depth
+    minimum holds. Its verdict is the weaker of the two (a rise above a middle that is not
+    a minimum is no re-expansion); its statistic and interval are the late rise's."""
+    return _needs_a_u(_test("late re-expansion", late_rise, [shape], margin), shape)
+
+
+def _needs_a_u(test: ClaimTest, shape: ShapeSummary) -> ClaimTest:
+    """``test`` of a claim about a U, whose verdict can be no stronger than ``shape``'s
+    mid-depth minimum (at the same margin)."""
+    return dataclasses.replace(test, verdict=_weakest(test.verdict, mid_depth_minimum(shape, test.margin).verdict))
+
+
+def _weakest(*verdicts: Verdict) -> Verdict:
+    """The verdict on "all of these": fails if any fails, else undetermined if any is."""
+    return min(verdicts, key=[Verdict.FAILS, Verdict.UNDETERMINED, Verdict.HOLDS].index)
+
+
+def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ShapeSummary], margin: float = MARGIN) -> ClaimTest:
+    """Claim 3 along ``synthetic-mix``'s knob (:mod:`~ib_tutorial.book.knob`): the
+    middle dip's least-squares line over ``weights`` falls by more than ``margin`` from the
+    objects' end to the textures' end, and the objects' end (the smallest weight) has a
+    mid-depth minimum; ``difference`` is that fall."""
+    def fall(*profiles: Sequence[float]) -> float:
+        return -knob_trend(weights, [middle_dip(values) for values in profiles]).change
+    objects_end = shapes[min(range(len(weights)), key=weights.__getitem__)]
+    return _needs_a_u(_test("deeper for object data along the knob", fall, shapes, margin), objects_end)
+
+
+#: The regions a profile's change is summarised over (:func:`~ib_tutorial.measure.shape.depth_regions`).
+REGIONS = ("early", "middle", "late")
+
+
+def block_changes(first: ShapeSummary, last: ShapeSummary) -> list[Interval]:
+    """EED points each block gained from ``first`` (the random initialisation) to ``last``,
+    with paired bootstrap intervals; both profiles need their bootstrap."""
+    _check_paired(first, last)
+    return [joint_interval(lambda before, after, block=block: after[block] - before[block],
+                           [first.bootstrap, last.bootstrap], percent=True) for block in range(len(first.n_eff))]
+
+
+def region_change(first: ShapeSummary, last: ShapeSummary, region: str) -> Interval:
+    """EED points a region's mean (:data:`REGIONS`) gained from ``first`` to ``last``, with its
+    paired bootstrap interval."""
+    if region not in REGIONS:
+        raise ValueError(f"unknown region {region!r}; choose from {', '.join(REGIONS)}")
+    _check_paired(first, last)
+
+    def change(before: Sequence[float], after: Sequence[float]) -> float:
+        return getattr(region_means(after), region) - getattr(region_means(before), region)
+
+    return joint_interval(change, [first.bootstrap, last.bootstrap], percent=True)
+
+
+def knn_interval(record: dict, level: float = LEVEL) -> Interval | None:
+    """The Wilson interval, in points, of a k-NN top-1 accuracy (a ``metrics.jsonl`` k-NN
+    line with ``top1`` in % and ``n_eval`` images); None for a record without ``n_eval``."""
+    if "n_eval" not in record:
+        return None
+    total = record["n_eval"]
+    share = wilson_interval(round(record["top1"] / 100 * total), total, level)
+    return Interval(record["top1"], 100 * share.low, 100 * share.high, level)
+
+
+def _check_paired(first: ShapeSummary, last: ShapeSummary) -> None:
+    if first.bootstrap is None or last.bootstrap is None:
+        raise ValueError("a change with an interval needs both profiles' bootstraps; profile the run again "
+                         "(`ib-tutorial profile RUN`) to store them")
+    if first.bootstrap.seed != last.bootstrap.seed or len(first.n_eff) != len(last.n_eff):
+        raise ValueError("the two profiles were not bootstrapped on the same images with the same seed")
+
+
+@dataclass(frozen=True)
+class LearningSummary:
+    """What training did to one run, every number with its interval.
+
+    Attributes:
+        seed: the run's seed (its configuration's).
+        knn_first, knn_last: the CLS k-NN top-1 at the random initialisation and at the end,
+            in %, with their Wilson intervals.
+        first, last: the profiles of the random initialisation and of the last saved epoch,
+            both with their bootstrap over the same images (else :meth:`of` refuses).
+    """
+
+    seed: int
+    knn_first: Interval
+    knn_last: Interval
+    first: ShapeSummary
+    last: ShapeSummary
+
+    @classmethod
+    def of(cls, run: BundleRun) -> LearningSummary:
+        """A run of a bundle, summarised: its first and last profile need their bootstrap and
+        its k-NN records the number of images evaluated."""
+        first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
+        if first.bootstrap is None or last.bootstrap is None:
+            raise ValueError(f"{run.spec}: its profiles were measured without a bootstrap; "
+                             "profile the run again (`ib-tutorial profile RUN`) to store one")
+        knn_first, knn_last = knn_interval(run.knn[0]), knn_interval(run.knn[-1])
+        if knn_first is None or knn_last is None:
+            raise ValueError(f"{run.spec}: its k-NN records do not say how many images were evaluated")
+        return cls(run.config.seed, knn_first, knn_last, first, last)
+
+    def level(self, region: str) -> Interval:
+        """The last profile's mean EED% over a region (:data:`REGIONS`)."""
+        return self.last.bootstrap.interval(lambda values: getattr(region_means(values), region), percent=True)
+
+    def change(self, region: str) -> Interval:
+        """EED points the region gained from the random initialisation (:func:`region_change`)."""
+        return region_change(self.first, self.last, region)
+
+    @property
+    def middle_dip(self) -> Interval:
+        """The last profile's middle dip, in effective directions (:func:`~ib_tutorial.measure.shape.middle_dip`)."""
+        return self.last.bootstrap.interval(middle_dip)
+
+    @property
+    def hump_height(self) -> Interval:
+        """How far its highest inside block rises above the early and late means, in effective
+        directions (:func:`~ib_tutorial.measure.shape.hump_height`)."""
+        return self.last.bootstrap.interval(hump_height)
+
+    @property
+    def shape_share(self) -> float:
+        """The share of bootstrap replicates whose shape is the measured one's: how firmly the
+        images fix it."""
+        return self.last.bootstrap.shape_shares().get(self.last.shape, 0.0)
+
+
+@dataclass(frozen=True)
+class SeedSpread:
+    """Runs that differ only in their seed, side by side.
+
+    Attributes:
+        runs: one summary per seed, in ascending seed.
+    """
+
+    runs: tuple[LearningSummary, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.runs) < 2:
+            raise ValueError(f"a spread needs at least two seeds, got {len(self.runs)}")
+        if len({run.seed for run in self.runs}) != len(self.runs):
+            raise ValueError(f"two runs share a seed: {[run.seed for run in self.runs]}")
+
+    @classmethod
+    def of(cls, runs: Sequence[BundleRun]) -> SeedSpread:
+        """The spread of a bundle's runs, ordered by seed."""
+        return cls(tuple(sorted((LearningSummary.of(run) for run in runs), key=lambda run: run.seed)))
+
+    @property
+    def seeds(self) -> list[int]:
+        return [run.seed for run in self.runs]
+
+    @property
+    def shapes(self) -> list[ProfileShape]:
+        """Each seed's last shape."""
+        return [run.last.shape for run in self.runs]
+
+    def level_spread(self, region: str) -> float:
+        """The largest minus the smallest last level of a region across seeds, in EED points."""
+        levels = [run.level(region).estimate for run in self.runs]
+        return max(levels) - min(levels)
+
+    def change_spread(self, region: str) -> float:
+        """The same spread for the change from the initialisation, in EED points."""
+        changes = [run.change(region).estimate for run in self.runs]
+        return max(changes) - min(changes)
+
+    def widest_level_interval(self, region: str) -> float:
+        """The widest bootstrap interval of a region's last level over the seeds, in EED points:
+        how much other images alone would move one seed's level."""
+        return max(run.level(region).high - run.level(region).low for run in self.runs)
+
+    def knn_last_spread(self) -> float:
+        """The largest minus the smallest final k-NN top-1 across seeds, in points."""
+        accuracies = [run.knn_last.estimate for run in self.runs]
+        return max(accuracies) - min(accuracies)
+
+
+#: The two readings of a knob end's profile: the trained level, and what training changed.
+READINGS = ("level", "change from init")
+
+
+def _learned(runs: Sequence[BundleRun]) -> list[bool]:
+    """Whether each run learned (:mod:`~ib_tutorial.book.learned`), in ascending seed, as :class:`SeedSpread` orders them."""
+    return [run_learned(run) for run in sorted(runs, key=lambda run: run.config.seed)]
+
+
+def _own_claims(first: ShapeSummary, last: ShapeSummary) -> list[ClaimTest]:
+    """The three claims a run's own profiles answer: a mid-depth minimum, that it deepens over
+    training, a late re-expansion."""
+    return [mid_depth_minimum(last), deepens(first, last), late_reexpansion(last)]
+
+
+def run_tests(run: BundleRun) -> list[ClaimTest]:
+    """The three claims of :func:`_own_claims` on one run's first and last profiles; each
+    ``not applicable`` where the run did not learn."""
+    first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
+    learned = run_learned(run)
+    return [on_learned(test, learned) for test in _own_claims(first, last)]
+
+
+def seed_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], list[ClaimTest]]:
+    """The three claims of :func:`run_tests` on every seed of one setting (``spread`` of its
+    ``runs``): each seed's tests as ``("seed N", test)``, then the setting's verdict on each
+    claim over the seeds."""
+    per_seed = [(f"seed {run.seed}", test) for run in spread.runs for test in _own_claims(run.first, run.last)]
+    by_claim: dict[str, list[ClaimTest]] = {}
+    for _, test in per_seed:
+        by_claim.setdefault(test.claim, []).append(test)
+    learned = _learned(runs)
+    return per_seed, [across_seeds(tests, learned, spread.seeds) for tests in by_claim.values()]
+
+
+def knob_end_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> dict[str, tuple[list[ClaimTest], ClaimTest]]:
+    """The mid-depth minimum at one weight of the knob, trained with several seeds (``spread``
+    of its ``runs``), for each of :data:`READINGS`: every seed's test, then the verdict over
+    the seeds. On the change from the initialisation, a minimum means a middle that gained less
+    than both ends."""
+    learned = _learned(runs)
+    profiles = {"level": lambda run: run.last,
+                "change from init": lambda run: change_from_initialisation(run.first, run.last)}
+    tested = {}
+    for reading in READINGS:
+        per_seed = [mid_depth_minimum(profiles[reading](run)) for run in spread.runs]
+        tested[reading] = (per_seed, across_seeds(per_seed, learned, spread.seeds))
+    return tested
+
+
+def _blocks(blocks: tuple[int, ...]) -> str:
+    return f"L{blocks[0]}-L{blocks[-1]}"
+
+
+def learning_markdown(rules: dict[str, Learned]) -> str:
+    """A row a run: the book's learned rule on it (:mod:`ib_tutorial.book.learned`:
+    the CLS k-NN gain from the random initialisation against its threshold, and for DINO the
+    teacher's information against the collapse threshold) and the plateau rule (the k-NN move
+    over the last part of the schedule, under the same threshold)."""
+    lines = ["| run | CLS k-NN gain (points) | threshold | teacher (nats) | learned | last quarter's move | plateau |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for label, rule in rules.items():
+        knn = rule.knn
+        gain = f"{knn.learned:+.1f}"
+        if knn.best >= knn.threshold > knn.learned:  # it stood past the threshold before it fell back
+            gain += f" (best {knn.best:+.1f} at epoch {knn.best_epoch})"
+        teacher = "-" if rule.teacher_information is None else f"{rule.teacher_information:.2f} (floor {rule.teacher_floor:.2f})"
+        move = f"{knn.gained:+.1f} (epoch {knn.since_epoch}-{knn.last_epoch})"
+        lines.append(f"| {label} | {gain} | {knn.threshold:.1f} | {teacher} | {'yes' if rule.learned else 'no'} | {move} "
+                     f"| {'reached' if knn.reached else 'still learning'} |")
+    return "\n".join(lines)
+
+
+def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:
+    """How a run's profile moved from its first saved epoch to its last: its shape by the
+    rule of :mod:`ib_tutorial.measure.shape`, and its early, middle and late block means."""
+    return (f"**{label}**: from epoch {first.epoch} to epoch {last.epoch}, the profile went from "
+            f"{_shape(first)} to {_shape(last)}; the early blocks ({_blocks(EARLY)}) went from {first.early:.1f} % "
+            f"to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from {first.middle:.1f} % to "
+            f"{last.middle:.1f} % and the late ones ({_blocks(LATE)}) from {first.late:.1f} % to {last.late:.1f} %; "
+            f"the lowest block is now {lowest_text(last)}.")
+
+
+def lowest_text(summary: ShapeSummary) -> str:
+    """The lowest block with its EED%, and beside it every block within the shape rule's
+    margin of it (:func:`~ib_tutorial.measure.shape.near_lowest`), which a resampling of the
+    images could put lowest instead: "L5 (17.6 %; within 1 effective direction of it: L4 17.7 %)"."""
+    lowest = summary.lowest_block
+    near = near_lowest(summary.n_eff, MARGIN)
+    within = (f"; within {MARGIN:g} effective direction of it: "
+              + ", ".join(f"L{block} {summary.eed_percent[block]:.1f} %" for block in near) if near else "")
+    return f"L{lowest} ({summary.eed_percent[lowest]:.1f} %{within})"
+
+
+def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
+    """A table of what training did to a run, region by region (early L0-L1, middle L2-L4,
+    late L9-L11 for 12 blocks): the mean EED% at ``first`` (the random initialisation) and at
+    ``last``, and the change with its paired bootstrap interval
+    (:func:`~ib_tutorial.book.claims.region_change`)."""
+    lines = [f"| blocks | EED% at epoch {first.epoch} | EED% at epoch {last.epoch} | change (points) "
+             f"[{first.bootstrap.level:.0%} interval] |", "| --- | --- | --- | --- |"]
+    for region in REGIONS:
+        change = region_change(first, last, region)
+        lines.append(f"| {region} | {getattr(first, region):.1f} | {getattr(last, region):.1f} | "
+                     f"{change.estimate:+.1f} {interval_text(change, signed=True)} |")
+    return "\n".join(lines) + "\n"
+
+
+def interval_text(interval: Interval, signed: bool = False) -> str:
+    """``[low, high]`` to one decimal (with signs for a change)."""
+    number = "{:+.1f}" if signed else "{:.1f}"
+    return f"[{number.format(interval.low)}, {number.format(interval.high)}]"
+
+
+def _shape(summary: ShapeSummary) -> str:
+    article = "an" if summary.shape.value[0] in "aeio" else "a"
+    return f"{article} {summary.shape.value} (middle dip {summary.middle_dip:+.1f} directions)"
+
+
+def _interval(test: ClaimTest) -> str:
+    if test.interval is None:
+        return "none (no bootstrap)"
+    if test.borrowed_from:
+        return f"≈ {test.interval.low:+.1f} to {test.interval.high:+.1f}, borrowed from {test.borrowed_from} other runs"
+    return f"{test.interval.low:+.1f} to {test.interval.high:+.1f} ({test.interval.level:.0%})"
+
+
+def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
+    """One row per (what was tested, claim): the statistic in effective directions, its
+    bootstrap interval where the profiles had one, the margin and the three-valued verdict
+    (with, for the mid-depth minimum, the share of replicates whose lowest block is a middle
+    one, and, for a verdict over seeds, why it is undetermined)."""
+    lines = ["| claim | tested on | statistic (directions) | interval | margin | verdict |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for subject, test in tested:
+        lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {_interval(test)} | "
+                     f"{test.margin:g} | {_verdict(test)} |")
+    return "\n".join(lines)
+
+
+def _verdict(test: ClaimTest) -> str:
+    notes = []
+    if test.middle_minimum_share is not None:
+        notes.append(f"lowest block in the middle in {test.middle_minimum_share:.0%} of replicates")
+    if test.reason:
+        notes.append(test.reason)
+    return test.verdict.value + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
+    """Which claims held, which failed and which the intervals leave undetermined, in one
+    sentence; the tests on networks that did not learn are counted apart."""
+    parts = []
+    words = {Verdict.HOLDS: "held", Verdict.FAILS: "failed", Verdict.UNDETERMINED: "were undetermined"}
+    for outcome, word in words.items():
+        named = [f"{test.claim} ({subject})" for subject, test in tested if test.verdict is outcome]
+        parts.append(f"{len(named)} {word}" + (f": {'; '.join(named)}" if named else ""))
+    applicable = [test for _, test in tested if test.verdict is not Verdict.NOT_APPLICABLE]
+    unbootstrapped = sum(test.interval is None for test in applicable)
+    borrowed = sum(test.borrowed_from > 0 for test in applicable)
+    note = (f" {unbootstrapped} of them read a profile measured without a bootstrap, so their verdict "
+            "rests on the point value alone." if unbootstrapped else "")
+    note += (f" {borrowed} of them read an approximate interval borrowed from other runs."
+             if borrowed else "")
+    apart = [f"{test.claim} ({subject})" for subject, test in tested if test.verdict is Verdict.NOT_APPLICABLE]
+    counted = len(tested) - len(apart)
+    unlearned = (f" The other {len(apart)} read networks that did not learn, on which the paper's claims are not "
+                 f"applicable: {'; '.join(apart)}." if apart else "")
+    if not counted:
+        return f"None of the {len(tested)} tests reads a network that learned.{unlearned}"
+    which = " on networks that learned" if apart else ""
+    return f"Of {counted} tests{which}, {', '.join(parts[:-1])}, and {parts[-1]}.{note}{unlearned}"
+
+
+def seeds_markdown(spread: SeedSpread) -> str:
+    """Two tables, a row per seed: the k-NN top-1 at the initialisation and at the end, the
+    last profile's shape (with the share of bootstrap replicates that agree), its middle dip and
+    hump height in effective directions; then each region's last EED% and its change from the
+    initialisation. Every number carries its interval."""
+    learning = ["| seed | k-NN top-1 at init (%) | at the end (%) | shape (share of replicates) | "
+                "middle dip (directions) | hump height (directions) |", "| ---: | --- | --- | --- | --- | --- |"]
+    levels = ["| seed | " + " | ".join(f"{region} EED%, change from init" for region in REGIONS) + " |",
+              "| ---: | " + " | ".join("---" for _ in REGIONS) + " |"]
+    for run in spread.runs:
+        learning.append(f"| {run.seed} | {run.knn_first.estimate:.1f} {interval_text(run.knn_first)} | "
+                        f"{run.knn_last.estimate:.1f} {interval_text(run.knn_last)} | {run.last.shape.value} "
+                        f"({run.shape_share:.0%}) | {run.middle_dip.estimate:+.1f} {interval_text(run.middle_dip, signed=True)} | "
+                        f"{run.hump_height.estimate:.1f} {interval_text(run.hump_height)} |")
+        levels.append(f"| {run.seed} | " + " | ".join(
+            f"{run.level(region).estimate:.1f} {interval_text(run.level(region))}, "
+            f"{run.change(region).estimate:+.1f} {interval_text(run.change(region), signed=True)}" for region in REGIONS) + " |")
+    level = spread.runs[0].knn_last.level
+    return ("\n".join(learning) + "\n\n" + "\n".join(levels)
+            + f"\n\nIntervals: {level:.0%}, Wilson for k-NN, bootstrap over the images for the rest.\n")
+
+
+def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
+    """Where the paper's claims stand, in one table: a row per network (or group of seeds)
+    tested, a column per claim in the order first tested, each cell the verdict ("n/a" where
+    the network did not learn, with a legend under the table), "-" where that claim was not
+    tested on that network. Each (network, claim) is tested once."""
+    claims_order = list(dict.fromkeys(test.claim for _, test in tested))
+    cells: dict[str, dict[str, str]] = {}
+    for subject, test in tested:
+        row = cells.setdefault(subject, {})
+        if test.claim in row:
+            raise ValueError(f"{test.claim!r} is tested twice on {subject!r}: give each network's test once")
+        row[test.claim] = "n/a" if test.verdict is Verdict.NOT_APPLICABLE else test.verdict.value
+    lines = ["| network | " + " | ".join(claims_order) + " |", "| --- |" + " --- |" * len(claims_order)]
+    lines += [f"| {subject} | " + " | ".join(row.get(claim, "-") for claim in claims_order) + " |"
+              for subject, row in cells.items()]
+    if any(test.verdict is Verdict.NOT_APPLICABLE for _, test in tested):
+        lines.append(f"\nn/a: {Verdict.NOT_APPLICABLE.value}, by the book's learned rule (a k-NN gain of at least two "
+                     "standard errors and, for DINO, a teacher that did not collapse); the claims are about networks "
+                     "that learned.")
+    return "\n".join(lines)
+
+
+def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
+    """How far the seed moves each region's level against how far other images move one
+    seed's: a table of the level's spread across seeds, the widest bootstrap interval of one
+    seed's level, and their ratio, by region; and the ratios."""
+    ratios = {region: spread.level_spread(region) / spread.widest_level_interval(region) for region in REGIONS}
+    lines = ["| blocks | level spread across seeds (EED points) | widest interval of one seed | ratio |",
+             "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {region} | {spread.level_spread(region):.2f} | {spread.widest_level_interval(region):.2f} | {ratio:.1f} |"
+              for region, ratio in ratios.items()]
+    return "\n".join(lines), ratios
+
+
+@dataclass(frozen=True)
+class KnobTrend:
+    """A shape statistic against the knob.
+
+    Attributes:
+        slope: the least-squares line's slope, points of EED per unit of ``texture_weight``.
+        change: the line's value at the sweep's largest weight minus at its smallest
+            (for a sweep from 0 to 1: textures minus objects).
+        rank_correlation: Spearman's rho between the weights and the statistic (NaN for
+            fewer than three weights or a constant statistic).
+    """
+
+    slope: float
+    change: float
+    rank_correlation: float
+
+
+def knob_trend(weights: Sequence[float], values: Sequence[float]) -> KnobTrend:
+    """Fit ``values`` (one per weight) against ``weights``: see :class:`KnobTrend`."""
+    weights, values = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
+    if len(weights) < 2 or len(weights) != len(values):
+        raise ValueError(f"a trend needs two or more weights, each with one value; got {len(weights)} and {len(values)}")
+    slope = float(np.polyfit(weights, values, 1)[0])
+    rho = float("nan")
+    if len(weights) >= 3 and np.ptp(values) > 0:
+        rho = float(spearmanr(weights, values).statistic)
+    return KnobTrend(slope, slope * float(np.ptp(weights)), rho)

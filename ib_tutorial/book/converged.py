@@ -1,0 +1,276 @@
+"""Converged, published ViTs against the paper, and what the chapter "Converged ViTs" renders.
+
+Converged, published ViTs against the paper: which profiles are at hand, where they
+stand against its reported ranges, and its claims tested on them.
+
+Profiles of published models come from two places: the bundles committed under
+``results/`` (``reproduce --pretrained``, :attr:`~ib_tutorial.book.bundles.Bundle.pretrained`)
+and :func:`~ib_tutorial.book.pretrained.converged_folder` on this machine
+(``ib-tutorial profile-pretrained`` writes there by default; the published book's workflow
+fills it online). They are keyed by dataset name, so ``dtd`` and ``dtd:folder=dtd`` meet.
+
+What the chapter "Converged ViTs" renders: which published models were profiled on
+which data, their profiles beside the paper's ranges and our trained runs, the claims
+tested on them, and the measurement question.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from ..models import PRETRAINED_DINO, PROFILE_IMG_SIZE, PUBLISHED_VIT_SMALL
+from .bundles import Bundle, load_bundles
+from .claims import ClaimTest, ShapeSummary, deeper_for_objects, late_reexpansion, mid_depth_minimum, profile_shape
+from .dataset_runs import DatasetRun
+from .paper import REPORTED, late_value
+from .plots import add_caption, panel_grid, plot_block_profile, published_caption
+from .pretrained import converged_folder, load_published
+from .records import ProfileRecord
+
+
+#: The chapter's datasets, objects first: the paper's three and the texture data it did not study.
+CONVERGED_DATASETS = ("cifar100", "tiny-imagenet", "uc-merced", "dtd")
+#: The measurement the paper's numbers are compared with first (the package's default).
+DEFAULT_MEASUREMENT = "all tokens, centred"
+#: How each published ViT-S was trained, for the comparisons at one width.
+TRAINING = {
+    PRETRAINED_DINO: "DINO", "vit_small_patch8_224.dino": "DINO",
+    "deit_small_patch16_224.fb_in1k": "supervised", "vit_small_patch16_224.augreg_in21k_ft_in1k": "supervised",
+    "vit_small_patch14_dinov2.lvd142m": "DINOv2",
+}
+
+
+def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
+                       live: str | os.PathLike | None = None) -> dict[str, dict[str, dict[str, ProfileRecord]]]:
+    """Dataset name -> model -> measurement -> record, from ``bundles`` (default: every
+    committed one) and the folder ``live`` (default: :func:`converged_folder`); a model
+    profiled in both is taken from ``live``, the newer measurement."""
+    loaded = load_bundles(bundles)
+    found: dict[str, dict[str, dict[str, ProfileRecord]]] = {}
+    sources = [bundle.pretrained for bundle in loaded] + [load_published(converged_folder() if live is None else live)]
+    for source in sources:
+        for spec, models in source.items():
+            found.setdefault(spec.dataset, {}).update(models)
+    return {name: found[name] for name in CONVERGED_DATASETS if name in found} | \
+        {name: models for name, models in found.items() if name not in CONVERGED_DATASETS}
+
+
+@dataclass(frozen=True)
+class RangeCheck:
+    """One statistic of a profile against the paper's reported range for its dataset.
+
+    Attributes:
+        statistic: ``"early"`` (mean of the early blocks), ``"minimum"`` (lowest middle
+            block) or ``"late"`` (mean of the late blocks).
+        value: the profile's EED%.
+        reported: the paper's (low, high).
+    """
+
+    statistic: str
+    value: float
+    reported: tuple[float, float]
+
+    @property
+    def inside(self) -> bool:
+        return self.reported[0] <= self.value <= self.reported[1]
+
+    @property
+    def off_by(self) -> float:
+        """Points outside the range (negative: below it; 0 inside)."""
+        low, high = self.reported
+        return self.value - low if self.value < low else self.value - high if self.value > high else 0.0
+
+
+def range_checks(dataset: str, record: ProfileRecord) -> list[RangeCheck]:
+    """The statistics the paper reports for ``dataset`` (none where it did not study it),
+    measured on ``record``; a flat profile's bound is checked at every block's minimum."""
+    reported = REPORTED.get(dataset)
+    if reported is None:
+        return []
+    eed = record.profile.eed_percent
+    checks = []
+    if reported.early_eed:
+        checks.append(RangeCheck("early", sum(eed[b] for b in reported.early_blocks) / len(reported.early_blocks),
+                                 reported.early_eed))
+    if reported.minimum_eed:
+        checks.append(RangeCheck("minimum", min(eed[b] for b in reported.middle_blocks), reported.minimum_eed))
+    if reported.late_eed:  # the late blocks' mean, or their highest block where the paper says "up to"
+        checks.append(RangeCheck("late", late_value(reported, eed), reported.late_eed))
+    if reported.flat_above is not None:
+        checks.append(RangeCheck("lowest block", min(eed), (reported.flat_above, 100.0)))
+    return checks
+
+
+def shape_claims(profiles: dict[str, dict[str, dict[str, ProfileRecord]]],
+                 measurement: str = DEFAULT_MEASUREMENT) -> list[tuple[str, ClaimTest]]:
+    """The claims a single profile can test (mid-depth minimum, late re-expansion), for
+    every dataset and model with ``measurement``."""
+    tested = []
+    for dataset, models in profiles.items():
+        for model, records in models.items():
+            if measurement in records:
+                shape = profile_shape(records[measurement])
+                tested += [(f"{model} on {dataset}", mid_depth_minimum(shape)),
+                           (f"{model} on {dataset}", late_reexpansion(shape))]
+    return tested
+
+
+def shapes(profiles: dict, dataset: str, measurement: str = DEFAULT_MEASUREMENT) -> dict[str, ShapeSummary]:
+    """Model -> :class:`~ib_tutorial.book.claims.ShapeSummary` on ``dataset``."""
+    return {model: profile_shape(records[measurement]) for model, records in profiles.get(dataset, {}).items()
+            if measurement in records}
+
+
+def objects_against_textures(profiles: dict, objects: str = "tiny-imagenet", textures: str = "dtd",
+                             measurement: str = DEFAULT_MEASUREMENT) -> list[tuple[str, ClaimTest]]:
+    """For each model profiled on both: is its U deeper on the object data?"""
+    on_objects, on_textures = shapes(profiles, objects, measurement), shapes(profiles, textures, measurement)
+    return [(f"{model}: {objects} against {textures}", deeper_for_objects(on_objects[model], on_textures[model]))
+            for model in on_objects if model in on_textures]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two published models' middle dips (effective directions) on one dataset."""
+
+    dataset: str
+    first: str
+    second: str
+    first_dip: float
+    second_dip: float
+
+    @property
+    def difference(self) -> float:
+        return self.first_dip - self.second_dip
+
+
+def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT) -> list[Comparison]:
+    """DINO ViT-S/16 against each supervised ViT-S and against DINOv2, on every dataset
+    where both were profiled: does the objective change the middle dip at the same width?"""
+    out = []
+    for dataset in profiles:
+        measured = shapes(profiles, dataset, measurement)
+        if PRETRAINED_DINO not in measured:
+            continue
+        for model, training in TRAINING.items():
+            if training in ("supervised", "DINOv2") and model in measured:
+                out.append(Comparison(dataset, PRETRAINED_DINO, model, measured[PRETRAINED_DINO].middle_dip, measured[model].middle_dip))
+    return out
+
+
+def closest_measurement(dataset: str, records: dict[str, ProfileRecord]) -> tuple[str, float] | None:
+    """The measurement whose profile lies nearest the paper's ranges for ``dataset`` (the
+    sum of points outside them) and that sum; None where the paper reports no range."""
+    distances = {measurement: sum(abs(check.off_by) for check in range_checks(dataset, record))
+                 for measurement, record in records.items() if range_checks(dataset, record)}
+    if not distances:
+        return None
+    best = min(distances, key=distances.get)
+    return best, distances[best]
+
+
+def profile_command(dataset: str, models=PUBLISHED_VIT_SMALL) -> str:
+    """The commands that profile ``models`` on ``dataset`` into the folder this chapter reads."""
+    plain = [model for model in models if model not in PROFILE_IMG_SIZE]
+    lines = [shlex.join(["ib-tutorial", "profile-pretrained", *plain, "--dataset", dataset, "--download"])] if plain else []
+    lines += [shlex.join(["ib-tutorial", "profile-pretrained", model, "--dataset", dataset, "--download",
+                          "--img-size", str(size)]) for model, size in PROFILE_IMG_SIZE.items() if model in models]
+    return "\n".join(lines)
+
+
+def availability_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
+    """A table of which model was profiled on which dataset, and for every dataset with a
+    model missing, the command that profiles it (nothing stands in for it here)."""
+    # A row per model: its long name wraps in the first column, the datasets' short names head the others.
+    lines = ["| model | " + " | ".join(CONVERGED_DATASETS) + " |", "| --- |" + " --- |" * len(CONVERGED_DATASETS)]
+    lines += [f"| `{model}` | " + " | ".join("profiled" if model in profiles.get(dataset, {}) else "-"
+                                             for dataset in CONVERGED_DATASETS) + " |" for model in PUBLISHED_VIT_SMALL]
+    missing = []
+    for dataset in CONVERGED_DATASETS:
+        absent = [model for model in PUBLISHED_VIT_SMALL if model not in profiles.get(dataset, {})]
+        if absent:
+            missing.append(f"- **{dataset}**: {len(absent)} of {len(PUBLISHED_VIT_SMALL)} models not profiled; on a "
+                           f"machine with a network (the weights and the data are downloaded once):\n\n"
+                           f"  ```bash\n  {profile_command(dataset, absent).replace(chr(10), chr(10) + '  ')}\n  ```")
+    text = "\n".join(lines)
+    if missing:
+        text += ("\n\nWhat is not here is not shown, and nothing stands in for it. To fill the gaps:\n\n"
+                 + "\n".join(missing))
+    return text
+
+
+def plot_converged(profiles: Mapping[str, Mapping[str, Mapping[str, ProfileRecord]]], trained: Mapping[str, DatasetRun],
+                   measurement: str = DEFAULT_MEASUREMENT) -> plt.Figure:
+    """One panel per dataset: each published model's profile (``measurement``), the paper's
+    reported ranges, and the longest trained run of ours on that dataset (by objective)."""
+    fig, axes = panel_grid(len(profiles), 5.0, 3.8)
+    captions = []
+    for ax, (dataset, models) in zip(axes, profiles.items()):
+        lines = {model: records[measurement].profile for model, records in models.items()
+                 if measurement in records}
+        for key, entry in trained.items():
+            if key.startswith(dataset + " "):
+                lines[f"ours: {key} (epoch {entry.run.profiles[-1].epoch})"] = entry.run.profiles[-1].profile
+        plot_block_profile(lines, caption="", ax=ax, title=dataset, reported=REPORTED.get(dataset), full_range=True)
+        first = next(records for records in models.values() if measurement in records)[measurement]
+        captions.append(f"{dataset}: {published_caption(first)}")
+    fig.suptitle(f"Published, converged ViTs: EED per block ({measurement})")
+    add_caption(fig, "; ".join(captions) + ". Our runs: the trained runs of the chapter \"Networks that learned\" "
+                "(ViT-Tiny, D = 192, 32 px; EED% of 192).")
+    return fig
+
+
+def ranges_markdown(profiles: Mapping[str, Mapping[str, dict]], measurement: str = DEFAULT_MEASUREMENT) -> str:
+    """Each model's statistics against the paper's reported ranges, per dataset it studied."""
+    lines = ["| dataset | model | statistic | ours (EED%) | paper | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    for dataset, models in profiles.items():
+        for model, records in models.items():
+            for check in range_checks(dataset, records[measurement]) if measurement in records else []:
+                verdict = "inside" if check.inside else f"{check.off_by:+.1f} points outside"
+                lines.append(f"| {dataset} | `{model}` | {check.statistic} | {check.value:.1f} | "
+                             f"{check.reported[0]:g}-{check.reported[1]:g} | {verdict} |")
+    return "\n".join(lines) if len(lines) > 2 else "The paper reports no range for the datasets profiled here."
+
+
+def comparisons_markdown(comparisons: list[Comparison]) -> str:
+    """DINO against the other objectives at the same width: the middle dips side by side."""
+    if not comparisons:
+        return (f"No dataset has both `{PRETRAINED_DINO}` and a supervised or DINOv2 ViT-S profiled, so the "
+                "objectives cannot be compared here.")
+    lines = ["| dataset | DINO ViT-S/16 middle dip | compared with | its middle dip | DINO minus it |",
+             "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {c.dataset} | {c.first_dip:.1f} | `{c.second}` | {c.second_dip:.1f} | {c.difference:+.1f} |"
+              for c in comparisons]
+    return "\n".join(lines) + ("\n\nA middle dip is the lower of the early (L0-L1) and late (L9-L11) blocks' mean N_eff "
+                               "minus the middle blocks' (L2-L4), in effective directions, signed (negative where "
+                               "the middle lies above either end).")
+
+
+def measurement_markdown(profiles: Mapping[str, Mapping[str, dict]], model: str = PRETRAINED_DINO) -> str:
+    """For ``model`` on each dataset the paper studied: every measurement's distance from
+    the paper's ranges, and the one that comes nearest."""
+    lines = ["| dataset | measurement | early | minimum | late | points outside the ranges |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    sentences = []
+    for dataset, models in profiles.items():
+        records = models.get(model, {})
+        for measurement, record in records.items():
+            checks = {check.statistic: check for check in range_checks(dataset, record)}
+            if not checks:
+                continue
+            cells = [f"{checks[s].value:.1f}" if s in checks else "-" for s in ("early", "minimum", "late")]
+            lines.append(f"| {dataset} | {measurement} | " + " | ".join(cells)
+                         + f" | {sum(abs(c.off_by) for c in checks.values()):.1f} |")
+        nearest = closest_measurement(dataset, records)
+        if nearest is not None:
+            measurement, distance = nearest
+            sentences.append(f"On {dataset}, {measurement} comes nearest, {distance:.1f} points outside the ranges in all"
+                             + (": inside every range the paper reports." if distance == 0 else "."))
+    if not sentences:
+        return f"`{model}` was not profiled on a dataset the paper reports ranges for."
+    return "\n".join(lines) + "\n\n" + " ".join(sentences)

@@ -1,0 +1,186 @@
+r"""Whether a run learned: the plateau of its k-NN accuracy, and the one rule every chapter applies.
+
+Whether a run's held-out k-NN accuracy has stopped rising: the rule that says a
+schedule was long enough.
+
+A run has reached its plateau when its k-NN top-1 accuracy gained less than a threshold
+over the last ``fraction`` of its schedule (default :data:`FRACTION`): from the last
+evaluation at or before ``(1 - fraction)`` of the final epoch to the final one. A run whose
+accuracy still climbs by more is cut short, and a profile of it is one of a network still
+learning. The threshold is ``gain`` points (default :data:`GAIN`) or, where the records say
+how many images the accuracy was measured on, :data:`NOISE_ERRORS` binomial standard errors
+of the last accuracy (:func:`knn_standard_error`) when that is more: a change within the
+noise of the held-out images says nothing either way. The same threshold says whether the
+run learned at all, from its random initialisation.
+
+Whether a run learned: the one rule every chapter applies before it reads a profile.
+
+Two conditions, both measured from the run's own records:
+
+1. **Its k-NN accuracy rose** (:attr:`~ib_tutorial.book.learned.Plateau.learned_beyond_noise`):
+   the CLS token's held-out k-NN top-1 ended above its random initialisation by at least
+   the plateau rule's threshold (one point, or two standard errors of the last evaluation
+   when that is more). That threshold is the rule's power, the smallest gain it tells from
+   the noise of the held-out images
+   (:func:`~ib_tutorial.book.learned.smallest_detectable_gain`: about 2.5-3.1 points
+   on 1,000 images at 20-40 %, about 8 on DTD's 144).
+2. **For DINO, its teacher still said something about the image**: the teacher's
+   information about its image (:class:`~ib_tutorial.training.dino.DINOLossOutput`),
+   averaged over the last logged tenth of training, stayed at or above the collapse
+   threshold the training loop warns at
+   (:data:`~ib_tutorial.training.dino.INFORMATION_FRACTION` of :math:`\log K`).
+
+The second condition is there because a DINO run whose teacher has collapsed to the same
+output for every image has a flat loss at :math:`\log K` and no objective left, yet its
+backbone keeps moving under the optimiser and its k-NN accuracy can drift either way: on
+the knob's object end, views whose colour carries nothing across views collapsed the
+teacher by step 280 while the k-NN accuracy went 20.6 -> 31.1 % (``results/laptop-knob-dino``).
+That rise is not DINO learning, and its profile is not a DINO network's. A run with no
+teacher (supervised) or one that predates the teacher's records is read on condition 1 alone.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..training.dino import INFORMATION_FRACTION
+from ..training.runs import RunDirectory
+from .bundles import BundleRun
+
+
+#: The share of the schedule the rule looks back over.
+FRACTION = 0.25
+#: Points of k-NN top-1 accuracy below which the run counts as flat, at least.
+GAIN = 1.0
+#: Standard errors of the last accuracy below which a change is noise.
+NOISE_ERRORS = 2.0
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """The rule applied to one run.
+
+    Attributes:
+        reached: whether the gain stayed below ``threshold``.
+        gained: k-NN top-1 points gained from ``since_epoch`` to ``last_epoch``.
+        learned: points gained over the whole run, from the random initialisation (the first
+            record): a plateau at the initialisation's accuracy is not one of a network that learned.
+        since_epoch, last_epoch: the evaluations compared.
+        threshold: the gain the rule allowed, in points.
+        fraction: the share of the schedule it looked back over.
+        best: the most points gained from the random initialisation at any evaluation, and
+            best_epoch: where; a run read at its end may have stood higher before.
+    """
+
+    reached: bool
+    gained: float
+    learned: float
+    since_epoch: int
+    last_epoch: int
+    threshold: float
+    fraction: float
+    best: float = float("nan")
+    best_epoch: int = 0
+
+    @property
+    def learned_beyond_noise(self) -> bool:
+        """Whether the run gained at least the threshold over the whole run."""
+        return self.learned >= self.threshold
+
+
+def plateau(knn: Sequence[dict], fraction: float = FRACTION, gain: float = GAIN, key: str = "top1") -> Plateau:
+    """The plateau rule on a run's k-NN records (``metrics.jsonl``'s ``"knn"`` lines, epoch 0
+    first), on the CLS token's accuracy by default (``key="top1_mean"``: mean patch token)."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must lie between 0 and 1, not {fraction}")
+    if len(knn) < 2:
+        raise ValueError("the plateau rule needs at least two k-NN evaluations (the random initialisation and one more)")
+    last = knn[-1]
+    start = max((r for r in knn if r["epoch"] <= (1 - fraction) * last["epoch"]), key=lambda r: r["epoch"])
+    gained = last[key] - start[key]
+    threshold = smallest_detectable_gain(last["n_eval"], last[key], gain) if "n_eval" in last else gain
+    best = max(knn[1:], key=lambda r: r[key])
+    return Plateau(gained < threshold, gained, last[key] - knn[0][key], start["epoch"], last["epoch"], threshold,
+                   fraction, best[key] - knn[0][key], best["epoch"])
+
+
+def smallest_detectable_gain(n_images: int, accuracy: float, gain: float = GAIN) -> float:
+    """The rule's power: the smallest k-NN gain, in points, it tells from noise when the
+    accuracy (in %) is measured on ``n_images`` held-out images: ``gain`` or
+    :data:`NOISE_ERRORS` binomial standard errors (:func:`knn_standard_error`), whichever is
+    more. On 1,000 images at 20-40 %, about 2.5-3.1 points; on 144 at 40-55 %, about 8."""
+    return max(gain, NOISE_ERRORS * knn_standard_error({"top1": accuracy, "n_eval": n_images}))
+
+
+def knn_standard_error(record: dict, key: str = "top1") -> float:
+    """The binomial standard error, in points, of a k-NN accuracy ``record`` (a
+    ``metrics.jsonl`` k-NN line with ``key`` in % and ``n_eval`` images):
+    :math:`100 \\sqrt{p (1 - p) / n}`."""
+    share = record[key] / 100
+    return 100 * math.sqrt(share * (1 - share) / record["n_eval"])
+
+
+@dataclass(frozen=True)
+class Learned:
+    """The rule applied to one run.
+
+    Attributes:
+        knn: the plateau rule on its CLS k-NN records (condition 1).
+        teacher_information: the teacher's mean information about the image over the last
+            logged tenth of training, in nats; None for a run that logged no teacher.
+        teacher_floor: the collapse threshold it is held to, in nats; None likewise.
+    """
+
+    knn: Plateau
+    teacher_information: float | None
+    teacher_floor: float | None
+
+    @property
+    def teacher_kept(self) -> bool:
+        """Whether the teacher stayed above the collapse threshold (True for a run without one)."""
+        return self.teacher_information is None or self.teacher_information >= self.teacher_floor
+
+    @property
+    def learned(self) -> bool:
+        """Both conditions: the k-NN gain reached the threshold, and the teacher did not collapse."""
+        return self.knn.learned_beyond_noise and self.teacher_kept
+
+    def reason(self) -> str:
+        """Why the run counts as learned or not, in words."""
+        gain = f"CLS k-NN {self.knn.learned:+.1f} points from the random initialisation (threshold {self.knn.threshold:.1f})"
+        if self.teacher_information is None:
+            return gain
+        teacher = (f"teacher information {self.teacher_information:.2f} nats over the last tenth "
+                   f"({'at or above' if self.teacher_kept else 'under'} the collapse threshold {self.teacher_floor:.2f})")
+        return f"{gain}; {teacher}"
+
+
+def last_tenth(records: Sequence[dict]) -> Sequence[dict]:
+    """The last tenth of a run's logged training records (at least one)."""
+    return records[-max(1, len(records) // 10):]
+
+
+def teacher_information(train: Sequence[dict]) -> float | None:
+    """The teacher's mean information about the image (nats) over the last tenth of a run's
+    training records (``metrics.jsonl``'s ``"train"`` lines), None where none logged it."""
+    information = [r["teacher_information"] for r in last_tenth(train) if "teacher_information" in r]
+    return sum(information) / len(information) if information else None
+
+
+def learned_rule(run: BundleRun | RunDirectory, gain: float = GAIN) -> Learned:
+    """The rule on one run: a run of a bundle, or a run directory read from its own records
+    (a run committed with its settings and metrics only); ``gain``: the plateau rule's floor
+    in points."""
+    if isinstance(run, RunDirectory):
+        knn, train, out_dim = run.read_metrics("knn"), run.read_metrics("train"), run.read_config().train.out_dim
+    else:
+        knn, train, out_dim = run.knn, run.train, run.config.train.out_dim
+    information = teacher_information(train)
+    floor = None if information is None else INFORMATION_FRACTION * math.log(out_dim)
+    return Learned(plateau(knn, gain=gain), information, floor)
+
+
+def run_learned(run: BundleRun | RunDirectory, gain: float = GAIN) -> bool:
+    """Whether ``run`` learned by :func:`learned_rule`."""
+    return learned_rule(run, gain).learned

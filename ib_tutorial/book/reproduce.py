@@ -1,0 +1,240 @@
+"""Train, profile and prune each dataset, then compare with the paper: one resumable command.
+
+    ib-tutorial reproduce --preset NAME [--datasets ...] [--out DIR]
+
+A dataset may carry options (see :mod:`ib_tutorial.data.spec`), so
+``--datasets synthetic-objects synthetic-mix:texture_weight=0.5 synthetic-textures`` sweeps
+the texture knob in one bundle; and settings of its own after ``@``
+(:class:`~ib_tutorial.training.run_config.RunSpec`): ``tiny-imagenet@objective=supervised``
+is the supervised control, ``tiny-imagenet@arch=vit_small`` the run at the paper's width.
+Only DINO runs are compared with the paper's values.
+
+Layout of ``DIR``::
+
+    <dataset>/              a training run (see ib_tutorial.training.runs) with profiles/<epoch>.json,
+                            the other measurements in profiles/<variant>/<epoch>.json, and
+                            pruning/mean-<last epoch>.json (see ib_tutorial.measure.pruning),
+                            and on a world with objects factors.json (ib_tutorial.book.run_profiles);
+                            ``synthetic-mix:texture_weight=0.5`` runs in synthetic-mix_texture_weight=0.5/
+    comparison.md           the table against the paper's reported values, written from the
+                            summary by :func:`ib_tutorial.book.tables.write_comparison_table`
+                            (``ib-tutorial reproduce`` does)
+    summary.json            per dataset: random-init and final profiles, k-NN accuracy,
+                            the raw-patch baseline, the comparison rows, and the
+                            provenance of the final profile; with ``pretrained``, each
+                            published model's EED% profile by dataset
+    pretrained/<dataset>/<model>/profiles/<tokens>-<centred|uncentred>.json
+                            published models (``--pretrained MODEL ...``), every measurement
+
+``export_bundle(DIR, DEST)`` (``--export DEST``) copies everything but the checkpoints and
+weights, a few hundred kilobytes, for committing under ``results/``.
+
+Finished work is never redone: a run that reached its last epoch is not trained again, a
+run that stopped part-way resumes from its checkpoint, and existing profiles and pruning
+curves are kept.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..compact import compact_folder
+from ..files import atomic_folder, write_json_atomic
+from ..files import data_root, display_path
+from ..models import PROFILE_IMG_SIZE, PretrainedUnavailable
+from ..presets import Preset, get_preset
+from ..training.loop import train
+from ..training.run_config import RunSpec
+from ..training.runs import RunDirectory
+from .paper import comparison_records, run_comparison
+from .paper import PAPER_DATASETS
+from .pretrained import profile_published
+from .records import load_profile_record
+from .run_profiles import FILE as FACTORS_FILE
+from .run_profiles import has_object_factors, measure_factors
+from .run_profiles import prune_run
+from .run_profiles import (
+    load_run_profiles,
+    profile_pretrained,
+    profile_run,
+    profile_variants,
+    raw_patch_eed,
+)
+
+
+def run_finished(run: RunDirectory) -> bool:
+    """Whether the run saved the teacher of its last epoch."""
+    if not run.exists():
+        return False
+    epochs = run.read_config().train.epochs
+    return epochs in run.backbone_epochs()
+
+
+def train_or_resume(spec: RunSpec, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
+    """Train the run ``spec`` names into ``run_dir`` unless it is finished; resume a partial run."""
+    run = RunDirectory(run_dir)
+    if run_finished(run):
+        print(f"{spec}: training finished earlier in {display_path(run_dir)}; skipped")
+        return
+    train(spec.dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
+          dataset_options=spec.options, progress=progress, **spec.overrides)
+
+
+def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = False) -> dict:
+    """Random-init and final profiles, k-NN accuracy at the first and last evaluations, the
+    raw-patch baseline, and the comparison rows of one run."""
+    records = load_run_profiles(run_dir)
+    if not records:
+        raise FileNotFoundError(f"{run_dir} has no profiles; run `ib-tutorial profile {run_dir}`")
+    first, last = records[0], records[-1]
+    run = RunDirectory(run_dir)
+    knn = run.read_metrics("knn")
+    raw_n_eff, raw_dim = raw_patch_eed(run_dir, root=root, download=download)
+    config = run.read_config()
+    rows = run_comparison(str(spec), last.profile.eed_percent, config) if config.objective.compared_with_paper else []
+    return {
+        "run": str(run_dir),
+        "epochs": [r.epoch for r in records],
+        "random_init_eed_percent": first.profile.eed_percent if first.epoch == 0 else None,
+        "final_epoch": last.epoch,
+        "final_eed_percent": last.profile.eed_percent,
+        "knn_accuracy": knn[-1] if knn else None,
+        "knn_accuracy_first": knn[0] if knn else None,
+        "raw_patch_n_eff": raw_n_eff,
+        "raw_patch_dim": raw_dim,
+        "comparison": comparison_records(rows),
+        "provenance": last.provenance.to_dict(),
+    }
+
+
+def reproduce(
+    preset: str | Preset | None = None,
+    datasets: Sequence[str | RunSpec] = PAPER_DATASETS,
+    out: str | os.PathLike | None = None,
+    root=None,
+    download: bool = False,
+    progress: bool = True,
+    pretrained_control: bool = False,
+    all_measurements: bool = True,
+    pretrained: Sequence[str] = (),
+    weights: Mapping[str, str | os.PathLike] | None = None,
+) -> Path:
+    """Train, profile (every measurement of :data:`~ib_tutorial.book.run_profiles.VARIANTS` too)
+    and prune (:func:`~ib_tutorial.book.run_profiles.prune_run`, the last teacher) every dataset,
+    and on a synthetic world with objects measure what the first and the last teacher learned besides the class
+    (:func:`~ib_tutorial.book.run_profiles.measure_factors`),
+    then write ``summary.json`` (:func:`ib_tutorial.book.tables.write_comparison_table` turns
+    it into ``comparison.md``, as ``ib-tutorial reproduce`` does).
+
+    Args:
+        preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
+        datasets: run specs (:class:`~ib_tutorial.training.run_config.RunSpec`, or their text): names
+            :func:`ib_tutorial.data.get_dataset` knows, each optionally with options
+            (``"synthetic-mix:texture_weight=0.25"``) and settings (``"tiny-imagenet@objective=supervised"``);
+            default the paper's three.
+        out: the results folder (default ``<data root>/reproduce/<preset>``).
+        root, download: where the real datasets live, and whether to fetch them.
+        pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
+            profile images (needs its weights, fetched once from the Hugging Face hub; when
+            they cannot be had, a message says so and the reproduction goes on without).
+        all_measurements: also profile the measurement variants, prune the last teacher and
+            measure the object factors
+            (False: the default profiles only, for a quick look at extra runs).
+        pretrained: published timm models (e.g. :data:`~ib_tutorial.models.PUBLISHED_VIT_SMALL`)
+            to profile on each dataset's held-out profile images with every measurement
+            (:func:`~ib_tutorial.book.pretrained.profile_published`), into
+            ``<out>/pretrained/``; a model whose weights cannot be had is reported and skipped.
+        weights: local state dicts by model name, for machines without a network.
+    """
+    preset = preset if isinstance(preset, Preset) else get_preset(preset)
+    out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
+    summary = {"preset": preset.name, "datasets": {}}
+    for spec in map(RunSpec.of, datasets):  # parsed here, once
+        run_dir = out / spec.folder
+        train_or_resume(spec, preset, run_dir, root, download, progress)
+        profile_run(run_dir, root=root, download=download, progress=progress)
+        if all_measurements:
+            profile_variants(run_dir, root=root, download=download, progress=progress)
+            prune_run(run_dir, root=root, download=download)
+            if has_object_factors(run_dir):  # what the first and the last teacher learned besides the class
+                saved = RunDirectory(run_dir).backbone_epochs()
+                measure_factors(run_dir, sorted({saved[0], saved[-1]}), root=root, download=download, progress=progress)
+        summary["datasets"][spec.text] = summarise_run(spec, run_dir, root, download)
+        control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
+        if control is not None:
+            summary["datasets"][spec.text]["pretrained_dino_eed_percent"] = load_profile_record(control).profile.eed_percent
+        for name in pretrained:
+            profiled = profile_published_or_say_why(name, spec, out / PRETRAINED_FOLDER,
+                                                    (weights or {}).get(name), preset, root, download, progress)
+            if profiled:
+                summary.setdefault("pretrained", {}).setdefault(spec.text, {})[name] = \
+                    load_profile_record(profiled[0]).profile.eed_percent
+        write_json_atomic(out / "summary.json", summary)  # after each dataset: partial results survive
+    return out
+
+
+def profile_published_or_say_why(name: str, spec: RunSpec, out: Path, weights, preset: Preset, root, download: bool,
+                                 progress: bool) -> list[Path]:
+    """:func:`~ib_tutorial.book.pretrained.profile_published` at the input side the
+    book profiles the model at (:data:`~ib_tutorial.models.PROFILE_IMG_SIZE`; else its
+    published one), or, when the model's weights cannot be had, the reason printed and
+    nothing: the reproduction goes on."""
+    try:
+        return profile_published(name, spec, out, weights=weights, preset=preset, root=root, download=download,
+                                 progress=progress, img_size=PROFILE_IMG_SIZE.get(name))
+    except PretrainedUnavailable as error:
+        print(f"{spec}: {name} not profiled: {error}")
+        return []
+
+
+SMALL_RUN_FILES = ("config.json", "metrics.jsonl")
+PRETRAINED_FOLDER = "pretrained"  # <out>/pretrained/<dataset>/<model>/profiles/*.json
+
+
+def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
+    """Copy a reproduction's summary, table, run settings, metrics, profiles, pruning curves
+    and measurements (not its checkpoints or weights) from ``out`` to ``dest``, keeping the layout,
+    the records and logs stored compact (:mod:`ib_tutorial.compact`). An existing
+    ``dest`` is replaced whole once the copy is complete, so a failed export leaves it as it was.
+
+    Raises:
+        ValueError: a profile was measured by code with uncommitted changes (its
+            ``code_version`` ends in ``+dirty``), unless ``allow_dirty``: results meant for
+            the repository must name a commit that can make them again.
+    """
+    out, dest = Path(out), Path(dest)
+    summary = out / "summary.json"
+    if not summary.exists():
+        raise FileNotFoundError(f"{out} holds no summary.json; run `ib-tutorial reproduce --out {out}` first")
+    dirty = [path for path in sorted(out.glob("*/profiles/**/*.json"))
+             if load_profile_record(path).provenance.code_version.endswith("+dirty")]
+    if dirty and not allow_dirty:
+        raise ValueError(
+            f"{len(dirty)} profiles were measured by uncommitted code, e.g. {dirty[0]}. Commit, delete the runs' "
+            "profiles/ folders and run `ib-tutorial reproduce` again (it only re-profiles), or export with --allow-dirty.")
+    exported = json.loads(summary.read_text())
+    for entry in exported["datasets"].values():  # the run folder relative to the bundle, not this machine's path
+        entry["run"] = Path(entry["run"]).name
+
+    def fill(folder: Path) -> None:
+        write_json_atomic(folder / "summary.json", exported)
+        if (out / "comparison.md").exists():
+            shutil.copy2(out / "comparison.md", folder / "comparison.md")
+        for run in sorted(p.parent for p in out.glob("*/config.json")):
+            (folder / run.name).mkdir()
+            for name in SMALL_RUN_FILES:
+                shutil.copy2(run / name, folder / run.name / name)
+            if (run / FACTORS_FILE).exists():
+                shutil.copy2(run / FACTORS_FILE, folder / run.name / FACTORS_FILE)
+            for measured in ("profiles", "pruning", "measurement"):
+                if (run / measured).exists():
+                    shutil.copytree(run / measured, folder / run.name / measured)
+        if (out / PRETRAINED_FOLDER).exists():  # the published models' profiles: JSON only, no weights
+            shutil.copytree(out / PRETRAINED_FOLDER, folder / PRETRAINED_FOLDER)
+        compact_folder(folder)  # the records in the form the repository stores (ib_tutorial.compact)
+
+    atomic_folder(dest, fill)  # a bundle is replaced whole, or not at all
+    return dest

@@ -1,0 +1,227 @@
+"""From runs to results: one committed bundle walked through, and what the GPU run's files say.
+
+Why the committed GPU run did not learn is not known: what the run's own files say about it.
+
+The run (DINO ViT-S at the ``paper`` recipe, cut to the epochs a lent machine's time allowed)
+differs from runs that learned in several ways at once, and no run has changed one of them
+alone. :func:`gpu_run_facts` reads each from the run's ``config.json`` and ``metrics.jsonl``;
+:func:`floors_test` reads the one test the book has of the first of them, the warm-up and
+freeze floors, from two CPU runs that differ in them only.
+
+What the chapter "From runs to results" shows: one committed bundle walked through end to
+end (the command that made it, what each run learned), every other committed bundle in one
+table that links to the chapter that reads it, and the committed GPU run with what is and
+is not known about why it did not learn (:func:`gpu_run_section`).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..command_line import command_line, reproduce_argv
+from ..training.schedules import Phases
+from .bundles import Bundle, BundleRun, ENTRIES, load_bundle, load_bundles, stored_entry
+from .dataset_chapters import chapter_runs
+from .dataset_runs import DatasetRun, FAMILIES
+from .learned import knn_standard_error, learned_rule
+from .plots import plot_knn_curves, run_caption
+from .tables import ResultSection
+
+
+@dataclass(frozen=True)
+class GpuRunFacts:
+    """What set a GPU run apart, each read from its files.
+
+    Attributes:
+        epochs: epochs trained.
+        steps: optimiser steps in all.
+        batch: images a step.
+        warmup_steps: the learning-rate warm-up, in steps (:class:`~ib_tutorial.training.schedules.Phases`).
+        freeze_steps: the last layer's freeze, in steps.
+        out_dim: the head's output size K.
+        train_images: training images an epoch.
+        knn_first: CLS k-NN top-1 (%) at the random initialisation.
+        knn_last: the same at the last evaluation.
+        knn_se: one binomial standard error of the last, in points.
+        learned: whether the run learned by the book's rule (:func:`~ib_tutorial.book.learned.learned_rule`).
+        teacher_share: the lowest and highest teacher entropy logged, as a share of log K
+            (1 is a uniform teacher, which tells the student nothing about the image).
+    """
+
+    epochs: int
+    steps: int
+    batch: int
+    warmup_steps: int
+    freeze_steps: int
+    out_dim: int
+    train_images: int
+    knn_first: float
+    knn_last: float
+    knn_se: float
+    learned: bool
+    teacher_share: tuple[float, float]
+
+    @property
+    def outputs_per_image(self) -> float:
+        """Head outputs K per training image."""
+        return self.out_dim / self.train_images
+
+
+def gpu_run_facts(run: BundleRun) -> GpuRunFacts:
+    """The facts of ``run`` (:class:`GpuRunFacts`)."""
+    config, knn = run.config, run.knn
+    phases = Phases.of(config.train, config.steps_per_epoch)
+    shares = [row["teacher_entropy"] / math.log(config.train.out_dim) for row in run.train]
+    return GpuRunFacts(
+        epochs=knn[-1]["epoch"], steps=knn[-1]["step"], batch=config.train.batch_size,
+        warmup_steps=phases.warmup_steps, freeze_steps=phases.freeze_steps, out_dim=config.train.out_dim,
+        train_images=config.train_images_used, knn_first=knn[0]["top1"], knn_last=knn[-1]["top1"],
+        knn_se=knn_standard_error(knn[-1]), learned=learned_rule(run).learned, teacher_share=(min(shares), max(shares)))
+
+
+@dataclass(frozen=True)
+class FloorsTest:
+    """Two runs alike but for the warm-up and freeze floors: their k-NN gains from the random
+    initialisation, and how far apart their last accuracies lie against the noise of that gap.
+
+    Attributes:
+        gain_without: CLS k-NN points gained by the run without the floors.
+        gain_with: the same with them.
+        steps: optimiser steps of each run.
+        warmup_steps: the warm-up of each, without and with the floors.
+        difference: last accuracy without the floors minus with them, in points.
+        difference_se: one standard error of ``difference`` (the two last accuracies' binomial
+            errors, independent evaluations of two networks).
+    """
+
+    gain_without: float
+    gain_with: float
+    steps: int
+    warmup_steps: tuple[int, int]
+    difference: float
+    difference_se: float
+
+    @property
+    def within_noise(self) -> bool:
+        """The gap is within two standard errors: the floors neither helped nor hurt measurably."""
+        return abs(self.difference) < 2 * self.difference_se
+
+
+def floors_test(without: BundleRun, with_floors: BundleRun) -> FloorsTest:
+    """The floors test of two runs of one initialisation and one length (:class:`FloorsTest`).
+
+    Raises:
+        ValueError: when the runs differ in length, or start from different accuracies (another
+            initialisation), so that their gains cannot be set side by side.
+    """
+    first, second = without.knn, with_floors.knn
+    if first[-1]["step"] != second[-1]["step"] or first[0]["top1"] != second[0]["top1"]:
+        raise ValueError("the floors test needs two runs of one length from one initialisation")
+    phases = [Phases.of(run.config.train, run.config.steps_per_epoch).warmup_steps for run in (without, with_floors)]
+    return FloorsTest(
+        gain_without=first[-1]["top1"] - first[0]["top1"], gain_with=second[-1]["top1"] - second[0]["top1"],
+        steps=first[-1]["step"], warmup_steps=(phases[0], phases[1]), difference=first[-1]["top1"] - second[-1]["top1"],
+        difference_se=math.hypot(knn_standard_error(first[-1]), knn_standard_error(second[-1])))
+
+
+def bundle_command(bundle: Bundle) -> str:
+    """The ``ib-tutorial reproduce`` command that makes ``bundle``: its preset and its runs,
+    exported where the book finds it (the data root is the reader's: ``--root``)."""
+    return command_line(reproduce_argv(bundle.preset, list(bundle.runs), out=f"/tmp/{bundle.name}",
+                                       export=f"results/{bundle.name}"))
+
+
+def learned_markdown(bundle: Bundle) -> str:
+    """A table of the runs of ``bundle``: whether each learned by the book's rule, and the
+    numbers the rule reads (:func:`~ib_tutorial.book.learned.learned_rule`): the CLS k-NN
+    gain beside its threshold, and the teacher's information beside the collapse threshold
+    ("-" for a run without a teacher)."""
+    lines = ["| run | by the book's rule | CLS k-NN gain, points (threshold) | teacher information, nats (collapse under) |",
+             "| --- | --- | --- | --- |"]
+    for spec, run in bundle.runs.items():
+        rule = learned_rule(run)
+        teacher = ("-" if rule.teacher_information is None else
+                   f"{rule.teacher_information:.2f} ({rule.teacher_floor:.2f})")
+        lines.append(f"| `{spec}` | {'learned' if rule.learned else 'did not learn'} | "
+                     f"{rule.knn.learned:+.1f} ({rule.knn.threshold:.1f}) | {teacher} |")
+    return "\n".join(lines)
+
+
+def _chapter_key(key: str) -> str:
+    """A Results chapter's notebook, from its family's key (``tiny-imagenet`` -> ``results_tiny_imagenet``)."""
+    return "results_" + key.replace("-", "_")
+
+
+def reading_chapters(bundles: Iterable[Bundle]) -> dict[str, list[str]]:
+    """For each bundle, the chapters that read it: the Results chapters that show one of its
+    runs (:func:`~ib_tutorial.book.dataset_chapters.chapter_runs`) and the chapters the
+    manifest names for it (``ENTRIES`` of ``ib_tutorial.book.bundles``)."""
+    bundles = list(bundles)
+    readers: dict[str, list[str]] = {bundle.name: [] for bundle in bundles}
+    for key, family in FAMILIES.items():
+        for entry in chapter_runs(family, bundles):
+            readers[entry.bundle.name].append(_chapter_key(key))
+    for entry in ENTRIES:
+        bundle = Path(entry.folder).parts[0]
+        if bundle in readers:
+            readers[bundle] += entry.chapters
+    return {name: list(dict.fromkeys(chapters)) for name, chapters in readers.items()}
+
+
+def bundles_markdown(bundles: Iterable[str | Path | Bundle] | None = None, skip: Iterable[str] = ()) -> str:
+    """Every committed bundle (default: all under ``results/``) but those named in ``skip``,
+    one row each: its preset, its runs, how many learned by the book's rule, and the chapters
+    that read it (:func:`reading_chapters`)."""
+    loaded = [bundle for bundle in load_bundles(bundles) if bundle.name not in set(skip)]
+    readers = reading_chapters(loaded)
+    lines = ["| bundle | preset | runs: datasets | learned (the book's rule) | read in |", "| --- | --- | --- | --- | --- |"]
+    for bundle in loaded:
+        datasets = ", ".join(dict.fromkeys(f"`{run.spec.dataset}`" for run in bundle.runs.values()))
+        runs = f"{len(bundle.runs)}: {datasets}"
+        learned = sum(learned_rule(run).learned for run in bundle.runs.values())
+        chapters = ", ".join(f"{{doc}}`{chapter}`" for chapter in readers[bundle.name]) or "-"
+        lines.append(f"| `{bundle.name}` | `{bundle.preset}` | {runs} | {learned} of {len(bundle.runs)} | {chapters} |")
+    return "\n".join(lines)
+
+
+def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) -> str:
+    """What the committed GPU run did, and why it did not learn stated as what it is: open.
+    The candidates are the ways the run differs from runs that learned, each with its number;
+    none was changed alone, and the one the book tested on a CPU (the floors) made no
+    measurable difference there."""
+    outcome = "it learned" if facts.learned else "it did not learn"
+    floors_said = ("neither helped nor hurt measurably" if floors.within_noise else
+                   f"{'helped' if floors.difference < 0 else 'hurt'} by more than two standard errors")
+    low, high = facts.teacher_share
+    return "\n".join([
+        f"DINO ViT-S ran {facts.epochs} epochs of the `{entry.tier}` recipe ({facts.steps:,} steps of {facts.batch} "
+        f"images); its CLS k-NN accuracy went from {facts.knn_first:.1f} % to {facts.knn_last:.1f} % (one standard "
+        f"error {facts.knn_se:.1f} points): **{outcome}** by the book's rule. Why is not known: four features set the "
+        "run apart, and no run has changed one of them alone.",
+        "",
+        f"1. **Short phases.** The recipe states the warm-up and the last layer's freeze in epochs, so {facts.epochs} "
+        f"epochs cut them to {facts.warmup_steps} and {facts.freeze_steps} steps. The floors that lengthen them were "
+        f"tested on a CPU ({{ref}}`lab-notes-dino`): two `laptop` runs of {floors.steps:,} steps from one initialisation, warm-up "
+        f"{floors.warmup_steps[0]} against {floors.warmup_steps[1]} steps, gained {floors.gain_without:+.1f} points "
+        f"without the floors and {floors.gain_with:+.1f} with them, a gap of {floors.difference:.1f} against one "
+        f"standard error of {floors.difference_se:.1f}: the floors {floors_said} at that length.",
+        f"2. **A head wider than the data.** K = {facts.out_dim:,} outputs for {facts.train_images:,} training "
+        f"images, {facts.outputs_per_image:.1f} per image. Untested.",
+        f"3. **Few steps.** {facts.steps:,} in all. Untested.",
+        f"4. **A teacher near uniform throughout.** Its entropy stayed at {100 * low:.0f}-{100 * high:.0f} % of log K, "
+        "so it told the student little about the image: a symptom as much as a cause; untested.",
+    ])
+
+
+def gpu_run_section(with_floors: Bundle) -> ResultSection:
+    """The committed GPU run (manifest entry ``gpu-run``): :func:`gpu_run_markdown` and its
+    k-NN curve. The floors test sets the manifest's ``floors-without`` run beside the Tiny
+    ImageNet run of ``with_floors``, the same recipe with the floors."""
+    gpu_bundle = load_bundle(stored_entry("gpu-run"))
+    gpu = DatasetRun(gpu_bundle, next(iter(gpu_bundle.runs.values())))
+    without = next(iter(load_bundle(stored_entry("floors-without")).runs.values()))
+    floors = floors_test(without, with_floors.runs["tiny-imagenet"])
+    figure = plot_knn_curves({"DINO ViT-S, paper recipe": gpu.run.knn}, run_caption(gpu))
+    return ResultSection(gpu_run_markdown(gpu, gpu_run_facts(gpu.run), floors), (figure,))

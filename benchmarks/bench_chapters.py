@@ -17,7 +17,8 @@ and whether any cell ran into the book's cell time limit (`execute.timeout` in
 `--book` times the book's cold build instead, README command (a) from nothing:
 `jupyter-book build . -W` into a new folder, with an empty data folder, so every live run
 is trained; it writes the build's wall time and each notebook's execution time as the
-build reports it (benchmarks/results/bench_book_build.json).
+build reports it (benchmarks/results/bench_book_build.json). `--book --keep DIR` leaves the
+built pages in DIR/_build/html, for `python tests/book_pages.py --words DIR/_build/html`.
 """
 from __future__ import annotations
 
@@ -77,13 +78,13 @@ def run_chapter(name: str, data: Path, timeout: int) -> dict:
             "outcome": outcome}
 
 
-def cold_build() -> dict:
+def cold_build(keep: str | None = None) -> dict:
     """README command (a) from nothing: the build's wall time, its outcome, and each
-    notebook's execution time as the build reports it."""
+    notebook's execution time as the build reports it. The pages go to ``keep`` when given."""
     with tempfile.TemporaryDirectory(prefix="bench-book-") as scratch:
         env = {**os.environ, "IB_TUTORIAL_PRESET": "ci", "IB_TUTORIAL_DATA": str(Path(scratch) / "data")}
         start = time.perf_counter()
-        build = subprocess.run(["jupyter-book", "build", ".", "-W", "--path-output", str(Path(scratch) / "book")],
+        build = subprocess.run(["jupyter-book", "build", ".", "-W", "--path-output", keep or str(Path(scratch) / "book")],
                                cwd=REPO, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - start
     executed = {Path(name).stem: float(seconds) for name, seconds in
@@ -106,13 +107,14 @@ def main() -> None:
     parser.add_argument("--chapters", nargs="+", default=None, help="chapter names (default: every notebook)")
     parser.add_argument("--data", default=None, help="one data folder for all chapters (default: one each)")
     parser.add_argument("--book", action="store_true", help="time the book's cold build instead")
+    parser.add_argument("--keep", default=None, metavar="DIR", help="with --book: build the pages into DIR and keep them")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     os.environ["IB_TUTORIAL_PRESET"] = "ci"
     if args.book:
         write_json(args.out or "benchmarks/results/bench_book_build.json",
                    {"preset": "ci", "cores": os.cpu_count(), "load_average": load_average(), "machine": machine(),
-                    "build": cold_build()})
+                    "build": cold_build(args.keep)})
         return
     timeout = cell_limit()
     busy = multiprocessing.Process(target=spin, daemon=True) if args.busy else None

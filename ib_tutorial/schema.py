@@ -10,6 +10,7 @@ other keys are allowed. :func:`schema_error` checks data against such a schema, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 
@@ -51,8 +52,14 @@ def from_json(cls: type, data: dict):
     nested dataclasses (``X`` or ``X | None``) rebuilt from their objects, arrays made tuples
     where the field is a tuple, a field the data lacks (newer than the file) at its default,
     keys the type does not name left out."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     return cls(**{f.name: _from_json_value(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict:
+    # Resolving a class's annotations compiles each of them: once per class, not once per record read.
+    return typing.get_type_hints(cls)
 
 
 def _from_json_value(hint, value):
@@ -123,11 +130,21 @@ def schema_error(schema: dict, value, path: tuple = ()) -> tuple[tuple, str] | N
     return None
 
 
+def _numbers_only(schema: dict, items: list) -> bool:
+    """Whether ``items`` conforms to ``schema`` as numbers, or arrays (of arrays) of numbers, with
+    no other constraint."""
+    if schema == {"type": "number"}:
+        return {type(item) for item in items} <= {int, float}
+    if schema.keys() == {"type", "items"} and schema["type"] == "array":
+        return all(isinstance(item, list) for item in items) and all(_numbers_only(schema["items"], item) for item in items)
+    return False
+
+
 def _items_error(schema: dict | None, items: list, path: tuple) -> tuple[tuple, str] | None:
     if schema is None:
         return None
-    if schema == {"type": "number"} and {type(item) for item in items} <= {int, float}:
-        return None  # one pass over a long array of numbers (a bootstrap's replicates), not a walk
+    if _numbers_only(schema, items):
+        return None  # one pass over arrays of numbers (a bootstrap's replicates, block by block), not a walk
     for index, item in enumerate(items):
         error = schema_error(schema, item, (*path, index))
         if error:

@@ -40,6 +40,7 @@ margin": it holds, it fails, or the interval straddles the margin.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,6 +92,7 @@ class DepthRegions:
         return range(self.early.stop, self.late.start)
 
 
+@functools.cache  # called for every profile a chapter reads, always with a handful of depths
 def depth_regions(depth: int) -> DepthRegions:
     r"""The regions of a profile of ``depth`` blocks: boundaries :math:`\lfloor fL + \tfrac12 \rfloor`
     at :data:`EARLY_END`, :data:`MIDDLE_END` and :data:`LATE_START` (exact fractions, so no

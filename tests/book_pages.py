@@ -265,9 +265,6 @@ def bar_text(models: dict, progress_id: str) -> str:
 #: Rendered words a chapter may hold (about twenty minutes of reading), and the whole book.
 CHAPTER_WORDS = 6_000
 BOOK_WORDS = 45_000
-# The book's rendered words may not pass this while it comes down to BOOK_WORDS (58,728
-# on 2026-12-07): lower it whenever a chapter is cut, never raise it.
-BOOK_CEILING = 60_000
 #: Lines a code cell may hold, and the median a chapter's cells may reach.
 CELL_LINES = 20
 MEDIAN_CELL_LINES = 8

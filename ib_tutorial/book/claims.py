@@ -1,79 +1,28 @@
-r"""The paper's claims, tested on measured profiles: a profile's shape, what training changed, how far the seed moves it,
-the verdicts over groups of runs, and the sentences the book states them in.
+r"""The paper's claims, tested on measured profiles, and the verdicts the book states.
 
-The paper's claims about the shape of a profile, tested on measured profiles.
+The paper makes four claims about a ViT that has learned its data: (1) a **mid-depth minimum**,
+the middle blocks (L2-L4) below the early and the late ones, a U; (2) the U **deepens over
+training**; (3) it is **deeper for object data than for texture data** (also tested along
+``synthetic-mix``'s texture knob, :func:`deeper_along_knob`); (4) a **late re-expansion**, the
+late blocks (L9-L11) above the middle ones again.
 
-The paper makes four claims about a ViT that has learned its data:
+Each claim reads one smooth statistic of :mod:`ib_tutorial.measure.shape`, in effective
+directions: the **middle dip** :math:`\min(\bar v_E, \bar v_L) - \bar v_M` and the **late rise**
+:math:`\bar v_L - \bar v_M`, whose bootstrap intervals carry no jumps or pile-up at 0 as the gated
+U-depth's would. A claim holds when its statistic exceeds :data:`MARGIN`; a claim about a U can
+be no stronger than the profile's mid-depth minimum. With a bootstrap the verdict is
+``holds`` (interval above the margin), ``fails`` (none of it) or ``undetermined``; on a network
+that did not learn it is ``not applicable`` (:func:`on_learned`), and over seeds it holds or
+fails only where every seed learned and all agree (:func:`across_seeds`). A profile without a
+bootstrap reads its point value or an interval borrowed from runs of the same settings
+(:func:`borrowed_test`).
 
-1. **mid-depth minimum**: the profile is lowest in the middle blocks (L2-L4), with the early
-   and the late blocks above them: a U;
-2. **it deepens over training**: the U grows deeper as the network learns;
-3. **deeper for object data than for texture data**: object-centric data sets compress
-   more in the middle blocks than texture-centric ones, which stay flat;
-4. **late re-expansion**: after the minimum, the late blocks (L9-L11) rise above the middle
-   ones again.
-
-Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`).
-
-Every claim is read off one statistic of :mod:`ib_tutorial.measure.shape`, in effective
-directions (:math:`N_\mathrm{eff}`, a unit that means the same at any width): the **middle
-dip**, :math:`\min(\bar v_E, \bar v_L) - \bar v_M`, signed, and the **late rise**,
-:math:`\bar v_L - \bar v_M`. Both are smooth in the block values, so their bootstrap intervals
-carry the images' uncertainty without the jumps and the pile-up at 0 of the gated, clipped
-U-depth (which still names shapes). Beside the mid-depth minimum's dip stands the share of
-bootstrap replicates whose lowest block is a middle one. A claim holds when its statistic
-exceeds ``margin`` (default :data:`MARGIN`, one effective direction); a claim about a U
-(it deepens, it is deeper for objects, the late blocks rise *again*) can be no stronger than
-the mid-depth minimum of the profile it is about.
-With a bootstrap over the images (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`)
-the verdict is three-valued: ``holds`` when the whole interval lies above the margin,
-``fails`` when none of it does, ``undetermined`` when it straddles the margin. On a network
-that did not learn a claim is ``not applicable`` (:func:`on_learned`); over several seeds it
-holds or fails only where every seed learned and all agree (:func:`across_seeds`). A profile
-measured without a bootstrap has no interval, and its verdict reads the point value alone,
-or an approximate interval borrowed from runs of the same settings that have one
-(:func:`borrowed_test`): the tables say which.
-
-Each claim can be read on two profiles: the trained network's (its **level**) and the
-change from its random initialisation, block by block (:func:`change_from_initialisation`,
-with paired intervals). The level mixes what the images are with what learning did; the
-change is what learning did, and reads against a control that trained without learning.
-
-What training did to a run: its profile's change from the random initialisation it
-started from, and its k-NN accuracy's, each with an interval (:class:`LearningSummary`
-gathers them for one run).
-
-A profile's level is set largely by its input: the images' own statistics already give the
-random initialisation its level (:mod:`~ib_tutorial.book.measurement`'s controls), and
-inputs with richer statistics give a higher one before any training. A comparison between
-runs on different data therefore reads the change from each run's initialisation, block by
-block, not only the trained level. Every profile of a run is measured on the same images and
-bootstrapped with the same seed (:mod:`~ib_tutorial.book.run_profiles`), so the
-replicates of its first and last epoch are paired, and a change gets its interval from the same
-resampled images (:func:`~ib_tutorial.measure.bootstrap.joint_interval`).
-
-How far a run's profile and its verdicts move with the seed.
-
-Runs with the same settings and different seeds differ in their random initialisation, the
-order of their images and their augmentations. A bootstrap interval
-(:mod:`~ib_tutorial.measure.bootstrap`) says how much a profile would move if other
-held-out images had been measured, on the *same* network; it says nothing of how much the
-network itself would differ if trained again. Seeds say that. A statement about the
-settings, rather than about one trained network, holds only where the seeds agree: the
-same shape, and levels whose spread across seeds is small beside what training changed.
-:class:`SeedSpread` sets the runs of several seeds side by side, each summarised by
-:class:`~ib_tutorial.book.claims.LearningSummary`.
-
-The claims asked of groups of committed runs, as the book asks them: of one run, of the seeds of one setting, and of the seeds at one
-weight of the texture knob, on the trained level and on the change from the random
-initialisation. Each group's verdict follows the rules above: a network that did not
-learn (:mod:`~ib_tutorial.book.learned`) gets no verdict, and a setting's verdict holds or fails only where
-every seed learned and agrees (:func:`~ib_tutorial.book.claims.across_seeds`).
-
-The verdicts on trained networks, as the book states them: whether a run learned and
-reached its plateau (:mod:`ib_tutorial.book.learned`), a sentence per profile shape, one per
-knob sweep (:mod:`ib_tutorial.book.knob`), a table of the paper's claims and one of a
-run's seeds.
+Each claim is read on the trained **level** and on the **change** from the random
+initialisation (:func:`change_from_initialisation`). The level is set largely by the input's
+own statistics, so runs on different data compare by their change; every profile of a run is
+bootstrapped on the same images with the same seed, so a change gets a paired interval.
+A bootstrap says how a profile moves with other images on the same network; seeds say how it
+moves when trained again (:class:`SeedSpread`).
 """
 from __future__ import annotations
 

@@ -1,33 +1,19 @@
 """The texture knob: the sweeps' recipes and runs, and what the knob chapter renders of them.
 
-The texture knob as an experiment: one objective trained on ``synthetic-mix`` at several
-``texture_weight`` values with the same budget, and how the profile's shape follows it.
-
-``synthetic-mix`` blends each image from an object (class = a shape) and a texture (class
-= a texture statistic) of the same class, ``(1 - w) object + w texture``
-(:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape
-to the texture, and with it the images' pixel statistics (the texture end has the richer
-ones), so each run is read against its own random initialisation. A sweep is the runs of
-one bundle that train ``synthetic-mix`` with the same objective, the same world (its other
-options) and the same settings after ``@``, one per ``w``
-(``synthetic-mix:texture_weight=0.25@objective=supervised,epochs=20`` and so on), so that
-the knob is the only setting that differs between them; a :class:`KnobRecipe` writes them.
-
-:func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the
-paper's contrast, objects against textures, is the line's change from ``w = 0`` to
-``w = 1``) and gives its rank correlation, which says whether the statistic moves one way
-along the knob even where the line fits poorly.
-
-What the knob chapter renders of its sweeps.
+``synthetic-mix`` blends each image as ``(1 - w) object + w texture`` of the same class
+(:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape to the
+texture, and with it the pixel statistics (the texture end has the richer ones), so each run is
+read against its own random initialisation. A sweep is the runs of one bundle that train
+``synthetic-mix`` with the same objective, world and settings after ``@``, one per ``w``, so
+that the knob is the only setting that differs; a :class:`KnobRecipe` writes them.
+:func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the paper's
+contrast is its change from ``w = 0`` to ``w = 1``) and gives its rank correlation.
 
 Each section of the chapter is one function that returns a
-:class:`~ib_tutorial.book.tables.ResultSection`: the table and figures it shows,
-the values its paragraph glues, and the statements that paragraph makes, checked against the
-committed runs: the images along the knob (:func:`worlds_figure`), the supervised sweep
-(:func:`supervised_section`), its one U (:func:`u_section`), its two seeds at the ends
-(:func:`seeds_section`), DINO at the ends (:func:`dino_section`) and the two objectives at the
-texture end (:func:`objectives_section`). A sweep the chapter trains itself is shown by
-:func:`render_sweep`; the claims on any sweep are :func:`sweep_claims`.
+:class:`~ib_tutorial.book.tables.ResultSection`: :func:`worlds_figure`, :func:`supervised_section`,
+:func:`u_section`, :func:`seeds_section`, :func:`dino_section` and :func:`objectives_section`; a
+sweep the chapter trains itself is shown by :func:`render_sweep`, the claims on any sweep by
+:func:`sweep_claims`.
 """
 from __future__ import annotations
 

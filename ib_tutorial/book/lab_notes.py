@@ -1,29 +1,19 @@
-r"""The lab notes' DINO part: the CPU recipe search, one table per investigation, and its conclusion, what DINO needs to learn, as compute.
+r"""The lab notes' DINO part: the CPU recipe search, one table per investigation, and what DINO needs to learn, as compute.
 
-What DINO needs to learn, as compute: images seen times the tokens the student reads per image,
-against the k-NN points gained.
-
-A DINO student reads every view of an image: two global crops and the local ones, each
-:math:`(s / p)^2` patch tokens plus the class token, for a crop of :math:`s` pixels and patches
-of :math:`p`. Training cost grows with the tokens read, so a run's compute is counted as
+A DINO student reads two global crops and :math:`n_\ell` local ones, each :math:`(s / p)^2`
+patch tokens plus the class token, so a run's compute is counted as
 
 .. math:: C = \text{images seen} \times \Big(2\,\big((s_g/p)^2 + 1\big) + n_\ell\,\big((s_\ell/p)^2 + 1\big)\Big),
 
-and a run is a curve of k-NN gain (points over its random initialisation) against :math:`C`.
-Published runs are points, kept here as data with their source (:data:`PUBLISHED`).
+and a run is a curve of k-NN gain (points over its random initialisation) against :math:`C`;
+published runs are points (:data:`PUBLISHED`).
 
-The lab notes' DINO part: each investigation of the CPU recipe search as one table (every
-run, one line) and the values its paragraph states, read from the committed runs.
-
-A line says what the run changed against the investigation's reference, the steps of its
-warm-up and last-layer freeze, the steps it trained, its CLS k-NN accuracy from the random
-initialisation to the end with the 95 % Wilson interval of the end, the teacher's information
-about the image over the last tenth of training, and whether it learned by the book's rule
-(:func:`~ib_tutorial.book.learned.learned_rule`). The findings functions return
-:class:`Value` objects (the number, and the text a paragraph shows); each investigation's
-``*_notes`` function turns them into a
-:class:`~ib_tutorial.book.tables.ResultSection` (the table, the values to glue as
-``notes_*``, and the statements its paragraph makes), read from :func:`committed_notes`.
+A table line says what the run changed against the investigation's reference, its warm-up and
+freeze steps, the steps it trained, its CLS k-NN accuracy from the initialisation to the end
+(95 % Wilson interval), the teacher's information over the last tenth, and whether it learned
+(:func:`~ib_tutorial.book.learned.learned_rule`). Findings are :class:`Value` objects; each
+``*_notes`` function turns them into a :class:`~ib_tutorial.book.tables.ResultSection`, read
+from :func:`committed_notes`.
 """
 from __future__ import annotations
 

@@ -1,24 +1,16 @@
 r"""Which input and which measurement give a network's profile its levels, and one network in front of its controls.
 
-Which input and which measurement give a network's profile its levels.
+* **Controls** (input against learning): the same network on the images, the images
+  phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`: their spectra without
+  objects or edges) and white Gaussian noise with their per-channel moments, beside the rank
+  and :math:`N_\mathrm{eff}` of each input's raw pixel patches, a reference, not a bound.
+* **Measurement** (how the paper may have measured): every variant
+  (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every token choice, each with bootstrap
+  intervals, and whether its three levels come near the paper's
+  (:data:`~ib_tutorial.book.paper.REPORTED`).
 
-Two questions a reviewer asks of any profile, answered from one network and one set of images:
-
-* **Controls** (input against learning). The same network on three inputs: the images, the
-  images phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`: their spectra,
-  hence the covariance of their patches, without objects or edges) and white Gaussian noise with
-  their per-channel moments (:class:`~ib_tutorial.data.controls.GaussianNoiseImages`: the
-  isotropic end). Beside them, the rank and :math:`N_\mathrm{eff}` of each input's raw pixel
-  patches (:func:`~ib_tutorial.data.controls.raw_patch_statistics`), a reference, not a bound:
-  the position embedding and the blocks add directions the patches do not have.
-* **Measurement** (how the paper may have measured). Every measurement variant
-  (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every token choice
-  (:data:`~ib_tutorial.measure.block_profile.TOKEN_CHOICES`), each with bootstrap intervals
-  (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`), and whether its three levels come near
-  the paper's (:data:`~ib_tutorial.book.paper.REPORTED`).
-
-The paper's three levels are read from a profile :math:`v_0, \dots, v_{L-1}` (EED%) as it states
-them, over the regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
+The paper's three levels are read from a profile :math:`v_0, \dots, v_{L-1}` (EED%) over the
+regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
 
 .. math::
 
@@ -26,18 +18,8 @@ them, over the regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
     \text{middle} = \min_{l \in M} v_l, \qquad
     \text{late} = \max_{l \in \mathcal L} v_l
 
-("about 58-60 %" in L0-L1, the minimum in L2-L4, "up to about 92.5 %" in L9-L11). A level is
-*near* the paper's range :math:`[a, b]` when its interval :math:`[u, w]` comes within
+A level is *near* the paper's range :math:`[a, b]` when its interval :math:`[u, w]` comes within
 ``tolerance`` points of it, :math:`u \le b + \tau` and :math:`w \ge a - \tau`.
-
-Each input is measured by :func:`~ib_tutorial.measure.bootstrap.bootstrap_blocks`, one
-forward pass per token choice.
-
-One saved network in front of its controls, as "Networks that learned" and the claims
-chapter read it: the measurements ``ib-tutorial measure`` committed for a run
-(above), what the controls show, how far the ways of
-fewer images (fewer token rows) move the levels. How far the ways of measuring move them
-against the gap to the paper's is the level puzzle's (:mod:`~ib_tutorial.book.level_puzzle`).
 """
 from __future__ import annotations
 

@@ -54,14 +54,8 @@ def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
 
 @dataclass(frozen=True)
 class RangeCheck:
-    """One statistic of a profile against the paper's reported range for its dataset.
-
-    Attributes:
-        statistic: ``"early"`` (mean of the early blocks), ``"minimum"`` (lowest middle
-            block) or ``"late"`` (mean of the late blocks).
-        value: the profile's EED%.
-        reported: the paper's (low, high).
-    """
+    """One statistic of a profile (EED%) against the paper's reported (low, high) for its dataset:
+    ``"early"`` (mean of the early blocks), ``"minimum"`` (lowest middle block) or ``"late"``."""
 
     statistic: str
     value: float

@@ -46,14 +46,9 @@ class KnobRow:
     """One run at the knob's object end, against the hue recipe.
 
     Attributes:
-        name: the row's name (its folder's, or a label such as ``"the hue recipe"``).
-        folder: the run directory.
-        whole: the run read to its end (:class:`~ib_tutorial.book.recipes.Recipe`).
-        early: the run read as it stood at :data:`ROWS_AT`.
-        steps: the training steps it ran.
+        whole, early: the run read to its end and as it stood at :data:`ROWS_AT`.
         end: its last CLS k-NN top-1 with its Wilson interval (points).
-        information: the teacher's information about the image at each logged step, (step, nats).
-        learned: the book's rule on the whole run.
+        information: (step, nats) of the teacher's information about the image at each logged step.
         factors: its ``factors.json``, or None where the factors were not measured.
     """
 
@@ -147,10 +142,8 @@ def changes_text(row: KnobRow, unchanged: str = "(the hue recipe)") -> str:
 
 
 def rows_table(rows: dict[str, KnobRow], unchanged: str = "(the hue recipe)") -> str:
-    """Every row one line: what it changed, the steps it ran, its CLS k-NN top-1 from the random
-    initialisation to its end with the end's 90 % Wilson interval, its teacher's information
-    (lowest, then the mean over its last tenth), both read again at step ``ROWS_AT``, and
-    whether it learned by the book's rule; ``unchanged``: what a row that changed nothing says."""
+    """Every row one line, as the module docstring lists; ``unchanged``: what a row that changed
+    nothing says."""
     lines = ["| run | changed (against the hue recipe) | steps | CLS k-NN %: init -> end [90 %] | teacher (nats): "
              f"lowest -> last tenth | at step {ROWS_AT}: k-NN %, teacher (nats) | learned |",
              "| --- | --- | ---: | --- | --- | --- | --- |"]

@@ -43,18 +43,14 @@ NOISE_ERRORS = 2.0
 
 @dataclass(frozen=True)
 class Plateau:
-    """The rule applied to one run.
+    """The plateau rule applied to one run; every gain in k-NN top-1 points.
 
     Attributes:
-        reached: whether the gain stayed below ``threshold``.
-        gained: k-NN top-1 points gained from ``since_epoch`` to ``last_epoch``.
-        learned: points gained over the whole run, from the random initialisation (the first
-            record): a plateau at the initialisation's accuracy is not one of a network that learned.
-        since_epoch, last_epoch: the evaluations compared.
-        threshold: the gain the rule allowed, in points.
-        fraction: the share of the schedule it looked back over.
-        best: the most points gained from the random initialisation at any evaluation, and
-            best_epoch: where; a run read at its end may have stood higher before.
+        reached: whether the gain from ``since_epoch`` to ``last_epoch`` (``gained``) stayed below ``threshold``.
+        learned: the gain over the whole run, from the random initialisation: a plateau at the
+            initialisation's accuracy is not one of a network that learned.
+        best, best_epoch: the largest gain at any evaluation, and where; a run read at its end
+            may have stood higher before.
     """
 
     reached: bool
@@ -107,14 +103,9 @@ def knn_standard_error(record: dict, key: str = "top1") -> float:
 
 @dataclass(frozen=True)
 class Learned:
-    """The rule applied to one run.
-
-    Attributes:
-        knn: the plateau rule on its CLS k-NN records (condition 1).
-        teacher_information: the teacher's mean information about the image over the last
-            logged tenth of training, in nats; None for a run that logged no teacher.
-        teacher_floor: the collapse threshold it is held to, in nats; None likewise.
-    """
+    """The learned rule applied to one run: the plateau rule on its CLS k-NN records (``knn``),
+    and the teacher's mean information about the image over the last logged tenth of training
+    with the collapse threshold it is held to, in nats (None for a run that logged no teacher)."""
 
     knn: Plateau
     teacher_information: float | None

@@ -61,10 +61,8 @@ class KnobRecipe:
         return [f"{KNOB_DATASET}:texture_weight={weight:g}{world}@{self.settings}{seeded}" for weight in self.weights]
 
 
-#: The sweep at a recipe whose object end learns on one core (pilots in ``results/README.md``):
-#: larger objects without clutter, no augmentation, a gentle learning rate, 24 epochs, weights
-#: dense where a probe on local patches finds the evidence moving from shape to texture; two
-#: seeds at the ends (:data:`OBJECT_SEEDS`).
+#: The sweep at a recipe whose object end learns on one core (pilots in ``results/README.md``),
+#: weights dense where a probe on local patches finds the evidence moving from shape to texture.
 OBJECT_SWEEP = KnobRecipe(
     (0, 0.05, 0.1, 0.2, 0.4, 1),
     "objective=supervised,epochs=24,lr=0.0005,warmup_epochs=2,local_crops_number=0,global_crop_scale=(0.9,1.0),"
@@ -76,11 +74,8 @@ OBJECT_SEEDS = KnobRecipe((0, 1), OBJECT_SWEEP.settings, OBJECT_SWEEP.world)
 #: core each, with the tier's own views (DINO learns from its augmentations, which the
 #: supervised recipe turns off) and its former schedule: neither end learned.
 DINO_TIER_ENDS = KnobRecipe((0, 1), "objective=dino,epochs=16,knn_every=2,checkpoint_every=2", OBJECT_SWEEP.world)
-#: The DINO chapter's CPU recipe (batches of 32, the floors, K = 1,024, two local crops of
-#: 24 px covering 20-50 %, teacher momentum 0.996) with every view's hue drawn anew
-#: (``hue_jitter=0.5``), so that the random colours the worlds paint carry nothing from one
-#: view to another; one thread a run, 16 epochs (2,496 steps), at both ends of the knob and
-#: at ``w = 0.2``. The texture end learns.
+#: The DINO chapter's CPU recipe with every view's hue drawn anew (``hue_jitter=0.5``), so that
+#: the random colours the worlds paint carry nothing from one view to another. The texture end learns.
 DINO_HUE_SWEEP = KnobRecipe(
     (0, 0.2, 1), "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2,"
     "local_crop_size=24,local_crop_scale=(0.2,0.5),hue_jitter=0.5,knn_every=2,checkpoint_every=2,threads=1",
@@ -88,8 +83,7 @@ DINO_HUE_SWEEP = KnobRecipe(
 #: The second seed of :data:`DINO_HUE_SWEEP`'s texture end, the end that learned.
 DINO_HUE_SEEDS = KnobRecipe((1,), DINO_HUE_SWEEP.settings, DINO_HUE_SWEEP.world)
 
-#: The small sweep a chapter trains live on ``ci``: the ``laptop`` sweep's model (ViT-Tiny),
-#: the tier's few steps, profiles of the initialisation and the last epoch only.
+#: The small sweep a chapter trains live on ``ci``.
 LIVE_SWEEP = KnobRecipe((0, 0.5, 1), "objective=supervised,arch=vit_tiny,checkpoint_every=3")
 
 

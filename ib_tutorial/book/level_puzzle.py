@@ -48,8 +48,7 @@ from .tables import ResultSection
 BUNDLE = "eed-supervised-seeds"
 #: The paper's dataset the levels are set against.
 REFERENCE = "tiny-imagenet"
-#: The architecture, input side and patch side of the committed networks, which the live
-#: random networks share so that the two are measured alike.
+#: The committed networks' architecture, input side and patch side, shared by the live random networks.
 ARCH, IMG_SIZE, PATCH = "vit_tiny", 32, 8
 #: The patch sides :func:`rows_and_tokens` tries at :data:`IMG_SIZE`: 4, 16 and 64 patch tokens an image.
 PATCHES = (16, 8, 4)

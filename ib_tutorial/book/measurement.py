@@ -56,8 +56,7 @@ Tensor = torch.Tensor
 INPUTS = ("images", "phase-scrambled", "noise")
 #: The default measurement: the tokens' covariance, all tokens (the paper's).
 DEFAULT = ("tokens", "all")
-#: Replicates of each bootstrap by default (fewer than the bootstrap's own default: a table
-#: of many variants, read to the nearest few points).
+#: Replicates of each bootstrap: fewer than the bootstrap's default, for a table of many variants read to a few points.
 REPLICATES = 200
 #: Profile images a saved network is measured on by default (:func:`measure_run`).
 IMAGES = 512

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .bundles import Bundle, BundleRun, load_bundle, middle_eed
-from .claims import profile_shape
-from .learned import run_learned
-from .bundles import stored_entry
+from .bundles import Bundle, BundleRun, load_bundle, middle_eed, stored_entry
+from .claims import lowest_text, profile_shape
+from .learned import knn_standard_error, run_learned
 from .paper import MIDDLE
-from .learned import knn_standard_error
-from .plots import bundle_caption, profile_caption, pruning_caption
-from .claims import lowest_text
-from .plots import add_caption, panel_grid, plot_knn_curves, plot_measurements, plot_pruning, plot_run_comparison
+from .plots import (add_caption, bundle_caption, panel_grid, plot_knn_curves, plot_measurements, plot_pruning,
+    plot_run_comparison, profile_caption, pruning_caption)
 
 #: The committed bundles whose last teachers' pruning the chapter reads (manifest keys): the
 #: laptop tier's real-image runs, and the runs that learned (DINO for 48 epochs, the
@@ -54,9 +51,8 @@ def gain_text(run: BundleRun) -> str:
 
 
 def pruning_statements(records, runs):
-    """One line per run on the middle blocks, then the answer to the section's question from
-    the runs that learned (a CLS k-NN gain over the random initialisation of at least two
-    standard errors and one point); ``runs`` holds each record's run, for its k-NN curve."""
+    """One line per run on the middle blocks, then the answer from the runs that learned;
+    ``runs`` holds each record's run."""
     lines, ratios = [], {}
     for spec, record in records.items():
         blocks = {b["block"]: b for b in record["blocks"]}
@@ -88,17 +84,13 @@ def pruning_statements(records, runs):
     return "\n".join(lines)
 
 
-def lowest_block(record) -> int:
-    return profile_shape(record).lowest_block
-
-
 def knn_text(run: BundleRun) -> str:
     first, last = run.knn[0]["top1"], run.knn[-1]["top1"]
     return f"k-NN top-1 {first:.1f} % at initialisation, {last:.1f} % after epoch {run.knn[-1]['epoch']}"
 
 
 def mid_minimum(record) -> bool:
-    return lowest_block(record) in MIDDLE
+    return profile_shape(record).lowest_block in MIDDLE
 
 
 def objective_statements(groups):
@@ -175,7 +167,7 @@ def measurement_table(bundle):
             survive.append("  - whether training raised the middle blocks' EED depends on the measurement: " + "; ".join(
                 f"{word} {'unchanged to one decimal ' if word == 'left' else ''}under {', '.join(found)}"
                 for word, found in moved.items() if found) + ".")
-        minimum = [label for label, recs in measured[spec].items() if lowest_block(recs[-1]) in MIDDLE]
+        minimum = [label for label, recs in measured[spec].items() if mid_minimum(recs[-1])]
         survive.append(f"  - a mid-depth minimum (lowest block in L{MIDDLE[0]}-L{MIDDLE[-1]}) appears under "
                        + (f"{len(minimum)} of {len(labels)} measurements ({'; '.join(minimum)})." if minimum else
                           f"none of the {len(labels)} measurements."))

@@ -1,79 +1,28 @@
-r"""The paper's claims, tested on measured profiles: a profile's shape, what training changed, how far the seed moves it,
-the verdicts over groups of runs, and the sentences the book states them in.
+r"""The paper's claims, tested on measured profiles, and the verdicts the book states.
 
-The paper's claims about the shape of a profile, tested on measured profiles.
+The paper makes four claims about a ViT that has learned its data: (1) a **mid-depth minimum**,
+the middle blocks (L2-L4) below the early and the late ones, a U; (2) the U **deepens over
+training**; (3) it is **deeper for object data than for texture data** (also tested along
+``synthetic-mix``'s texture knob, :func:`deeper_along_knob`); (4) a **late re-expansion**, the
+late blocks (L9-L11) above the middle ones again.
 
-The paper makes four claims about a ViT that has learned its data:
+Each claim reads one smooth statistic of :mod:`ib_tutorial.measure.shape`, in effective
+directions: the **middle dip** :math:`\min(\bar v_E, \bar v_L) - \bar v_M` and the **late rise**
+:math:`\bar v_L - \bar v_M`, whose bootstrap intervals carry no jumps or pile-up at 0 as the gated
+U-depth's would. A claim holds when its statistic exceeds :data:`MARGIN`; a claim about a U can
+be no stronger than the profile's mid-depth minimum. With a bootstrap the verdict is
+``holds`` (interval above the margin), ``fails`` (none of it) or ``undetermined``; on a network
+that did not learn it is ``not applicable`` (:func:`on_learned`), and over seeds it holds or
+fails only where every seed learned and all agree (:func:`across_seeds`). A profile without a
+bootstrap reads its point value or an interval borrowed from runs of the same settings
+(:func:`borrowed_test`).
 
-1. **mid-depth minimum**: the profile is lowest in the middle blocks (L2-L4), with the early
-   and the late blocks above them: a U;
-2. **it deepens over training**: the U grows deeper as the network learns;
-3. **deeper for object data than for texture data**: object-centric data sets compress
-   more in the middle blocks than texture-centric ones, which stay flat;
-4. **late re-expansion**: after the minimum, the late blocks (L9-L11) rise above the middle
-   ones again.
-
-Claim 3 is also tested along ``synthetic-mix``'s texture knob (:func:`deeper_along_knob`).
-
-Every claim is read off one statistic of :mod:`ib_tutorial.measure.shape`, in effective
-directions (:math:`N_\mathrm{eff}`, a unit that means the same at any width): the **middle
-dip**, :math:`\min(\bar v_E, \bar v_L) - \bar v_M`, signed, and the **late rise**,
-:math:`\bar v_L - \bar v_M`. Both are smooth in the block values, so their bootstrap intervals
-carry the images' uncertainty without the jumps and the pile-up at 0 of the gated, clipped
-U-depth (which still names shapes). Beside the mid-depth minimum's dip stands the share of
-bootstrap replicates whose lowest block is a middle one. A claim holds when its statistic
-exceeds ``margin`` (default :data:`MARGIN`, one effective direction); a claim about a U
-(it deepens, it is deeper for objects, the late blocks rise *again*) can be no stronger than
-the mid-depth minimum of the profile it is about.
-With a bootstrap over the images (:class:`~ib_tutorial.measure.bootstrap.BootstrapProfile`)
-the verdict is three-valued: ``holds`` when the whole interval lies above the margin,
-``fails`` when none of it does, ``undetermined`` when it straddles the margin. On a network
-that did not learn a claim is ``not applicable`` (:func:`on_learned`); over several seeds it
-holds or fails only where every seed learned and all agree (:func:`across_seeds`). A profile
-measured without a bootstrap has no interval, and its verdict reads the point value alone,
-or an approximate interval borrowed from runs of the same settings that have one
-(:func:`borrowed_test`): the tables say which.
-
-Each claim can be read on two profiles: the trained network's (its **level**) and the
-change from its random initialisation, block by block (:func:`change_from_initialisation`,
-with paired intervals). The level mixes what the images are with what learning did; the
-change is what learning did, and reads against a control that trained without learning.
-
-What training did to a run: its profile's change from the random initialisation it
-started from, and its k-NN accuracy's, each with an interval (:class:`LearningSummary`
-gathers them for one run).
-
-A profile's level is set largely by its input: the images' own statistics already give the
-random initialisation its level (:mod:`~ib_tutorial.book.measurement`'s controls), and
-inputs with richer statistics give a higher one before any training. A comparison between
-runs on different data therefore reads the change from each run's initialisation, block by
-block, not only the trained level. Every profile of a run is measured on the same images and
-bootstrapped with the same seed (:mod:`~ib_tutorial.book.run_profiles`), so the
-replicates of its first and last epoch are paired, and a change gets its interval from the same
-resampled images (:func:`~ib_tutorial.measure.bootstrap.joint_interval`).
-
-How far a run's profile and its verdicts move with the seed.
-
-Runs with the same settings and different seeds differ in their random initialisation, the
-order of their images and their augmentations. A bootstrap interval
-(:mod:`~ib_tutorial.measure.bootstrap`) says how much a profile would move if other
-held-out images had been measured, on the *same* network; it says nothing of how much the
-network itself would differ if trained again. Seeds say that. A statement about the
-settings, rather than about one trained network, holds only where the seeds agree: the
-same shape, and levels whose spread across seeds is small beside what training changed.
-:class:`SeedSpread` sets the runs of several seeds side by side, each summarised by
-:class:`~ib_tutorial.book.claims.LearningSummary`.
-
-The claims asked of groups of committed runs, as the book asks them: of one run, of the seeds of one setting, and of the seeds at one
-weight of the texture knob, on the trained level and on the change from the random
-initialisation. Each group's verdict follows the rules above: a network that did not
-learn (:mod:`~ib_tutorial.book.learned`) gets no verdict, and a setting's verdict holds or fails only where
-every seed learned and agrees (:func:`~ib_tutorial.book.claims.across_seeds`).
-
-The verdicts on trained networks, as the book states them: whether a run learned and
-reached its plateau (:mod:`ib_tutorial.book.learned`), a sentence per profile shape, one per
-knob sweep (:mod:`ib_tutorial.book.knob`), a table of the paper's claims and one of a
-run's seeds.
+Each claim is read on the trained **level** and on the **change** from the random
+initialisation (:func:`change_from_initialisation`). The level is set largely by the input's
+own statistics, so runs on different data compare by their change; every profile of a run is
+bootstrapped on the same images with the same seed, so a change gets a paired interval.
+A bootstrap says how a profile moves with other images on the same network; seeds say how it
+moves when trained again (:class:`SeedSpread`).
 """
 from __future__ import annotations
 
@@ -107,14 +56,9 @@ def late_rise(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class ShapeSummary:
-    """One saved epoch's profile, summarised for the claims.
-
-    Attributes:
-        epoch: the saved epoch (0: the random initialisation).
-        n_eff: :math:`N_\\mathrm{eff}` of every block.
-        dim: the width D (EED% is ``100 * n_eff / dim``).
-        bootstrap: the profile's bootstrap over images, when it was measured with one.
-    """
+    """One saved epoch's profile, summarised for the claims: :math:`N_\\mathrm{eff}` per block at
+    width ``dim`` (EED% is ``100 * n_eff / dim``), epoch 0 the random initialisation, with its
+    bootstrap over images where it was measured with one."""
 
     epoch: int
     n_eff: tuple[float, ...]
@@ -184,15 +128,11 @@ class ClaimTest:
     """One claim tested on measured profiles.
 
     Attributes:
-        claim: which (``"mid-depth minimum"``, ``"deepens over training"``,
-            ``"deeper for object data"``, ``"late re-expansion"``, or claim 3 along the knob).
-        verdict: ``holds``, ``fails`` or ``undetermined`` (:class:`~ib_tutorial.measure.shape.Verdict`).
-        difference: the statistic tested, in effective directions.
-        margin: the margin it was tested against, in effective directions.
+        difference, margin: the statistic tested and its margin, in effective directions.
         interval: its bootstrap interval, or None where the profiles had none (the verdict
             then reads ``difference`` alone).
-        borrowed_from: where ``interval`` is an approximation borrowed from other runs
-            (:func:`borrowed_test`), how many; else 0.
+        borrowed_from: how many runs an approximate ``interval`` was borrowed from
+            (:func:`borrowed_test`); else 0.
         middle_minimum_share: for the mid-depth minimum with a bootstrap, the share of
             replicates whose lowest block is a middle one; else None.
         reason: why a verdict over several seeds is undetermined (:func:`across_seeds`); else "".
@@ -225,10 +165,8 @@ def _test(claim: str, statistic: Callable[..., float], shapes: Sequence[ShapeSum
 def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
     """``test``, read on a profile without a bootstrap, against an approximate interval
     borrowed from ``others``: the same claim tested, with bootstraps, on runs of the same
-    settings (other seeds, say). The point value is widened on each side by the whole range
-    the others' intervals cover together, seed to seed and replicate to replicate. An
-    approximation, and named as one wherever it is shown: it assumes ``test``'s run varies as
-    much as those runs do, and no more."""
+    settings. The point value is widened on each side by the whole range the others' intervals
+    cover together: an approximation, named as one wherever shown."""
     if test.interval is not None:
         raise ValueError(f"{test.claim}: the test has its own interval; nothing to borrow")
     if not others or any(other.interval is None or other.claim != test.claim for other in others):
@@ -239,21 +177,16 @@ def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
 
 
 def on_learned(test: ClaimTest, learned: bool) -> ClaimTest:
-    """``test`` as a verdict on a network that learned: unchanged where the network(s) it
-    reads learned (by the book's rule, :mod:`~ib_tutorial.book.learned`),
-    else ``not applicable``: the paper's claims are about networks that learned their data,
-    and a profile of one that did not says nothing for or against them. The statistic and
-    its interval are kept, to be read as such."""
+    """``test``, or ``not applicable`` where its network(s) did not learn
+    (:mod:`~ib_tutorial.book.learned`); the statistic and its interval are kept."""
     return test if learned else dataclasses.replace(test, verdict=Verdict.NOT_APPLICABLE)
 
 
 def across_seeds(tests: Sequence[ClaimTest], learned: Sequence[bool], seeds: Sequence[int]) -> ClaimTest:
-    """One claim over runs that differ only in their seed (one test per seed, each with
-    whether that seed's network learned): ``holds`` or ``fails`` only where every seed
-    learned and every seed's verdict is that one; ``not applicable`` where none learned;
-    else ``undetermined``, with the ``reason`` (a seed that did not learn, seeds that
-    disagree, or a seed whose own interval straddles the margin). The statistic is the
-    seeds' mean and the interval spans every seed's interval (or point, where a seed has none)."""
+    """One claim over runs that differ only in their seed: ``holds`` or ``fails`` only where
+    every seed learned and gives that verdict, ``not applicable`` where none learned, else
+    ``undetermined`` with the ``reason``. The statistic is the seeds' mean; the interval spans
+    every seed's interval (or point, where a seed has none)."""
     if not tests or not len(tests) == len(learned) == len(seeds):
         raise ValueError("give one test, one learned flag and one seed per run")
     if len({test.claim for test in tests}) != 1:
@@ -280,10 +213,8 @@ def across_seeds(tests: Sequence[ClaimTest], learned: Sequence[bool], seeds: Seq
 def change_from_initialisation(first: ShapeSummary, last: ShapeSummary) -> ShapeSummary:
     """What training did to a profile: ``last`` minus ``first`` (the random initialisation),
     block by block, in effective directions, with paired replicates where both profiles were
-    bootstrapped with the same seed on the same images (every epoch of a run is). Its
-    ``epoch`` is ``last``'s. The claims read on it ask whether learning, not the images,
-    made the shape: a mid-depth minimum of the change is a middle that gained less than
-    both ends."""
+    bootstrapped with the same seed on the same images (every epoch of a run is): a mid-depth
+    minimum of the change is a middle that gained less than both ends."""
     if len(first.n_eff) != len(last.n_eff) or first.dim != last.dim:
         raise ValueError("the two profiles differ in depth or width")
     n_eff = tuple(b - a for a, b in zip(first.n_eff, last.n_eff))
@@ -298,13 +229,10 @@ def change_from_initialisation(first: ShapeSummary, last: ShapeSummary) -> Shape
 
 
 def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The profile is a U with its minimum in the middle: its middle dip exceeds ``margin``,
-    and its lowest block is a middle one. The second is read off the share of bootstrap
-    replicates whose lowest block is a middle one (:attr:`ClaimTest.middle_minimum_share`):
-    it holds when the share reaches the interval's level, fails when it is at most one minus
-    the level, and is undetermined between (without a bootstrap, the measured profile's
-    lowest block decides). The verdict is the weaker of the two; the statistic and its
-    interval are the dip's."""
+    """The profile is a U with its minimum in the middle: its middle dip exceeds ``margin``, and
+    the share of replicates whose lowest block is a middle one reaches the interval's level
+    (fails at most one minus it; without a bootstrap the measured lowest block decides). The
+    verdict is the weaker of the two; the statistic and its interval are the dip's."""
     test = _test("mid-depth minimum", middle_dip, [shape], margin)
     if shape.bootstrap is None:
         where = Verdict.HOLDS if middle_is_lowest(shape.n_eff) else Verdict.FAILS
@@ -332,10 +260,8 @@ def deeper_for_objects(objects: ShapeSummary, textures: ShapeSummary, margin: fl
 
 
 def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """After a minimum in the middle blocks, the late mean lies more than ``margin`` above
-    the middle mean: the late rise (:func:`late_rise`) exceeds ``margin`` *and* the mid-depth
-    minimum holds. Its verdict is the weaker of the two (a rise above a middle that is not
-    a minimum is no re-expansion); its statistic and interval are the late rise's."""
+    """The late rise (:func:`late_rise`) exceeds ``margin`` and the mid-depth minimum holds (the
+    weaker of the two verdicts; the statistic is the late rise)."""
     return _needs_a_u(_test("late re-expansion", late_rise, [shape], margin), shape)
 
 
@@ -406,15 +332,9 @@ def _check_paired(first: ShapeSummary, last: ShapeSummary) -> None:
 
 @dataclass(frozen=True)
 class LearningSummary:
-    """What training did to one run, every number with its interval.
-
-    Attributes:
-        seed: the run's seed (its configuration's).
-        knn_first, knn_last: the CLS k-NN top-1 at the random initialisation and at the end,
-            in %, with their Wilson intervals.
-        first, last: the profiles of the random initialisation and of the last saved epoch,
-            both with their bootstrap over the same images (else :meth:`of` refuses).
-    """
+    """What training did to one run, every number with its interval: the CLS k-NN top-1 (%,
+    Wilson intervals) and the profile (bootstrap over the same images) at the random
+    initialisation (``first``) and at the last saved epoch (``last``)."""
 
     seed: int
     knn_first: Interval
@@ -463,11 +383,7 @@ class LearningSummary:
 
 @dataclass(frozen=True)
 class SeedSpread:
-    """Runs that differ only in their seed, side by side.
-
-    Attributes:
-        runs: one summary per seed, in ascending seed.
-    """
+    """Runs that differ only in their seed, side by side, one summary per seed in ascending seed."""
 
     runs: tuple[LearningSummary, ...]
 
@@ -537,8 +453,7 @@ def run_tests(run: BundleRun) -> list[ClaimTest]:
 
 def seed_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], list[ClaimTest]]:
     """The three claims of :func:`run_tests` on every seed of one setting (``spread`` of its
-    ``runs``): each seed's tests as ``("seed N", test)``, then the setting's verdict on each
-    claim over the seeds."""
+    ``runs``): each seed's tests as ``("seed N", test)``, then the verdict on each over the seeds."""
     per_seed = [(f"seed {run.seed}", test) for run in spread.runs for test in _own_claims(run.first, run.last)]
     by_claim: dict[str, list[ClaimTest]] = {}
     for _, test in per_seed:
@@ -548,10 +463,8 @@ def seed_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> tuple[list[tupl
 
 
 def knob_end_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> dict[str, tuple[list[ClaimTest], ClaimTest]]:
-    """The mid-depth minimum at one weight of the knob, trained with several seeds (``spread``
-    of its ``runs``), for each of :data:`READINGS`: every seed's test, then the verdict over
-    the seeds. On the change from the initialisation, a minimum means a middle that gained less
-    than both ends."""
+    """The mid-depth minimum at one weight of the knob over several seeds (``spread`` of its
+    ``runs``), for each of :data:`READINGS`: every seed's test, then the verdict over the seeds."""
     learned = _learned(runs)
     profiles = {"level": lambda run: run.last,
                 "change from init": lambda run: change_from_initialisation(run.first, run.last)}
@@ -567,10 +480,8 @@ def _blocks(blocks: tuple[int, ...]) -> str:
 
 
 def learning_markdown(rules: dict[str, Learned]) -> str:
-    """A row a run: the book's learned rule on it (:mod:`ib_tutorial.book.learned`:
-    the CLS k-NN gain from the random initialisation against its threshold, and for DINO the
-    teacher's information against the collapse threshold) and the plateau rule (the k-NN move
-    over the last part of the schedule, under the same threshold)."""
+    """A row a run: the book's learned rule on it (:mod:`ib_tutorial.book.learned`) and the
+    plateau rule."""
     lines = ["| run | CLS k-NN gain (points) | threshold | teacher (nats) | learned | last quarter's move | plateau |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for label, rule in rules.items():
@@ -586,8 +497,7 @@ def learning_markdown(rules: dict[str, Learned]) -> str:
 
 
 def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:
-    """How a run's profile moved from its first saved epoch to its last: its shape by the
-    rule of :mod:`ib_tutorial.measure.shape`, and its early, middle and late block means."""
+    """How a run's profile moved from its first saved epoch to its last: shape and region means."""
     return (f"**{label}**: from epoch {first.epoch} to epoch {last.epoch}, the profile went from "
             f"{_shape(first)} to {_shape(last)}; the early blocks ({_blocks(EARLY)}) went from {first.early:.1f} % "
             f"to {last.early:.1f} %, the middle ones ({_blocks(MIDDLE)}) from {first.middle:.1f} % to "
@@ -607,10 +517,8 @@ def lowest_text(summary: ShapeSummary) -> str:
 
 
 def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
-    """A table of what training did to a run, region by region (early L0-L1, middle L2-L4,
-    late L9-L11 for 12 blocks): the mean EED% at ``first`` (the random initialisation) and at
-    ``last``, and the change with its paired bootstrap interval
-    (:func:`~ib_tutorial.book.claims.region_change`)."""
+    """A table of what training did to a run, region by region: the mean EED% at ``first``
+    and at ``last``, and the change with its paired interval (:func:`region_change`)."""
     lines = [f"| blocks | EED% at epoch {first.epoch} | EED% at epoch {last.epoch} | change (points) "
              f"[{first.bootstrap.level:.0%} interval] |", "| --- | --- | --- | --- |"]
     for region in REGIONS:
@@ -640,10 +548,8 @@ def _interval(test: ClaimTest) -> str:
 
 
 def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """One row per (what was tested, claim): the statistic in effective directions, its
-    bootstrap interval where the profiles had one, the margin and the three-valued verdict
-    (with, for the mid-depth minimum, the share of replicates whose lowest block is a middle
-    one, and, for a verdict over seeds, why it is undetermined)."""
+    """One row per (what was tested, claim): the statistic, its interval, the margin and the
+    verdict (with the middle-minimum share, or why a verdict over seeds is undetermined)."""
     lines = ["| claim | tested on | statistic (directions) | interval | margin | verdict |",
              "| --- | --- | --- | --- | --- | --- |"]
     for subject, test in tested:
@@ -687,10 +593,8 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 
 def seeds_markdown(spread: SeedSpread) -> str:
-    """Two tables, a row per seed: the k-NN top-1 at the initialisation and at the end, the
-    last profile's shape (with the share of bootstrap replicates that agree), its middle dip and
-    hump height in effective directions; then each region's last EED% and its change from the
-    initialisation. Every number carries its interval."""
+    """Two tables, a row per seed: what training did to its k-NN and its shape; then each
+    region's last EED% and its change from the initialisation, every number with its interval."""
     learning = ["| seed | k-NN top-1 at init (%) | at the end (%) | shape (share of replicates) | "
                 "middle dip (directions) | hump height (directions) |", "| ---: | --- | --- | --- | --- | --- |"]
     levels = ["| seed | " + " | ".join(f"{region} EED%, change from init" for region in REGIONS) + " |",
@@ -709,10 +613,8 @@ def seeds_markdown(spread: SeedSpread) -> str:
 
 
 def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """Where the paper's claims stand, in one table: a row per network (or group of seeds)
-    tested, a column per claim in the order first tested, each cell the verdict ("n/a" where
-    the network did not learn, with a legend under the table), "-" where that claim was not
-    tested on that network. Each (network, claim) is tested once."""
+    """Where the paper's claims stand: a row per network (or group of seeds), a column per
+    claim in the order first tested, "-" where a claim was not tested on that network."""
     claims_order = list(dict.fromkeys(test.claim for _, test in tested))
     cells: dict[str, dict[str, str]] = {}
     for subject, test in tested:
@@ -732,8 +634,7 @@ def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
     """How far the seed moves each region's level against how far other images move one
-    seed's: a table of the level's spread across seeds, the widest bootstrap interval of one
-    seed's level, and their ratio, by region; and the ratios."""
+    seed's: the table, and the ratios by region."""
     ratios = {region: spread.level_spread(region) / spread.widest_level_interval(region) for region in REGIONS}
     lines = ["| blocks | level spread across seeds (EED points) | widest interval of one seed | ratio |",
              "| --- | ---: | ---: | ---: |"]
@@ -747,11 +648,9 @@ class KnobTrend:
     """A shape statistic against the knob.
 
     Attributes:
-        slope: the least-squares line's slope, points of EED per unit of ``texture_weight``.
-        change: the line's value at the sweep's largest weight minus at its smallest
-            (for a sweep from 0 to 1: textures minus objects).
-        rank_correlation: Spearman's rho between the weights and the statistic (NaN for
-            fewer than three weights or a constant statistic).
+        slope: the least-squares line's slope, points per unit of ``texture_weight``.
+        change: the line's value at the largest weight minus at the smallest (textures minus objects).
+        rank_correlation: Spearman's rho (NaN for fewer than three weights or a constant statistic).
     """
 
     slope: float

@@ -1,17 +1,9 @@
 """Converged, published ViTs against the paper, and what the chapter "Converged ViTs" renders.
 
-Converged, published ViTs against the paper: which profiles are at hand, where they
-stand against its reported ranges, and its claims tested on them.
-
-Profiles of published models come from two places: the bundles committed under
-``results/`` (``reproduce --pretrained``, :attr:`~ib_tutorial.book.bundles.Bundle.pretrained`)
-and :func:`~ib_tutorial.book.pretrained.converged_folder` on this machine
-(``ib-tutorial profile-pretrained`` writes there by default; the published book's workflow
-fills it online). They are keyed by dataset name, so ``dtd`` and ``dtd:folder=dtd`` meet.
-
-What the chapter "Converged ViTs" renders: which published models were profiled on
-which data, their profiles beside the paper's ranges and our trained runs, the claims
-tested on them, and the measurement question.
+Profiles of published models come from the bundles committed under ``results/``
+(``reproduce --pretrained``) and from :func:`~ib_tutorial.book.pretrained.converged_folder` on
+this machine (``ib-tutorial profile-pretrained`` writes there). They are keyed by dataset name,
+so ``dtd`` and ``dtd:folder=dtd`` meet.
 """
 from __future__ import annotations
 
@@ -62,14 +54,8 @@ def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
 
 @dataclass(frozen=True)
 class RangeCheck:
-    """One statistic of a profile against the paper's reported range for its dataset.
-
-    Attributes:
-        statistic: ``"early"`` (mean of the early blocks), ``"minimum"`` (lowest middle
-            block) or ``"late"`` (mean of the late blocks).
-        value: the profile's EED%.
-        reported: the paper's (low, high).
-    """
+    """One statistic of a profile (EED%) against the paper's reported (low, high) for its dataset:
+    ``"early"`` (mean of the early blocks), ``"minimum"`` (lowest middle block) or ``"late"``."""
 
     statistic: str
     value: float

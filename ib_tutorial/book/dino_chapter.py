@@ -12,10 +12,9 @@ import torch
 
 from ..models import ARCHITECTURES, MODEL_NAMES
 from ..presets import PRESETS, Preset
-from .lab_notes import ComputeCurve, PublishedPoint, student_tokens
 from ..training import augment, dino
 from ..training.schedules import Schedules
-from .lab_notes import NoteRow, Value, line_styles, rows_spread
+from .lab_notes import ComputeCurve, NoteRow, PublishedPoint, Value, line_styles, rows_spread, student_tokens
 from .plots import add_caption
 
 
@@ -192,10 +191,8 @@ _FRACTIONS = {20: "twentieth", 25: "twenty-fifth", 30: "thirtieth", 40: "fortiet
 
 def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteRow], floor_rows: Sequence[NoteRow],
                  dataset: str = "tiny-imagenet") -> dict[str, Value]:
-    """What the "what DINO needs" paragraph states: the published point, the ``laptop`` tier's
-    images and tokens at its length and the ratio of the two computes, the gains and thresholds
-    of the tier's runs on ``dataset`` (``tier``: its committed runs at its length) and on the
-    other data set, and the spread of the recipe rows (``floor_rows``)."""
+    """What the "what DINO needs" paragraph states of the published point, the ``laptop`` tier
+    (``tier``: its committed runs at its length) and the recipe rows (``floor_rows``)."""
     train, view = laptop.train, laptop.view(dataset)
     images = train.epochs * (train.train_images // train.batch_size) * train.batch_size
     tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
@@ -222,10 +219,9 @@ def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteR
 
 def gpu_plan_values(paper: Preset, batch: int, min_steps: int, published: PublishedPoint, laptop_compute: float,
                     gpu_run: ComputeCurve | None, dataset: str = "tiny-imagenet") -> dict[str, Value]:
-    """What the device plan trains: the ``paper`` recipe in batches of ``batch`` for at least
-    ``min_steps`` steps, as images, tokens and compute against the ``laptop`` tier's compute
-    (images seen times tokens) and the published point; and the committed GPU run's steps and
-    gain (``gpu_run``)."""
+    """What the device plan trains, the ``paper`` recipe in batches of ``batch`` for at least
+    ``min_steps`` steps, against the ``laptop`` tier's compute and the published point; and the
+    committed GPU run (``gpu_run``)."""
     view, train = paper.view(dataset), paper.train
     tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
     images = batch * min_steps

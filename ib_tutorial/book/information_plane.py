@@ -11,14 +11,8 @@ import numpy as np
 import torch
 from matplotlib.colors import SymLogNorm
 
-from ..ib.estimators import (
-    InformationEstimate,
-    bin_codes,
-    binned_information,
-    entropy_bits,
-    independence_bias_bits,
-    kde_information,
-)
+from ..ib.estimators import (InformationEstimate, bin_codes, binned_information, entropy_bits, independence_bias_bits,
+    kde_information)
 from ..ib.experiment import InformationExperiment, InformationPlane
 from ..ib.model import LAYER_WIDTHS
 from ..presets import Preset

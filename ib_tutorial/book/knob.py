@@ -1,33 +1,19 @@
 """The texture knob: the sweeps' recipes and runs, and what the knob chapter renders of them.
 
-The texture knob as an experiment: one objective trained on ``synthetic-mix`` at several
-``texture_weight`` values with the same budget, and how the profile's shape follows it.
-
-``synthetic-mix`` blends each image from an object (class = a shape) and a texture (class
-= a texture statistic) of the same class, ``(1 - w) object + w texture``
-(:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape
-to the texture, and with it the images' pixel statistics (the texture end has the richer
-ones), so each run is read against its own random initialisation. A sweep is the runs of
-one bundle that train ``synthetic-mix`` with the same objective, the same world (its other
-options) and the same settings after ``@``, one per ``w``
-(``synthetic-mix:texture_weight=0.25@objective=supervised,epochs=20`` and so on), so that
-the knob is the only setting that differs between them; a :class:`KnobRecipe` writes them.
-
-:func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the
-paper's contrast, objects against textures, is the line's change from ``w = 0`` to
-``w = 1``) and gives its rank correlation, which says whether the statistic moves one way
-along the knob even where the line fits poorly.
-
-What the knob chapter renders of its sweeps.
+``synthetic-mix`` blends each image as ``(1 - w) object + w texture`` of the same class
+(:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape to the
+texture, and with it the pixel statistics (the texture end has the richer ones), so each run is
+read against its own random initialisation. A sweep is the runs of one bundle that train
+``synthetic-mix`` with the same objective, world and settings after ``@``, one per ``w``, so
+that the knob is the only setting that differs; a :class:`KnobRecipe` writes them.
+:func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the paper's
+contrast is its change from ``w = 0`` to ``w = 1``) and gives its rank correlation.
 
 Each section of the chapter is one function that returns a
-:class:`~ib_tutorial.book.tables.ResultSection`: the table and figures it shows,
-the values its paragraph glues, and the statements that paragraph makes, checked against the
-committed runs: the images along the knob (:func:`worlds_figure`), the supervised sweep
-(:func:`supervised_section`), its one U (:func:`u_section`), its two seeds at the ends
-(:func:`seeds_section`), DINO at the ends (:func:`dino_section`) and the two objectives at the
-texture end (:func:`objectives_section`). A sweep the chapter trains itself is shown by
-:func:`render_sweep`; the claims on any sweep are :func:`sweep_claims`.
+:class:`~ib_tutorial.book.tables.ResultSection`: :func:`worlds_figure`, :func:`supervised_section`,
+:func:`u_section`, :func:`seeds_section`, :func:`dino_section` and :func:`objectives_section`; a
+sweep the chapter trains itself is shown by :func:`render_sweep`, the claims on any sweep by
+:func:`sweep_claims`.
 """
 from __future__ import annotations
 
@@ -41,7 +27,7 @@ from IPython.display import Markdown
 
 from ..command_line import command_line, reproduce_argv
 from ..data.synthetic import SyntheticWorld
-from ..measure.bootstrap import LEVEL
+from ..measure.bootstrap import LEVEL, Interval
 from ..measure.shape import depth_regions, middle_dip
 from ..training.dino import INFORMATION_FRACTION
 from ..training.run_config import RunSpec
@@ -61,13 +47,8 @@ KNOB_DATASET = "synthetic-mix"
 
 @dataclass(frozen=True)
 class KnobRecipe:
-    """A sweep as its commands write it.
-
-    Attributes:
-        weights: the ``texture_weight`` values.
-        settings: the training settings every run sets after ``@``.
-        world: the world's other options, the same for every run (``object_scale=1.6,clutter=0``).
-    """
+    """A sweep as its commands write it: the ``texture_weight`` values, the training ``settings``
+    every run sets after ``@``, and the ``world``'s other options (``object_scale=1.6,clutter=0``)."""
 
     weights: tuple[float, ...]
     settings: str
@@ -80,10 +61,8 @@ class KnobRecipe:
         return [f"{KNOB_DATASET}:texture_weight={weight:g}{world}@{self.settings}{seeded}" for weight in self.weights]
 
 
-#: The sweep at a recipe whose object end learns on one core (pilots in ``results/README.md``):
-#: larger objects without clutter, no augmentation, a gentle learning rate, 24 epochs, weights
-#: dense where a probe on local patches finds the evidence moving from shape to texture; two
-#: seeds at the ends (:data:`OBJECT_SEEDS`).
+#: The sweep at a recipe whose object end learns on one core (pilots in ``results/README.md``),
+#: weights dense where a probe on local patches finds the evidence moving from shape to texture.
 OBJECT_SWEEP = KnobRecipe(
     (0, 0.05, 0.1, 0.2, 0.4, 1),
     "objective=supervised,epochs=24,lr=0.0005,warmup_epochs=2,local_crops_number=0,global_crop_scale=(0.9,1.0),"
@@ -95,11 +74,8 @@ OBJECT_SEEDS = KnobRecipe((0, 1), OBJECT_SWEEP.settings, OBJECT_SWEEP.world)
 #: core each, with the tier's own views (DINO learns from its augmentations, which the
 #: supervised recipe turns off) and its former schedule: neither end learned.
 DINO_TIER_ENDS = KnobRecipe((0, 1), "objective=dino,epochs=16,knn_every=2,checkpoint_every=2", OBJECT_SWEEP.world)
-#: The DINO chapter's CPU recipe (batches of 32, the floors, K = 1,024, two local crops of
-#: 24 px covering 20-50 %, teacher momentum 0.996) with every view's hue drawn anew
-#: (``hue_jitter=0.5``), so that the random colours the worlds paint carry nothing from one
-#: view to another; one thread a run, 16 epochs (2,496 steps), at both ends of the knob and
-#: at ``w = 0.2``. The texture end learns.
+#: The DINO chapter's CPU recipe with every view's hue drawn anew (``hue_jitter=0.5``), so that
+#: the random colours the worlds paint carry nothing from one view to another. The texture end learns.
 DINO_HUE_SWEEP = KnobRecipe(
     (0, 0.2, 1), "objective=dino,epochs=16,batch_size=32,out_dim=1024,momentum_teacher=0.996,local_crops_number=2,"
     "local_crop_size=24,local_crop_scale=(0.2,0.5),hue_jitter=0.5,knn_every=2,checkpoint_every=2,threads=1",
@@ -107,8 +83,7 @@ DINO_HUE_SWEEP = KnobRecipe(
 #: The second seed of :data:`DINO_HUE_SWEEP`'s texture end, the end that learned.
 DINO_HUE_SEEDS = KnobRecipe((1,), DINO_HUE_SWEEP.settings, DINO_HUE_SWEEP.world)
 
-#: The small sweep a chapter trains live on ``ci``: the ``laptop`` sweep's model (ViT-Tiny),
-#: the tier's few steps, profiles of the initialisation and the last epoch only.
+#: The small sweep a chapter trains live on ``ci``.
 LIVE_SWEEP = KnobRecipe((0, 0.5, 1), "objective=supervised,arch=vit_tiny,checkpoint_every=3")
 
 
@@ -117,11 +92,9 @@ class KnobSweep:
     """The runs of one bundle along the knob, with one objective and the same settings.
 
     Attributes:
-        bundle: the bundle that holds them.
-        objective: ``"supervised"`` or ``"dino"``.
         overrides: the training settings every run's spec sets after ``@`` (the budget).
         runs: ``texture_weight`` -> (spec, run), ascending in ``texture_weight``.
-        world: the world's options other than ``texture_weight``, the same for every run.
+        world: the world's options other than ``texture_weight``.
     """
 
     bundle: Bundle
@@ -140,10 +113,7 @@ class KnobSweep:
         return min(run.profiles[-1].epoch for _, run in self.runs.values())
 
     def learned(self, gain: float = GAIN) -> list[float]:
-        """The weights whose run learned (:func:`~ib_tutorial.book.learned.learned_rule`):
-        k-NN top-1 above its random initialisation by at least ``gain`` points and the noise
-        of its held-out images, and for DINO a teacher that did not collapse. The others'
-        profiles are those of networks that have not learned their data."""
+        """The weights whose run learned (:func:`~ib_tutorial.book.learned.learned_rule`)."""
         return [weight for weight, (_, run) in self.runs.items() if run_learned(run, gain)]
 
 
@@ -172,9 +142,8 @@ def widest_sweep(objective: str, bundles: Iterable[str | Path | Bundle] | None =
 
 
 def recipe_sweep(recipe: KnobRecipe, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
-    """The sweep that ``recipe``'s specs (seed 0) trained: the same world and the same settings
-    after ``@``, at two weights or more of ``recipe``'s; the one with the most weights, then
-    epochs, when several bundles hold it; None when none does."""
+    """The sweep that ``recipe``'s specs (seed 0) trained, at two of its weights or more; the
+    widest (:func:`widest_sweep`'s order) where several bundles hold one, else None."""
     wanted = RunSpec.parse(recipe.specs()[0])
     overrides, world = _settings(wanted.overrides), _world(wanted.options)
     return _widest(sweep for sweep in knob_sweeps(bundles) if sweep.overrides == overrides and sweep.world == world
@@ -197,10 +166,8 @@ def _widest(sweeps: Iterable[KnobSweep]) -> KnobSweep | None:
 
 
 def seeds_by_weight(sweep: KnobSweep) -> dict[float, list[BundleRun]]:
-    """The runs of ``sweep``'s bundle that differ from its own only in their seed, with its
-    own, by weight (ascending seed), for the weights trained with two seeds or more: the
-    spread a statement about the knob must stand beside. A second seed may cover fewer
-    weights than the sweep (one end alone)."""
+    """The runs of ``sweep``'s bundle that differ from its own only in their seed, with its own,
+    by weight (ascending seed), for the weights trained with two seeds or more (perhaps one end alone)."""
     def unseeded(overrides: tuple[tuple[str, str], ...]) -> tuple:
         return tuple((key, value) for key, value in overrides if key != "seed")
 
@@ -251,12 +218,9 @@ def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
 
 
 def sweep_table(sweep: KnobSweep) -> str:
-    """One row per weight: whether the network learned (by the plateau rule's threshold), k-NN
-    top-1 from the random initialisation to the end with the end's Wilson interval, the last
-    profile's shape with the share of bootstrap replicates that give it, its middle dip in
-    effective directions, the middle blocks' mean EED% from the initialisation to the end, and
-    that change with its paired interval: what learning did, apart from the input's own
-    statistics. Intervals (90 %) need the profiles' bootstraps; a dash where a run has none."""
+    """One row per weight: whether it learned, its k-NN top-1 and its profile's shape, middle dip
+    and middle level from the random initialisation to the end; intervals where the profiles
+    have their bootstraps."""
     lines = ["| w | learned | k-NN top-1 %: init -> end [interval] | shape at the end (share) | middle dip (directions) "
              "| middle EED%: init -> end | middle change (points) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -280,9 +244,7 @@ def sweep_table(sweep: KnobSweep) -> str:
 
 
 def learned_sentence(sweep: KnobSweep) -> str:
-    """Which weights' networks learned (:meth:`KnobSweep.learned`: k-NN top-1 above the random
-    initialisation by the plateau rule's threshold, at least its gain and two standard errors,
-    and for DINO a teacher that did not collapse) and which did not."""
+    """Which weights' networks learned (:meth:`KnobSweep.learned`) and which did not."""
     learned = sweep.learned()
     others = [weight for weight in sweep.weights if weight not in learned]
     names = lambda weights: ", ".join(f"w = {w:g}" for w in weights)
@@ -300,11 +262,9 @@ def learned_sentence(sweep: KnobSweep) -> str:
 
 
 def render_sweep(sweep: KnobSweep) -> list:
-    """What a chapter shows of a sweep it trains itself, in order, for ``display``: each
-    weight's learning and change from its initialisation (:func:`sweep_table`), the k-NN
-    curves, which weights learned, the profiles, and the claims' summary. The figures stay
-    open in pyplot, since closing one drops the canvas that saves its caption into its PNG:
-    close them once displayed (``plt.close("all")``)."""
+    """What a chapter shows of a sweep it trains itself, in order, for ``display``. The figures
+    stay open, since closing one drops the canvas that saves its caption into its PNG: close
+    them once displayed (``plt.close("all")``)."""
     caption = sweep_caption(sweep)
     runs = {weight: run for weight, (_, run) in sweep.runs.items()}
     chance = next(iter(runs.values())).chance  # every weight's world has the same classes
@@ -314,11 +274,10 @@ def render_sweep(sweep: KnobSweep) -> list:
 
 
 def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
-    """What each run's networks learned besides the class: ``{label: the run's factors.json}``
-    (:func:`~ib_tutorial.book.run_profiles.measure_factors`; None where not measured)
-    as one row per run, the k-NN top-1 of the class and of each factor's median split from
-    the ``pool`` token, from the random initialisation to the last measured epoch with that
-    accuracy's 90 % Wilson interval, and a row of each split's chance."""
+    """What each run's networks learned besides the class, from ``{label: the run's factors.json}``
+    (:func:`~ib_tutorial.book.run_profiles.measure_factors`; None where not measured): the
+    ``pool`` token's k-NN top-1 of the class and of each factor's median split, first to last
+    measured epoch, and a row of each split's chance."""
     measured = {label: record for label, record in factors.items() if record is not None}
     if not measured:
         return "No run here has its object factors measured (`ib-tutorial factors RUN_DIR`)."
@@ -340,16 +299,9 @@ def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ObjectivePair:
-    """Two runs on the same images and network, each read from its own random initialisation:
-    the objective control (:func:`objective_pair`).
-
-    Attributes:
-        shapes: by name, the first and the last profile's shape summary.
-        changes: by name and region (``early``, ``middle``, ``late``), the EED change from the
-            initialisation with its paired interval (:func:`~ib_tutorial.book.claims.region_change`).
-        markdown: one bullet per run: k-NN from the initialisation to the end, the last shape and
-            lowest block, and the three changes.
-    """
+    """Two runs on the same images and network, each read from its own random initialisation
+    (:func:`objective_pair`): by name, the first and last shapes, the EED change of each region
+    with its paired interval, and one Markdown bullet per run."""
 
     shapes: dict
     changes: dict
@@ -383,9 +335,7 @@ def _listed(weights) -> str:
 
 
 def supervised_section(sweep: KnobSweep | None) -> ResultSection:
-    """The supervised sweep along the knob: its table (:func:`sweep_table`) and profiles, the
-    values its paragraph quotes (how much each network learned, the one U, claim 3 along the
-    knob, the middle level against the input's own statistics) and what that paragraph says."""
+    """The supervised sweep along the knob: its table (:func:`sweep_table`), profiles and paragraph."""
     if sweep is None:
         return absent(knob_command("laptop", OBJECT_SWEEP, "/tmp/knob"), "supervised sweep of the knob")
     runs = {w: run for w, (_, run) in sweep.runs.items()}
@@ -463,19 +413,17 @@ def u_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def seeds_section(sweep: KnobSweep | None) -> ResultSection:
-    """The knob's two ends from a second seed: the object end's two seeds' profiles, the
-    mid-depth minimum at both ends on the level and on the change from the initialisation
-    (each seed and together, in ``details``), and what the paragraph says of them."""
+    """The knob's two ends from a second seed: the object end's profiles and the mid-depth
+    minimum at both ends, each seed and together (``details``)."""
     pairs = seeds_by_weight(sweep) if sweep is not None else {}
     if not pairs:
         return absent(knob_command("laptop", OBJECT_SEEDS, "/tmp/knob", seed=1), "second seed of the knob's ends")
     spreads = {weight: SeedSpread.of(pair) for weight, pair in pairs.items()}
     tests, verdicts = [], {}
     for weight, spread in spreads.items():
-        for reading, (per_seed, together) in knob_end_tests(spread, pairs[weight]).items():
-            verdicts[(weight, reading)] = together
-            tests += [(f"w = {weight:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
-            tests.append((f"w = {weight:g}, {reading}, seeds together", together))
+        rows, together = _end_tests(weight, spread, pairs[weight])
+        tests += rows
+        verdicts |= {(weight, reading): test for reading, test in together.items()}
     objects, textures = min(spreads), max(spreads)
     dips = {run.seed: claims.change_from_initialisation(run.first, run.last).middle_dip for run in spreads[objects].runs}
     values = {f"knob_change_dip_{seed}": dip for seed, dip in dips.items()}
@@ -491,6 +439,22 @@ def seeds_section(sweep: KnobSweep | None) -> ResultSection:
                          values, statements, claims_markdown(tests))
 
 
+def _end_tests(weight: float, spread: SeedSpread, runs: list[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], dict]:
+    """The mid-depth minimum at ``weight`` (:func:`~ib_tutorial.book.claims.knob_end_tests`) as
+    table rows, each seed then the seeds together; and the verdicts over the seeds by reading."""
+    rows, together = [], {}
+    for reading, (per_seed, joint) in knob_end_tests(spread, runs).items():
+        rows += [(f"w = {weight:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
+        rows.append((f"w = {weight:g}, {reading}, seeds together", joint))
+        together[reading] = joint
+    return rows, together
+
+
+def _middle_change(run: BundleRun) -> Interval:
+    """EED points the middle blocks gained from the random initialisation, with its paired interval."""
+    return region_change(claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1]), "middle")
+
+
 def _share(test: ClaimTest) -> str:
     """The share of bootstrap replicates whose lowest block is a middle one, as text."""
     share = test.middle_minimum_share
@@ -503,11 +467,9 @@ def _provenance(sweep: KnobSweep) -> str:
 
 
 def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> ResultSection:
-    """DINO at the knob's ends: every run of the two recipes (the tier's views, every hue drawn)
-    and the texture end's second seed, one line each (k-NN from the initialisation to the end
-    with its interval, whether it learned by the book's rule, the middle blocks' change), the
-    hue recipe's k-NN curves, and the mid-depth minimum at the texture end from two seeds
-    (``details``)."""
+    """DINO at the knob's ends: every run of the two recipes and the texture end's second seed, one
+    line each, the hue recipe's k-NN curves, and the mid-depth minimum at the texture end from two
+    seeds (``details``)."""
     if hue_sweep is None:
         return absent(knob_command("laptop", DINO_HUE_SWEEP, "/tmp/knob"), "DINO run of the knob's ends")
     pairs = seeds_by_weight(hue_sweep)
@@ -519,18 +481,13 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
              "| middle blocks' EED change (points, 90 %) |",
              "| --- | ---: | --- | --- | --- |"]
     for (label, seed), run in runs.items():
-        end, change = knn_interval(run.knn[-1]), region_change(
-            claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1]), "middle")
+        end, change = knn_interval(run.knn[-1]), _middle_change(run)
         lines.append(f"| {label} | {seed} | {run.knn[0]['top1']:.1f} -> {min(r['top1'] for r in run.knn[1:]):.1f} -> "
                      f"{end.estimate:.1f} {interval_text(end)} | {'yes' if run_learned(run) else 'no'} | "
                      f"{change.estimate:+.1f} {interval_text(change, signed=True)} |")
     texture_pair = pairs.get(textures, [hue_sweep.runs[textures][1]])
     spread = SeedSpread.of(texture_pair) if len(texture_pair) > 1 else None
-    tests = []
-    if spread is not None:
-        for reading, (per_seed, together) in knob_end_tests(spread, texture_pair).items():
-            tests += [(f"w = {textures:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
-            tests.append((f"w = {textures:g}, {reading}, seeds together", together))
+    tests = _end_tests(textures, spread, texture_pair)[0] if spread is not None else []
     middle = hue_sweep.runs[0.2][1].knn if 0.2 in hue_sweep.runs else None
     peak = max(middle, key=lambda record: record["top1_mean"]) if middle else None
     knn_of = lambda run: f"{run.knn[0]['top1']:.1f} -> {run.knn[-1]['top1']:.1f}"
@@ -547,8 +504,7 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
         values["knob_dino_seed_shape"] = str(spread.shapes[0])
     chance = hue_sweep.runs[objects][1].chance
     tier_end = tier_sweep.runs[max(tier_sweep.weights)][1] if tier_sweep else None
-    tier_texture = (region_change(claims.profile_shape(tier_end.profiles[0]), claims.profile_shape(tier_end.profiles[-1]),
-                                  "middle") if tier_end else None)
+    tier_texture = _middle_change(tier_end) if tier_end else None
     if tier_texture is not None:
         values["knob_dino_tier_texture_change"] = f"{tier_texture.estimate:+.1f}"
     statements = {
@@ -598,9 +554,8 @@ def objectives_section(sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> 
 
 
 def worlds_figure(weights=(0, 0.05, 0.2, 0.4, 1), images: int = 6, world: str = OBJECT_SWEEP.world) -> plt.Figure:
-    """The same held-out images of ``synthetic-mix`` at each of ``weights``: one row per weight,
-    from the object (``w = 0``) to the texture (``w = 1``), with the world's other options
-    (``world``, as a spec writes them)."""
+    """The same held-out images of ``synthetic-mix``, one row per weight of ``weights``, with the
+    world's other options ``world`` (as a spec writes them)."""
     options = {key: float(value) for key, value in (item.split("=") for item in world.split(",") if item)}
     fig, axes = plt.subplots(len(weights), images, figsize=(1.2 * images, 1.25 * len(weights)), layout="constrained")
     for row, weight in zip(axes, weights):

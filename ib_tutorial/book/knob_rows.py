@@ -1,29 +1,17 @@
 """The knob's DINO rows: the runs that each change one part of the recipe, and their lab notes.
 
-The knob's DINO rows: runs at the knob's object end that each change one part of the hue
-recipe (:data:`~ib_tutorial.book.knob.DINO_HUE_SWEEP`), read as one line each.
+A row is a run at the knob's object end that changes one part of the hue recipe
+(:data:`~ib_tutorial.book.knob.DINO_HUE_SWEEP`): what it changed, the steps it ran, its CLS
+k-NN top-1 from the random initialisation to its last evaluation (with a Wilson interval), its
+teacher's information about the image (the lowest logged and the mean over the last tenth),
+whether it learned (:func:`~ib_tutorial.book.learned.learned_rule`), and what its networks read
+of the object's factors, where measured. Rows ran for different lengths, so they are also read
+at :data:`ROWS_AT`, the step every one of them reached.
 
-A row is a run directory: what it changed against the hue recipe's object end, how many
-steps it ran, its CLS token's held-out k-NN top-1 from the random initialisation to its last
-evaluation (with that accuracy's Wilson interval), its teacher's information about the image
-(the lowest logged and the mean over the last tenth), whether it learned by the book's rule
-(:func:`~ib_tutorial.book.learned.learned_rule`), and what its networks read of the
-object's factors (:mod:`~ib_tutorial.book.run_profiles`), where measured.
-
-Rows ran for different lengths, so they are also read as they stood at :data:`ROWS_AT`, the
-step every one of them reached (:func:`~ib_tutorial.book.recipes.read_recipe`'s
-``until_step``).
-
-The lab notes of the knob's DINO rows: each
-investigation as one table, every run one line, with the values its paragraph glues and the
-statements it makes (:class:`~ib_tutorial.book.tables.ResultSection`).
-
-Four investigations at the knob's object end, each against the hue recipe
-(:data:`~ib_tutorial.book.knob.DINO_HUE_SWEEP`): the views of its own bundle read
-over 16 epochs (:func:`views_notes`), the colour, grey, token, teacher and learning-rate rows
-read at step :data:`~ib_tutorial.book.knob_rows.ROWS_AT` (:func:`step_notes`), the
-tone curves with their temperatures and without weight decay (:func:`tone_notes`), and the
-grey palette (:func:`palette_notes`).
+Four investigations, each one table: the views of the hue bundle over 16 epochs
+(:func:`views_notes`), the colour, grey, token, teacher and learning-rate rows at
+:data:`ROWS_AT` (:func:`step_notes`), the tone curves (:func:`tone_notes`) and the grey palette
+(:func:`palette_notes`).
 """
 from __future__ import annotations
 
@@ -58,14 +46,9 @@ class KnobRow:
     """One run at the knob's object end, against the hue recipe.
 
     Attributes:
-        name: the row's name (its folder's, or a label such as ``"the hue recipe"``).
-        folder: the run directory.
-        whole: the run read to its end (:class:`~ib_tutorial.book.recipes.Recipe`).
-        early: the run read as it stood at :data:`ROWS_AT`.
-        steps: the training steps it ran.
+        whole, early: the run read to its end and as it stood at :data:`ROWS_AT`.
         end: its last CLS k-NN top-1 with its Wilson interval (points).
-        information: the teacher's information about the image at each logged step, (step, nats).
-        learned: the book's rule on the whole run.
+        information: (step, nats) of the teacher's information about the image at each logged step.
         factors: its ``factors.json``, or None where the factors were not measured.
     """
 
@@ -159,10 +142,8 @@ def changes_text(row: KnobRow, unchanged: str = "(the hue recipe)") -> str:
 
 
 def rows_table(rows: dict[str, KnobRow], unchanged: str = "(the hue recipe)") -> str:
-    """Every row one line: what it changed, the steps it ran, its CLS k-NN top-1 from the random
-    initialisation to its end with the end's 90 % Wilson interval, its teacher's information
-    (lowest, then the mean over its last tenth), both read again at step ``ROWS_AT``, and
-    whether it learned by the book's rule; ``unchanged``: what a row that changed nothing says."""
+    """Every row one line, as the module docstring lists; ``unchanged``: what a row that changed
+    nothing says."""
     lines = ["| run | changed (against the hue recipe) | steps | CLS k-NN %: init -> end [90 %] | teacher (nats): "
              f"lowest -> last tenth | at step {ROWS_AT}: k-NN %, teacher (nats) | learned |",
              "| --- | --- | ---: | --- | --- | --- | --- |"]

@@ -1,29 +1,19 @@
-r"""The lab notes' DINO part: the CPU recipe search, one table per investigation, and its conclusion, what DINO needs to learn, as compute.
+r"""The lab notes' DINO part: the CPU recipe search, one table per investigation, and what DINO needs to learn, as compute.
 
-What DINO needs to learn, as compute: images seen times the tokens the student reads per image,
-against the k-NN points gained.
-
-A DINO student reads every view of an image: two global crops and the local ones, each
-:math:`(s / p)^2` patch tokens plus the class token, for a crop of :math:`s` pixels and patches
-of :math:`p`. Training cost grows with the tokens read, so a run's compute is counted as
+A DINO student reads two global crops and :math:`n_\ell` local ones, each :math:`(s / p)^2`
+patch tokens plus the class token, so a run's compute is counted as
 
 .. math:: C = \text{images seen} \times \Big(2\,\big((s_g/p)^2 + 1\big) + n_\ell\,\big((s_\ell/p)^2 + 1\big)\Big),
 
-and a run is a curve of k-NN gain (points over its random initialisation) against :math:`C`.
-Published runs are points, kept here as data with their source (:data:`PUBLISHED`).
+and a run is a curve of k-NN gain (points over its random initialisation) against :math:`C`;
+published runs are points (:data:`PUBLISHED`).
 
-The lab notes' DINO part: each investigation of the CPU recipe search as one table (every
-run, one line) and the values its paragraph states, read from the committed runs.
-
-A line says what the run changed against the investigation's reference, the steps of its
-warm-up and last-layer freeze, the steps it trained, its CLS k-NN accuracy from the random
-initialisation to the end with the 95 % Wilson interval of the end, the teacher's information
-about the image over the last tenth of training, and whether it learned by the book's rule
-(:func:`~ib_tutorial.book.learned.learned_rule`). The findings functions return
-:class:`Value` objects (the number, and the text a paragraph shows); each investigation's
-``*_notes`` function turns them into a
-:class:`~ib_tutorial.book.tables.ResultSection` (the table, the values to glue as
-``notes_*``, and the statements its paragraph makes), read from :func:`committed_notes`.
+A table line says what the run changed against the investigation's reference, its warm-up and
+freeze steps, the steps it trained, its CLS k-NN accuracy from the initialisation to the end
+(95 % Wilson interval), the teacher's information over the last tenth, and whether it learned
+(:func:`~ib_tutorial.book.learned.learned_rule`). Findings are :class:`Value` objects; each
+``*_notes`` function turns them into a :class:`~ib_tutorial.book.tables.ResultSection`, read
+from :func:`committed_notes`.
 """
 from __future__ import annotations
 
@@ -60,14 +50,10 @@ class PublishedPoint:
     """A published DINO run at one moment of its training.
 
     Attributes:
-        label: short name for a legend.
         source: where the number is published (repository and file, or paper).
-        network: the backbone, in words.
-        dataset: what it trained and was evaluated on.
         epochs, train_images: the epochs trained and the images of an epoch.
         tokens_per_image: :func:`student_tokens` of its views.
-        knn_top1: its k-NN top-1 (%) at that moment.
-        chance: 100 / number of classes.
+        knn_top1, chance: its k-NN top-1 at that moment and 100 / classes, in %.
     """
 
     label: str
@@ -113,13 +99,9 @@ class ComputeCurve:
     """One committed run as k-NN gain against compute.
 
     Attributes:
-        label: the run's name for a legend.
-        dataset: what it trained on.
-        tokens_per_image: :func:`student_tokens` of its views.
         images_seen: images trained on at each k-NN evaluation (steps times batch).
         gains: CLS k-NN top-1 at each evaluation minus the random initialisation's, in points.
         learned: whether it learned by :func:`~ib_tutorial.book.learned.learned_rule`.
-        batch_size: its batch.
     """
 
     label: str
@@ -153,9 +135,8 @@ def compute_curve(run: RunDirectory, label: str) -> ComputeCurve:
 
 def compute_curves(folders: Sequence[tuple[str, str | os.PathLike]], datasets: Sequence[str] = ("tiny-imagenet", "dtd")
                    ) -> list[ComputeCurve]:
-    """Every DINO run on ``datasets`` directly under each folder (those that exist) of
-    ``folders`` (pairs of a label's prefix and a folder), labelled ``PREFIX: DATASET, E epochs, seed S`` (the
-    architecture after the data set where it is not ViT-Tiny)."""
+    """Every DINO run on ``datasets`` directly under each existing folder of ``folders`` (pairs
+    of a label's prefix and a folder), labelled ``PREFIX: DATASET, E epochs, seed S``."""
     curves = []
     for prefix, folder in folders:
         runs = sorted(Path(folder).iterdir()) if Path(folder).exists() else []
@@ -169,11 +150,6 @@ def compute_curves(folders: Sequence[tuple[str, str | os.PathLike]], datasets: S
                 arch = "" if config.train.arch == "vit_tiny" else f" ({config.train.arch})"
                 curves.append(compute_curve(run, f"{prefix}: {config.dataset}{arch}, {epochs} epochs, seed {config.seed}"))
     return curves
-
-
-def compute_ratio(point: PublishedPoint, curve: ComputeCurve) -> float:
-    """How many times a run's whole compute the published point's is."""
-    return point.compute / curve.compute[-1]
 
 
 #: The level of a table's k-NN interval (Wilson).
@@ -190,15 +166,12 @@ class Value:
 
 @dataclass(frozen=True)
 class NoteRow:
-    """One run as a line of an investigation's table.
+    """One run as a line of an investigation's table, read up to ``until_step`` where one was given.
 
     Attributes:
         recipe: the run read as a recipe against the investigation's reference.
         steps: the step of its last k-NN evaluation.
         knn_end: its last CLS k-NN top-1 with its Wilson interval at :data:`KNN_LEVEL` (None without ``n_eval``).
-        rule: the learned rule on its records (up to ``until_step`` where one was given).
-        train: its logged training records (up to the same step).
-        batch_size: its batch.
         n_eval: the held-out images of its last k-NN evaluation (None where not recorded).
     """
 
@@ -216,9 +189,13 @@ class NoteRow:
 
     def information(self, first: int = 0, last: int | None = None) -> float:
         """Mean teacher information (nats) over the logged steps ``first`` to ``last``."""
-        values = [r["teacher_information"] for r in self.train
-                  if first <= r["step"] and (last is None or r["step"] <= last) and "teacher_information" in r]
-        return sum(values) / len(values)
+        return _mean_information(self.train, first, last)
+
+
+def _mean_information(records: Sequence[dict], first: int = 0, last: int | None = None) -> float:
+    values = [r["teacher_information"] for r in records
+              if first <= r["step"] and (last is None or r["step"] <= last) and "teacher_information" in r]
+    return sum(values) / len(values)
 
 
 def reference_of(run_dir: str | os.PathLike) -> dict:
@@ -357,10 +334,6 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
     by = {row.name: row for row in rows}
     former = former_row.train
 
-    def info(records, first=0, last=at_step):
-        values = [r["teacher_information"] for r in records if first <= r["step"] <= last]
-        return sum(values) / len(values)
-
     def knn(name):
         return " -> ".join(f"{v:.1f}" for v in by[name].recipe.knn_cls)
 
@@ -369,8 +342,8 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
     gap = max(abs(a["teacher_information"] - b["teacher_information"])
               for a, b in zip(base.train, faster.train) if a["step"] == b["step"] <= at_step)
     found = {
-        "old_low": low["teacher_information"], "old_low_step": low["step"], "old_end": info(former, 900),
-        "old_early": info(former, 0, 300), "base_early": base.information(0, 300),
+        "old_low": low["teacher_information"], "old_low_step": low["step"], "old_end": _mean_information(former, 900, at_step),
+        "old_early": _mean_information(former, 0, 300), "base_early": base.information(0, 300),
         "base_low": min(r["teacher_information"] for r in base.train), "base_end": base.information(900),
         "lr_gap": gap, "sharp_ratio": by["r4-sharp-teacher"].information() / faster.information(),
         "free_change": by["r3-free-gains"].information() - faster.information(),
@@ -378,7 +351,7 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
         "colour_after": by["r8-colour-half"].information(600), "momentum_after": by["r9-momentum-0.99"].information(600),
         "r12_after": by["r12-colour-2"].information(600), "r13_after": by["r13-every-hue"].information(600),
         "r14_info": by["r14-dtd-every-hue"].recipe.teacher_information,
-        "others_after": max([info(former, 600)] + [row.information(600) for row in rows
+        "others_after": max([_mean_information(former, 600, at_step)] + [row.information(600) for row in rows
                                                    if not row.name.startswith(("r4-", "r8-"))]),
     }
     values = {key: Value(v, f"{v:+.2f}" if key == "free_change" else f"{v:.1f}" if key == "sharp_ratio"
@@ -425,10 +398,8 @@ TIER_RUNS = {"tier16_tiny": (16, "tiny-imagenet"), "tier16_dtd": (16, "dtd"), "t
 
 
 def tier_findings(rows: Mapping[int, Sequence[NoteRow]]) -> dict[str, Value]:
-    """The tier's own runs (``rows``: epochs -> rows): for each of :data:`TIER_RUNS`, its k-NN
-    start -> end with interval, gain and threshold, mean patch token, minutes, the teacher's
-    peak while the last layer was frozen and its lowest after the release, and its last tenth;
-    the best evaluation and its epoch; the two seeds' spread against one standard error."""
+    """The tier's own runs (``rows``: epochs -> rows): what the paragraph states of each of
+    :data:`TIER_RUNS`, and the two seeds' spread against one standard error."""
     values: dict[str, Value] = {}
     for key, (epochs, name) in TIER_RUNS.items():
         row = next(row for row in rows[epochs] if row.name == name)
@@ -485,8 +456,7 @@ NOTES_ENTRIES = ("dino-former-tier", "dino-first-recipes", "dino-tier-6", "dino-
 
 def committed_notes() -> DinoNotes | None:
     """The notes' runs committed under ``results/``, each read against its investigation's
-    reference (today's ``laptop`` tier, or the floors' ``r1-base``); None where they are not
-    next to this package."""
+    reference (the ``laptop`` tier, or the floors' ``r1-base``); None where they are absent."""
     if not all(stored_entry(key).exists() for key in NOTES_ENTRIES + ("dino-floor-reference",)):
         return None
     tier = preset_recipe(get_preset("laptop"), "tiny-imagenet")
@@ -622,9 +592,7 @@ def tier_figure(notes: DinoNotes | None) -> plt.Figure | None:
 
 
 def summary_notes(notes: DinoNotes | None) -> ResultSection:
-    """What the notes showed: every run had a twenty-fifth or less of the public curve's
-    compute, the rows differ within the k-NN's noise, and the runs that learned (a table of
-    them) are the longest."""
+    """What the notes showed, with a table of the runs that learned."""
     if notes is None:
         return _absent()
     every = notes.former + notes.unfloored + notes.floors + notes.long + notes.tier[16] + notes.tier[48]

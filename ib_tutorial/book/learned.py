@@ -1,42 +1,26 @@
 r"""Whether a run learned: the plateau of its k-NN accuracy, and the one rule every chapter applies.
 
-Whether a run's held-out k-NN accuracy has stopped rising: the rule that says a
-schedule was long enough.
+A run has reached its plateau when its k-NN top-1 gained less than a threshold over the last
+``fraction`` of its schedule (default :data:`FRACTION`); a run still climbing is cut short. The
+threshold is ``gain`` points (:data:`GAIN`) or, where the records say how many images the
+accuracy was measured on, :data:`NOISE_ERRORS` binomial standard errors of the last accuracy
+when that is more: a change within the noise of the held-out images says nothing either way.
 
-A run has reached its plateau when its k-NN top-1 accuracy gained less than a threshold
-over the last ``fraction`` of its schedule (default :data:`FRACTION`): from the last
-evaluation at or before ``(1 - fraction)`` of the final epoch to the final one. A run whose
-accuracy still climbs by more is cut short, and a profile of it is one of a network still
-learning. The threshold is ``gain`` points (default :data:`GAIN`) or, where the records say
-how many images the accuracy was measured on, :data:`NOISE_ERRORS` binomial standard errors
-of the last accuracy (:func:`knn_standard_error`) when that is more: a change within the
-noise of the held-out images says nothing either way. The same threshold says whether the
-run learned at all, from its random initialisation.
+A run learned when two conditions hold, both read from its own records:
 
-Whether a run learned: the one rule every chapter applies before it reads a profile.
-
-Two conditions, both measured from the run's own records:
-
-1. **Its k-NN accuracy rose** (:attr:`~ib_tutorial.book.learned.Plateau.learned_beyond_noise`):
-   the CLS token's held-out k-NN top-1 ended above its random initialisation by at least
-   the plateau rule's threshold (one point, or two standard errors of the last evaluation
-   when that is more). That threshold is the rule's power, the smallest gain it tells from
-   the noise of the held-out images
-   (:func:`~ib_tutorial.book.learned.smallest_detectable_gain`: about 2.5-3.1 points
-   on 1,000 images at 20-40 %, about 8 on DTD's 144).
-2. **For DINO, its teacher still said something about the image**: the teacher's
-   information about its image (:class:`~ib_tutorial.training.dino.DINOLossOutput`),
-   averaged over the last logged tenth of training, stayed at or above the collapse
-   threshold the training loop warns at
+1. **Its k-NN accuracy rose** (:attr:`Plateau.learned_beyond_noise`) from its random
+   initialisation by at least that threshold, the rule's power
+   (:func:`smallest_detectable_gain`: about 2.5-3.1 points on 1,000 images at 20-40 %, about 8
+   on DTD's 144).
+2. **For DINO, its teacher still said something about the image**: its information about the
+   image (:class:`~ib_tutorial.training.dino.DINOLossOutput`), averaged over the last logged
+   tenth of training, stayed at or above the collapse threshold the training loop warns at
    (:data:`~ib_tutorial.training.dino.INFORMATION_FRACTION` of :math:`\log K`).
 
-The second condition is there because a DINO run whose teacher has collapsed to the same
-output for every image has a flat loss at :math:`\log K` and no objective left, yet its
-backbone keeps moving under the optimiser and its k-NN accuracy can drift either way: on
-the knob's object end, views whose colour carries nothing across views collapsed the
-teacher by step 280 while the k-NN accuracy went 20.6 -> 31.1 % (``results/laptop-knob-dino``).
-That rise is not DINO learning, and its profile is not a DINO network's. A run with no
-teacher (supervised) or one that predates the teacher's records is read on condition 1 alone.
+A DINO run whose teacher collapsed has no objective left, yet its backbone keeps moving and its
+k-NN accuracy can drift either way: on the knob's object end a collapsed teacher's run went
+20.6 -> 31.1 % (``results/laptop-knob-dino``). A run with no teacher records is read on
+condition 1 alone.
 """
 from __future__ import annotations
 
@@ -59,18 +43,14 @@ NOISE_ERRORS = 2.0
 
 @dataclass(frozen=True)
 class Plateau:
-    """The rule applied to one run.
+    """The plateau rule applied to one run; every gain in k-NN top-1 points.
 
     Attributes:
-        reached: whether the gain stayed below ``threshold``.
-        gained: k-NN top-1 points gained from ``since_epoch`` to ``last_epoch``.
-        learned: points gained over the whole run, from the random initialisation (the first
-            record): a plateau at the initialisation's accuracy is not one of a network that learned.
-        since_epoch, last_epoch: the evaluations compared.
-        threshold: the gain the rule allowed, in points.
-        fraction: the share of the schedule it looked back over.
-        best: the most points gained from the random initialisation at any evaluation, and
-            best_epoch: where; a run read at its end may have stood higher before.
+        reached: whether the gain from ``since_epoch`` to ``last_epoch`` (``gained``) stayed below ``threshold``.
+        learned: the gain over the whole run, from the random initialisation: a plateau at the
+            initialisation's accuracy is not one of a network that learned.
+        best, best_epoch: the largest gain at any evaluation, and where; a run read at its end
+            may have stood higher before.
     """
 
     reached: bool
@@ -123,14 +103,9 @@ def knn_standard_error(record: dict, key: str = "top1") -> float:
 
 @dataclass(frozen=True)
 class Learned:
-    """The rule applied to one run.
-
-    Attributes:
-        knn: the plateau rule on its CLS k-NN records (condition 1).
-        teacher_information: the teacher's mean information about the image over the last
-            logged tenth of training, in nats; None for a run that logged no teacher.
-        teacher_floor: the collapse threshold it is held to, in nats; None likewise.
-    """
+    """The learned rule applied to one run: the plateau rule on its CLS k-NN records (``knn``),
+    and the teacher's mean information about the image over the last logged tenth of training
+    with the collapse threshold it is held to, in nats (None for a run that logged no teacher)."""
 
     knn: Plateau
     teacher_information: float | None

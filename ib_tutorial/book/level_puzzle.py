@@ -32,24 +32,23 @@ from ..data import dataset_on_disk
 from ..measure.block_profile import profile_measurements
 from ..models import build_vit
 from ..presets import Preset
-from .learned import Learned, learned_rule
-from .bundles import stored_entry
-from .measurement import (DEFAULT, INPUTS, LEVELS, TOLERANCE, MeasurementResult, control_inputs,
-                                        measured_epochs, measurement_path, near, paper_levels)
-from .paper import REPORTED
-from .run_profiles import seeded_subset
 from ..training.augment import eval_transform
 from ..training.runs import RunDirectory
+from .bundles import stored_entry
 from .dataset_chapters import shared_samples
+from .learned import Learned, learned_rule
+from .measurement import (DEFAULT, INPUTS, LEVELS, TOLERANCE, MeasurementResult, control_inputs, measured_epochs,
+    measurement_path, near, paper_levels, paper_ranges)
+from .paper import REPORTED
 from .plots import add_caption, draw_reported
+from .run_profiles import seeded_subset
 from .tables import ResultSection
 
 #: The committed networks the puzzle reads: supervised ViT-Ti seeds that learned by the book's rule.
 BUNDLE = "eed-supervised-seeds"
 #: The paper's dataset the levels are set against.
 REFERENCE = "tiny-imagenet"
-#: The architecture, input side and patch side of the committed networks, which the live
-#: random networks share so that the two are measured alike.
+#: The committed networks' architecture, input side and patch side, shared by the live random networks.
 ARCH, IMG_SIZE, PATCH = "vit_tiny", 32, 8
 #: The patch sides :func:`rows_and_tokens` tries at :data:`IMG_SIZE`: 4, 16 and 64 patch tokens an image.
 PATCHES = (16, 8, 4)
@@ -126,11 +125,6 @@ def mean_levels(results: Sequence[MeasurementResult], input: str = INPUTS[0], me
     return tuple(sum(column) / len(column) for column in zip(*levels))
 
 
-def _paper_ranges(reference: str = REFERENCE) -> tuple:
-    reported = REPORTED[reference]
-    return reported.early_eed, reported.minimum_eed, reported.late_eed
-
-
 def _range_text(values: tuple[float, float] | None) -> str:
     return "-" if values is None else f"{values[0]:g}-{values[1]:g}"
 
@@ -143,9 +137,8 @@ def _row(cells: Sequence) -> str:
 
 def input_levels(preset: Preset, dataset: Dataset, source: str) -> ResultSection:
     """A random :data:`ARCH` on the images of ``dataset`` (from :func:`real_images`, which names
-    their ``source``), phase-scrambled and as noise, live, beside the committed random initialisations and learned networks on the
-    same three inputs (512 images, averaged over seeds): a table of the three levels and the
-    raw patches' EED%, and a figure of the profiles."""
+    their ``source``), phase-scrambled and as noise, live, beside the committed random
+    initialisations and learned networks on the same three inputs (averaged over seeds)."""
     model = random_network(seed=preset.seed)
     live = {name: eed_profile(model, stacked(inputs), preset.profile.batch_size)
             for name, inputs in control_inputs(dataset, preset.seed).items()}
@@ -158,7 +151,7 @@ def input_levels(preset: Preset, dataset: Dataset, source: str) -> ResultSection
         for name in INPUTS if results else ():
             rows.append(_row([f"{label} ({len(results)} seeds, {results[0].images} images)", name,
                               results[0].raw_patches[name].eed_percent, *mean_levels(results, name)]))
-    rows.append(_row(["paper (converged DINO ViT-S)", REFERENCE, "", *map(_range_text, _paper_ranges())]))
+    rows.append(_row(["paper (converged DINO ViT-S)", REFERENCE, "", *map(_range_text, paper_ranges(REFERENCE))]))
     values = {"pz_live_images_early": paper_levels(live["images"])[0],
               "pz_live_scrambled_early": paper_levels(live["phase-scrambled"])[0],
               "pz_live_noise_early": paper_levels(live["noise"])[0], "pz_images": len(dataset)}
@@ -215,7 +208,7 @@ def variant_spans(results: Sequence[MeasurementResult]) -> tuple[dict[str, Varia
     measured = [(m.variant, m.tokens) for m in results[0].profiles if m.input == INPUTS[0]]
     levels = {measurement: mean_levels(results, measurement=measurement) for measurement in measured}
     spans = {}
-    for index, (name, paper) in enumerate(zip(LEVELS, _paper_ranges())):
+    for index, (name, paper) in enumerate(zip(LEVELS, paper_ranges(REFERENCE))):
         low = min(measured, key=lambda m: levels[m][index])
         high = max(measured, key=lambda m: levels[m][index])
         default = levels[DEFAULT][index]
@@ -239,9 +232,7 @@ def variants_sentence(spans: Mapping[str, VariantSpan]) -> str:
 
 def variant_levels(results: Sequence[MeasurementResult] | None = None) -> ResultSection:
     """The measurement variants of the learned networks' images (``results``: default the
-    committed last epochs), per level: the default, the lowest and highest variant (averaged
-    over seeds), their spread (highest / lowest) and the gap from the default to the paper's
-    range (:func:`variant_spans`); ``pz_sentence`` says it in words (:func:`variants_sentence`)."""
+    committed last epochs), per level (:func:`variant_spans`, in words :func:`variants_sentence`)."""
     results = committed_measurements("last") if results is None else list(results)
     if not results:
         return ResultSection("No measurement of the learned networks is committed.\n")
@@ -249,7 +240,7 @@ def variant_levels(results: Sequence[MeasurementResult] | None = None) -> Result
     header = ["level", "paper", "default (tokens, all)", "lowest variant", "highest variant", "spread", "gap to the paper"]
     rows = [_row(header), _row(["---"] * len(header))]
     values = {"pz_variants": len(levels), "pz_sentence": variants_sentence(spans)}
-    for index, (name, paper) in enumerate(zip(LEVELS, _paper_ranges())):
+    for index, (name, paper) in enumerate(zip(LEVELS, paper_ranges(REFERENCE))):
         span = spans[name]
         low, high = levels[span.lowest][index], levels[span.highest][index]
         rows.append(_row([name, _range_text(paper), levels[DEFAULT][index], f"{low:.1f} ({', '.join(span.lowest)})",
@@ -262,9 +253,8 @@ def variant_levels(results: Sequence[MeasurementResult] | None = None) -> Result
 
 def rows_and_tokens(preset: Preset, dataset: Dataset, source: str) -> ResultSection:
     """The early level of a random :data:`ARCH` on the images of ``dataset`` (named by
-    ``source``) and on noise, live: against the number of rows (:data:`ROW_FRACTIONS` of the
-    images, patch :data:`PATCH`) and against the tokens per image (:data:`PATCHES` at
-    :data:`IMG_SIZE` px, every image); a table, a two-panel figure and the values the text reads."""
+    ``source``) and on noise, live: against the rows (:data:`ROW_FRACTIONS` of the images) and
+    against the tokens per image (:data:`PATCHES`)."""
     inputs = {name: stacked(data) for name, data in control_inputs(dataset, preset.seed).items() if name in ROW_INPUTS}
     rows_model = random_network(PATCH, preset.seed)
     tokens_per_image = (IMG_SIZE // PATCH) ** 2 + 1
@@ -320,9 +310,8 @@ def _rows_figure(by_rows: Mapping[str, Mapping[int, float]], by_tokens: Mapping[
 
 def paper_early_level(results: Sequence[MeasurementResult] | None = None, tolerance: float = TOLERANCE) -> ResultSection:
     """Every committed measurement of the learned networks (``results``: default the last
-    epochs), input by input and variant by variant, whose early level comes within
-    ``tolerance`` points of the paper's early range (:func:`~ib_tutorial.book.measurement.near`,
-    on every seed's interval), with the closest on the images beside them."""
+    epochs) whose early level comes near the paper's on every seed's interval
+    (:func:`~ib_tutorial.book.measurement.near`), with the closest on the images beside them."""
     results = committed_measurements("last") if results is None else list(results)
     if not results:
         return ResultSection("No measurement of the learned networks is committed.\n")

@@ -1,24 +1,16 @@
 r"""Which input and which measurement give a network's profile its levels, and one network in front of its controls.
 
-Which input and which measurement give a network's profile its levels.
+* **Controls** (input against learning): the same network on the images, the images
+  phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`: their spectra without
+  objects or edges) and white Gaussian noise with their per-channel moments, beside the rank
+  and :math:`N_\mathrm{eff}` of each input's raw pixel patches, a reference, not a bound.
+* **Measurement** (how the paper may have measured): every variant
+  (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every token choice, each with bootstrap
+  intervals, and whether its three levels come near the paper's
+  (:data:`~ib_tutorial.book.paper.REPORTED`).
 
-Two questions a reviewer asks of any profile, answered from one network and one set of images:
-
-* **Controls** (input against learning). The same network on three inputs: the images, the
-  images phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`: their spectra,
-  hence the covariance of their patches, without objects or edges) and white Gaussian noise with
-  their per-channel moments (:class:`~ib_tutorial.data.controls.GaussianNoiseImages`: the
-  isotropic end). Beside them, the rank and :math:`N_\mathrm{eff}` of each input's raw pixel
-  patches (:func:`~ib_tutorial.data.controls.raw_patch_statistics`), a reference, not a bound:
-  the position embedding and the blocks add directions the patches do not have.
-* **Measurement** (how the paper may have measured). Every measurement variant
-  (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every token choice
-  (:data:`~ib_tutorial.measure.block_profile.TOKEN_CHOICES`), each with bootstrap intervals
-  (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`), and whether its three levels come near
-  the paper's (:data:`~ib_tutorial.book.paper.REPORTED`).
-
-The paper's three levels are read from a profile :math:`v_0, \dots, v_{L-1}` (EED%) as it states
-them, over the regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
+The paper's three levels are read from a profile :math:`v_0, \dots, v_{L-1}` (EED%) over the
+regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
 
 .. math::
 
@@ -26,18 +18,8 @@ them, over the regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
     \text{middle} = \min_{l \in M} v_l, \qquad
     \text{late} = \max_{l \in \mathcal L} v_l
 
-("about 58-60 %" in L0-L1, the minimum in L2-L4, "up to about 92.5 %" in L9-L11). A level is
-*near* the paper's range :math:`[a, b]` when its interval :math:`[u, w]` comes within
+A level is *near* the paper's range :math:`[a, b]` when its interval :math:`[u, w]` comes within
 ``tolerance`` points of it, :math:`u \le b + \tau` and :math:`w \ge a - \tau`.
-
-Each input is measured by :func:`~ib_tutorial.measure.bootstrap.bootstrap_blocks`, one
-forward pass per token choice.
-
-One saved network in front of its controls, as "Networks that learned" and the claims
-chapter read it: the measurements ``ib-tutorial measure`` committed for a run
-(above), what the controls show, how far the ways of
-fewer images (fewer token rows) move the levels. How far the ways of measuring move them
-against the gap to the paper's is the level puzzle's (:mod:`~ib_tutorial.book.level_puzzle`).
 """
 from __future__ import annotations
 
@@ -63,7 +45,6 @@ from ..measure.shape import DIRECTIONS, classify_shape, depth_regions, middle_di
 from ..measure.variants import VARIANTS, get_variant
 from ..schema import from_json
 from ..training.runs import RunDirectory
-from .claims import interval_text
 from .paper import REPORTED
 from .records import Provenance, provenance
 from .run_profiles import profile_device, profile_images, profile_settings, seeded_subset
@@ -75,8 +56,7 @@ Tensor = torch.Tensor
 INPUTS = ("images", "phase-scrambled", "noise")
 #: The default measurement: the tokens' covariance, all tokens (the paper's).
 DEFAULT = ("tokens", "all")
-#: Replicates of each bootstrap by default (fewer than the bootstrap's own default: a table
-#: of many variants, read to the nearest few points).
+#: Replicates of each bootstrap: fewer than the bootstrap's default, for a table of many variants read to a few points.
 REPLICATES = 200
 #: Profile images a saved network is measured on by default (:func:`measure_run`).
 IMAGES = 512
@@ -114,13 +94,7 @@ def _level(index: int) -> Callable[[Sequence[float]], float]:
 
 @dataclass(frozen=True)
 class MeasuredProfile:
-    """One input measured one way: its bootstrap profile and the summaries tables show.
-
-    Attributes:
-        input: one of :data:`INPUTS`.
-        variant, tokens: the measurement.
-        profile: :math:`N_\\mathrm{eff}` per block with its replicates.
-    """
+    """One input (of :data:`INPUTS`) measured one way: its bootstrap profile and the summaries tables show."""
 
     input: str
     variant: str
@@ -173,14 +147,10 @@ class MeasurementResult:
 
     Attributes:
         label: what was measured (network, weights, data), for tables.
-        img_size, patch_size: the input side and the patch side.
         images: how many images (and control images) were measured.
         replicates, level, seed: the bootstrap's.
-        raw_patches: each input's raw patch statistics.
-        profiles: every measured profile, in the order measured.
-        provenance: where the measurement came from, as a profile record states it
-            (:func:`~ib_tutorial.book.records.provenance`: the commit, the settings'
-            hash, packages, device, date); None for a network measured outside a run.
+        provenance: as a profile record states it (:func:`~ib_tutorial.book.records.provenance`);
+            None for a network measured outside a run.
     """
 
     label: str
@@ -233,9 +203,8 @@ class MeasurementResult:
 
 
 def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:
-    """The images of ``dataset`` (image tensors as the model receives them), their
-    phase-scrambled versions and noise with their per-channel moments, by :data:`INPUTS` name;
-    the controls are functions of ``seed``."""
+    """The images of ``dataset``, their phase-scrambled versions and noise with their
+    per-channel moments, by :data:`INPUTS` name; the controls are functions of ``seed``."""
     return {"images": dataset, "phase-scrambled": PhaseScrambled(dataset, seed=seed),
             "noise": GaussianNoiseImages.matching(dataset, seed=seed)}
 
@@ -245,15 +214,13 @@ def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, image
                      replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
                      max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu", progress: bool = True
                      ) -> MeasurementResult:
-    """``model`` on the images of ``dataset``, phase-scrambled and as noise (:data:`INPUTS`),
-    each measured with bootstrap intervals, beside their raw patches' rank and
+    """``model`` (a timm ViT) on the images of ``dataset``, phase-scrambled and as noise
+    (:data:`INPUTS`), each measured with bootstrap intervals, beside their raw patches' rank and
     :math:`N_\\mathrm{eff}`.
 
     Args:
-        model: a timm ViT (e.g. :func:`~ib_tutorial.models.build_vit`, or a run's
-            :meth:`~ib_tutorial.training.runs.RunDirectory.load_backbone`).
-        dataset: image tensors as the model receives them (the evaluation transform at the
-            model's input side, e.g. :func:`~ib_tutorial.book.run_profiles.profile_images`).
+        dataset: image tensors as the model receives them
+            (e.g. :func:`~ib_tutorial.book.run_profiles.profile_images`).
         label: names the result in tables.
         images: measure this many of ``dataset``'s images, drawn with ``seed``
             (:func:`~ib_tutorial.book.run_profiles.seeded_subset`); default all.
@@ -278,11 +245,9 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
                 measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
                 replicates: int = REPLICATES, level: float = LEVEL, root=None, download: bool = False,
                 max_bytes: int = 16 * MAX_BYTES, progress: bool = True) -> Path:
-    """:func:`measure_controls` of the network a run saved at ``epoch`` (0: the random
-    initialisation it started from; default: the last saved), on ``images`` of the run's own
-    profile images (:func:`~ib_tutorial.book.run_profiles.profile_images`), bootstrapped
-    with the run's seed, written to :func:`measurement_path` in the run directory, beside its
-    profiles (a bundle's export carries it); returns that file (:meth:`MeasurementResult.load`)."""
+    """:func:`measure_controls` of the network a run saved at ``epoch`` (0: its random
+    initialisation; default: the last saved) on ``images`` of its own profile images, with the
+    run's seed, written to :func:`measurement_path`; returns that file."""
     if images < 1:
         raise ValueError(f"{argument('images', images)}: it must be at least 1.")
     run = RunDirectory(run_dir)
@@ -306,9 +271,8 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
 
 def measurement_path(run_dir: str | os.PathLike, epoch: int, images: int = IMAGES) -> Path:
     """Where :func:`measure_run` keeps the measurement of a run's network at ``epoch``:
-    ``measurement/<epoch>.json`` on the default :data:`IMAGES`, ``measurement/<epoch>-<images>-images.json``
-    on another number, so that a measurement on fewer images (fewer token rows) stands beside
-    the default one instead of replacing it."""
+    ``measurement/<epoch>.json`` on the default :data:`IMAGES`, else
+    ``measurement/<epoch>-<images>-images.json``, beside the default one."""
     name = f"{epoch}.json" if images == IMAGES else f"{epoch}-{images}-images.json"
     return Path(run_dir) / "measurement" / name
 
@@ -333,9 +297,8 @@ def _cell(interval: Interval) -> str:
 
 
 def controls_table(results: Sequence[MeasurementResult], measurement: Measurement = DEFAULT) -> str:
-    """A Markdown table, one row per network and input: the raw patches' rank and
-    :math:`N_\\mathrm{eff}` (of their dimension), the early, middle and late levels (EED%, with
-    intervals), the shape with the share of replicates that give it, and the middle dip (EED points)."""
+    """A Markdown table, one row per network and input: raw patch statistics, the three levels,
+    the shape and the middle dip."""
     rows = ["| network | input | raw patches: rank / N_eff (of dim) | early EED% | middle (min) EED% "
             "| late (max) EED% | shape (share) | middle dip |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -362,24 +325,25 @@ def near(interval: Interval, reported: tuple[float | None, float | None] | None,
     return interval.low <= high + tolerance and interval.high >= low - tolerance
 
 
+def paper_ranges(reference: str = "tiny-imagenet") -> tuple:
+    """The paper's reported ranges (EED%) for ``reference``, in the order of :data:`LEVELS`; None where it reports none."""
+    reported = REPORTED[reference]
+    return reported.early_eed, reported.minimum_eed, reported.late_eed
+
+
 def near_paper(measured: MeasuredProfile, reference: str = "tiny-imagenet", tolerance: float = TOLERANCE
                ) -> dict[str, bool | None]:
     """For each of the paper's levels, whether ``measured`` comes near what the paper reports
     for ``reference`` (:func:`near`)."""
-    reported = REPORTED[reference]
-    ranges = dict(zip(LEVELS, (reported.early_eed, reported.minimum_eed, reported.late_eed)))
+    ranges = dict(zip(LEVELS, paper_ranges(reference)))
     return {name: near(interval, ranges[name], tolerance) for name, interval in measured.levels().items()}
 
 
 def variants_table(results: Sequence[MeasurementResult], reference: str = "tiny-imagenet",
                    tolerance: float = TOLERANCE) -> str:
     """A Markdown table, one row per network and measurement of its images: the paper's three
-    levels (EED%, with intervals) and how many of the reported ones come near
-    :data:`~ib_tutorial.book.paper.REPORTED` ``[reference]`` (within ``tolerance``
-    points); **near** where all of them do."""
-    reported = REPORTED[reference]
-    ranges = [reported.early_eed, reported.minimum_eed, reported.late_eed]
-    paper = " / ".join("-" if r is None else f"{r[0]:g}-{r[1]:g}" for r in ranges)
+    levels and how many come near the paper's for ``reference`` (:func:`near_paper`)."""
+    paper = " / ".join("-" if r is None else f"{r[0]:g}-{r[1]:g}" for r in paper_ranges(reference))
     rows = [f"| network | variant | tokens | early EED% | middle (min) EED% | late (max) EED% "
             f"| near the paper ({reference}: {paper}, ±{tolerance:g}) |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -400,8 +364,7 @@ def run_measurements(run_folder: str | os.PathLike, images: int | None = None) -
     of images (``measurement/<epoch>.json``), or on ``images`` where given and measured."""
     folder = Path(run_folder) / "measurement"
     epochs = sorted(int(path.stem) for path in folder.glob("*.json") if path.stem.isdigit())
-    paths = {epoch: measurement_path(run_folder, epoch, images) if images else measurement_path(run_folder, epoch)
-             for epoch in epochs}
+    paths = {epoch: measurement_path(run_folder, epoch, images or IMAGES) for epoch in epochs}
     return {epoch: MeasurementResult.load(path) for epoch, path in paths.items() if path.exists()}
 
 
@@ -417,9 +380,8 @@ class ControlFindings:
     Attributes:
         scrambled_gap: the largest gap, in EED points, between the images and their
             phase-scrambled versions over the three levels, both networks.
-        shapes: by (``"init"`` or ``"trained"``, input), the profile's shape.
+        shapes, levels: by (``"init"`` or ``"trained"``, input[, level]), the shape and EED%.
         noise_ratio: white noise's early level over the images', at the initialisation.
-        levels: by (network, input, level), EED%.
     """
 
     scrambled_gap: float
@@ -441,14 +403,9 @@ def control_findings(init: MeasurementResult, trained: MeasurementResult) -> Con
 
 @dataclass(frozen=True)
 class RowsComparison:
-    """One network measured on the default number of images and on fewer.
-
-    Attributes:
-        markdown: a row per epoch and number of images: the three levels with intervals, the shape.
-        largest_shift: the largest change of any level, in EED points, from many images to few.
-        same_shapes: whether every epoch keeps its shape on fewer images.
-        images: the two numbers of images, many then few.
-    """
+    """One network measured on the default number of images and on fewer: the table, the largest
+    change of any level from many images to few (EED points), whether every epoch keeps its
+    shape, and the two numbers of images."""
 
     markdown: str
     largest_shift: float
@@ -465,7 +422,7 @@ def rows_comparison(many: Mapping[int, MeasurementResult], few: Mapping[int, Mea
         for result in (many[epoch], fewer):
             levels, (shape, share) = result.get("images").levels(), result.get("images").shape()
             rows.append(f"| epoch {epoch} | {result.images} | "
-                        + " | ".join(f"{levels[name].estimate:.1f} {interval_text(levels[name])}" for name in LEVELS)
+                        + " | ".join(_cell(levels[name]) for name in LEVELS)
                         + f" | {shape} ({share:.0%}) |")
         shifts += [level(fewer, "images", which) - level(many[epoch], "images", which) for which in LEVELS]
         same &= fewer.get("images").shape()[0] == many[epoch].get("images").shape()[0]

@@ -12,16 +12,11 @@ from dataclasses import dataclass
 
 from ..measure.shape import ProfileShape, Verdict
 from . import claims
-from .bundles import BundleRun, load_bundle
-from .claims import ClaimTest, ShapeSummary
+from .bundles import BundleRun, load_bundle, stored_entry
+from .claims import ClaimTest, SeedSpread, ShapeSummary, knob_end_tests, run_tests, seed_tests
 from .dataset_runs import DatasetRun, longest_run
-from .knob import DINO_HUE_SWEEP, DINO_TIER_ENDS, KnobSweep, recipe_sweep, seeds_by_weight, widest_sweep
-from .learned import Learned, learned_rule
-from .bundles import stored_entry
-from .learned import knn_standard_error
-from .claims import SeedSpread
-from .claims import knob_end_tests, run_tests, seed_tests
-from .knob import sweep_claims
+from .knob import DINO_HUE_SWEEP, DINO_TIER_ENDS, KnobSweep, recipe_sweep, seeds_by_weight, sweep_claims, widest_sweep
+from .learned import Learned, knn_standard_error, learned_rule
 
 #: The two kinds of data the paper contrasts, and the objectives trained on both.
 DATA = {"tiny-imagenet": "objects", "dtd": "textures"}
@@ -34,14 +29,7 @@ Tested = list[tuple[str, ClaimTest]]
 
 @dataclass(frozen=True)
 class Network:
-    """One trained network, read by the learned rule.
-
-    Attributes:
-        label: what the tables call it.
-        objective: ``"supervised"`` or ``"dino"``.
-        rule: the learned rule applied to its records.
-        last: its last saved profile's shape summary.
-    """
+    """One trained network: the learned rule on its records and its last saved profile."""
 
     label: str
     objective: str
@@ -55,15 +43,8 @@ class Network:
 
 @dataclass(frozen=True)
 class SeedGroup:
-    """The seeds of one setting and their claims (:func:`~ib_tutorial.book.claims.seed_tests`).
-
-    Attributes:
-        setting_label: the setting, as ``"dino, dtd (textures)"``.
-        spread: the runs side by side.
-        runs: the runs, ascending in seed.
-        per_seed: each seed's tests, as ``("seed N", test)``.
-        setting: the verdict on each claim over the seeds.
-    """
+    """The seeds of one setting (as ``"dino, dtd (textures)"``), ascending, and their claims
+    (:func:`~ib_tutorial.book.claims.seed_tests`): each seed's, then the verdicts over the seeds."""
 
     setting_label: str
     spread: SeedSpread
@@ -85,12 +66,8 @@ class SeedGroup:
 
 @dataclass(frozen=True)
 class ClaimStatus:
-    """Every test of the chapters, and every network they read.
-
-    Attributes:
-        tests: ``(network or group of seeds, test)``, each (network, claim) once.
-        networks: every trained network, each once, in the order first read.
-    """
+    """Every ``(network or group of seeds, test)`` of the chapters, each (network, claim) once,
+    and every network they read, each once."""
 
     tests: Tested
     networks: list[Network]
@@ -162,10 +139,8 @@ def longest_run_tests(found: dict[tuple[str, str], DatasetRun], lenders: Tested 
 
 
 def _sweep_status(name: str, sweep: KnobSweep) -> tuple[Tested, list[Network]]:
-    """A knob sweep's tests, as the knob chapter asks them (:func:`~ib_tutorial.book.knob.sweep_claims`):
-    each weight's network and the claim along the knob; then at each weight trained from more
-    seeds, the other seeds' own tests and the verdict over the seeds, on the level and on the
-    change from the initialisation."""
+    """A knob sweep's tests, as the knob chapter asks them (:func:`~ib_tutorial.book.knob.sweep_claims`),
+    with every seed's own tests and, at each weight trained from more seeds, the verdict over them."""
     runs = [run for _, run in sweep.runs.values()]
     runs += [run for pair in seeds_by_weight(sweep).values() for run in pair if run.config.seed != runs[0].config.seed]
     networks, tested = [], []
@@ -197,11 +172,8 @@ def knob_status() -> tuple[Tested, list[Network]]:
 
 
 def claim_status() -> ClaimStatus:
-    """Every test the chapters ask of the committed networks (:class:`ClaimStatus`): the
-    supervised seeds of "Networks that learned", the longest runs, DINO's `laptop` tier at 48
-    epochs from two seeds on each data set, its 48-epoch run of 5,000 images an epoch, the
-    knob, and DINO ViT-S on the GPU. A network is tested once: a seed that is also a longest
-    run keeps that run's row."""
+    """Every test the chapters ask of the committed networks (:class:`ClaimStatus`), each network
+    once: a seed that is also a longest run keeps that run's row."""
     found = longest_runs()
     networks = [Network.of(run_label(key, entry), entry.run) for key, entry in found.items()]
     supervised = seed_group("supervised-seeds", "tiny-imagenet")
@@ -279,9 +251,7 @@ def knn_gains(found: dict[tuple[str, str], DatasetRun], dataset: str) -> str:
 
 
 def status_values(status: ClaimStatus) -> dict[str, float | str]:
-    """What the claims chapter's text glues of the table: the counts of each verdict, the
-    networks that end as a U, the shapes the networks end as, how many networks, and the
-    highest early level (EED%) of any last profile."""
+    """What the claims chapter's text glues of the table."""
     counts = status.counts()
     ends = [network.last for network in status.networks]
     return {
@@ -296,9 +266,7 @@ def status_values(status: ClaimStatus) -> dict[str, float | str]:
 
 
 def seed_group_values(group: SeedGroup, prefix: str) -> dict[str, str]:
-    """What a chapter's text glues of two seeds (``prefix`` names them): each seed's last shape
-    with its middle dip, the second's interval on it, its lowest block and the share of
-    bootstrap replicates that give its shape."""
+    """What a chapter's text glues of two seeds (``prefix`` names them)."""
     first, second = (run.last for run in group.spread.runs[:2])
     dip = claims.mid_depth_minimum(second)
     interval = "" if dip.interval is None else f", 90 % interval {dip.interval.low:+.1f} to {dip.interval.high:+.1f}"

@@ -1,18 +1,11 @@
 """Markdown tables of computed results, and one section of a chapter (:class:`ResultSection`).
 
-One section of a chapter as the package computes it: a table, a figure, the values its
-paragraph glues, and the statements that paragraph makes, each checked against the data.
-
-A chapter's cell calls a function that returns a :class:`ResultSection` and shows it; the
-paragraph after the cell quotes the glued values and says what the statements say. When the
-committed results change so that a statement no longer holds, :meth:`ResultSection.show`
-raises, so ``pytest --nbval`` fails until the paragraph is rewritten.
-
-Markdown tables of computed results: the comparison with the paper, a bundle's runs,
-and a run's estimated cost (the recipe runs' tables: :mod:`~ib_tutorial.book.lab_notes`).
-
-Each function takes the records that :mod:`ib_tutorial.book` and
-:mod:`ib_tutorial.training.cost` compute and only formats them.
+A section is a table, a figure, the values its paragraph glues and the statements that
+paragraph makes, each checked against the data: when committed results change so that a
+statement no longer holds, :meth:`ResultSection.show` raises and ``pytest --nbval`` fails
+until the paragraph is rewritten. The tables (the comparison with the paper, a bundle's runs,
+a run's estimated cost) only format what :mod:`ib_tutorial.book` and
+:mod:`ib_tutorial.training.cost` compute.
 """
 from __future__ import annotations
 

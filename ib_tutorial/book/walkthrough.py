@@ -1,17 +1,11 @@
-"""From runs to results: one committed bundle walked through, and what the GPU run's files say.
+"""What the chapter "From runs to results" shows: one committed bundle walked through end to end,
+every other bundle in one table, and the committed GPU run with what its files say.
 
-Why the committed GPU run did not learn is not known: what the run's own files say about it.
-
-The run (DINO ViT-S at the ``paper`` recipe, cut to the epochs a lent machine's time allowed)
-differs from runs that learned in several ways at once, and no run has changed one of them
-alone. :func:`gpu_run_facts` reads each from the run's ``config.json`` and ``metrics.jsonl``;
-:func:`floors_test` reads the one test the book has of the first of them, the warm-up and
-freeze floors, from two CPU runs that differ in them only.
-
-What the chapter "From runs to results" shows: one committed bundle walked through end to
-end (the command that made it, what each run learned), every other committed bundle in one
-table that links to the chapter that reads it, and the committed GPU run with what is and
-is not known about why it did not learn (:func:`gpu_run_section`).
+Why the GPU run (DINO ViT-S at the ``paper`` recipe, cut to the epochs a lent machine allowed)
+did not learn is not known: it differs from runs that learned in several ways at once, and no
+run has changed one of them alone. :func:`gpu_run_facts` reads each from the run's
+``config.json`` and ``metrics.jsonl``; :func:`floors_test` reads the book's one test of the
+first of them, the warm-up and freeze floors, from two CPU runs that differ in them only.
 """
 from __future__ import annotations
 

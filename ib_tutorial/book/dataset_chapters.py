@@ -23,28 +23,22 @@ import numpy as np
 
 from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, dataset_on_disk, held_out_split
+from ..files import DATA_ENV_VAR, data_root, display_path, in_repository, repository_root, stored_benchmark
+from ..measure.bootstrap import Interval
 from ..measure.shape import DIRECTIONS, near_lowest
 from ..models import ARCHITECTURES, MODEL_NAMES
-from ..files import DATA_ENV_VAR, data_root, display_path, in_repository, repository_root, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
-from .bundles import Bundle, load_bundles, middle_eed
-from .paper import Setting, compare_profile
-from .dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
-from .paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
-from ..measure.bootstrap import Interval
-from .claims import profile_shape
-from .learned import Learned, learned_rule
-from .claims import REGIONS, region_change
-from .learned import GAIN, knn_standard_error
-from .records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_config import RunSpec
 from ..training.runs import RunDirectory
-from .claims import interval_text
-from .plots import run_caption
-from .plots import add_caption, plot_knn_curves, plot_run_epochs
-from .tables import ResultSection
-from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
+from .bundles import Bundle, load_bundles, middle_eed
+from .claims import REGIONS, interval_text, profile_shape, region_change
+from .dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
+from .learned import GAIN, Learned, knn_standard_error, learned_rule
+from .paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, Setting, compare_profile, late_label
+from .plots import add_caption, plot_knn_curves, plot_run_epochs, run_caption
+from .records import code_version
+from .tables import ResultSection, bundle_markdown, comparison_markdown, duration_text, estimate_markdown
 
 REPOSITORY = "https://github.com/ib-tutorial/ib-tutorial"
 

@@ -38,7 +38,8 @@ from .learned import GAIN, Learned, knn_standard_error, learned_rule
 from .paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, Setting, compare_profile, late_label
 from .plots import add_caption, plot_knn_curves, plot_run_epochs, run_caption
 from .records import code_version
-from .tables import ResultSection, bundle_markdown, comparison_markdown, duration_text, estimate_markdown
+from .tables import (ResultSection, bundle_markdown, comparison_markdown, duration_text, estimate_markdown,
+                     markdown_table)
 
 REPOSITORY = "https://github.com/ib-tutorial/ib-tutorial"
 
@@ -210,16 +211,16 @@ def shape_markdown(entry: DatasetRun) -> str:
     """Per saved epoch: where the profile is lowest and highest, the mean of the middle
     blocks (where the paper finds its minimum), and whether the minimum lies there."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
-    lines = [f"| epoch | lowest block | highest block | spread (points) | middle {blocks} mean | minimum in {blocks}? |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for record in entry.run.profiles:
         eed = record.profile.eed_percent
         low, high = int(np.argmin(eed)), int(np.argmax(eed))
         close = near_lowest(record.profile.n_eff, DIRECTIONS)
         near = f"; {', '.join(f'L{block}' for block in close)} within {DIRECTIONS:g} direction" if close else ""
-        lines.append(f"| {record.epoch} | L{low} ({eed[low]:.1f} %{near}) | L{high} ({eed[high]:.1f} %) | "
-                     f"{eed[high] - eed[low]:.1f} | {middle_eed(record):.1f} % | {'yes' if low in MIDDLE else 'no'} |")
-    return "\n".join(lines)
+        rows.append((record.epoch, f"L{low} ({eed[low]:.1f} %{near})", f"L{high} ({eed[high]:.1f} %)",
+                     f"{eed[high] - eed[low]:.1f}", f"{middle_eed(record):.1f} %", "yes" if low in MIDDLE else "no"))
+    return markdown_table(["epoch", "lowest block", "highest block", "spread (points)", f"middle {blocks} mean",
+                           f"minimum in {blocks}?"], rows)
 
 
 def run_section(entry: DatasetRun) -> ResultSection:
@@ -418,9 +419,8 @@ REAL_SPECS = tuple(dict.fromkeys([spec.text for family in FAMILIES.values() for 
 
 def datasets_markdown() -> str:
     """A Markdown table of every dataset ``get_dataset`` knows: name, kind, splits, what it is."""
-    rows = ["| name | kind | splits | what it is |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{name}` | {info.kind} | {', '.join(info.splits)} | {info.description} |" for name, info in DATASETS.items()]
-    return "\n".join(rows)
+    return markdown_table(["name", "kind", "splits", "what it is"],
+                          [(f"`{name}`", info.kind, ", ".join(info.splits), info.description) for name, info in DATASETS.items()])
 
 
 def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
@@ -503,14 +503,14 @@ def paper_table_markdown(datasets) -> str:
         where = late_label(reported) if key == "late" else f"L{blocks[0]}-L{blocks[-1]}"
         return f"{values[0]:.1f}-{values[1]:.1f} % ({where}; {reported.band_note(key, values)})"
 
-    lines = ["| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |"]
+    rows = []
     for dataset in datasets:
         reported = REPORTED[dataset]
-        flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
-        lines.append(f"| `{dataset}` | {span(reported, 'early', reported.early_blocks, reported.early_eed)} | "
-                     f"{span(reported, 'minimum', reported.middle_blocks, reported.minimum_eed)} | "
-                     f"{span(reported, 'late', reported.late_blocks, reported.late_eed)} | {flat} |")
-    return "\n".join(lines) + (
+        rows.append((f"`{dataset}`", span(reported, "early", reported.early_blocks, reported.early_eed),
+                     span(reported, "minimum", reported.middle_blocks, reported.minimum_eed),
+                     span(reported, "late", reported.late_blocks, reported.late_eed),
+                     "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"))
+    return markdown_table(["dataset", "early", "minimum", "late", "flat"], rows) + (
         "\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384, and states no input or patch "
         f"size; a dash is a value it does not state as a number. Where it states one value (\"about x\"), the band "
         f"is ours: x ± {ABOUT_TOLERANCE:g} points.")

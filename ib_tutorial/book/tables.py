@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,19 +75,22 @@ def absent(command: str, what: str) -> ResultSection:
                          f"This command makes it:\n\n```bash\n{command}\n```")
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    """A Markdown table: the header, its rule, then one line per row of cells."""
+    return "\n".join("| " + " | ".join(map(str, cells)) + " |" for cells in [header, ["---"] * len(header), *rows])
+
+
 def comparison_markdown(rows: list[ComparisonRow]) -> str:
     """The rows as a Markdown table. When no row is like for like
     (:func:`~ib_tutorial.book.paper.setting_difference`), the paper's values stand
     beside ours as a reference, under the reason, without verdict or deviation columns."""
     if rows and all(r.unlike for r in rows):
         reasons = "\n\n".join(dict.fromkeys(r.unlike for r in rows))
-        lines = ["| dataset | statistic | ours | paper's value, for reference |", "| --- | --- | --- | --- |"]
-        lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} |" for r in rows]
-        return reasons + "\n\n" + "\n".join(lines) + "\n"
-    lines = ["| dataset | statistic | ours | paper | verdict | deviation |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} | {r.verdict} | {r.deviation} |"
-              for r in rows]
-    return "\n".join(lines) + "\n"
+        table = markdown_table(["dataset", "statistic", "ours", "paper's value, for reference"],
+                               [(r.dataset, r.statistic, r.ours_text, r.paper_text) for r in rows])
+        return reasons + "\n\n" + table + "\n"
+    return markdown_table(["dataset", "statistic", "ours", "paper", "verdict", "deviation"],
+                          [(r.dataset, r.statistic, r.ours_text, r.paper_text, r.verdict, r.deviation) for r in rows]) + "\n"
 
 def bundle_markdown(bundle: Bundle) -> str:
     """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from

@@ -21,7 +21,7 @@ from .dataset_chapters import chapter_runs
 from .dataset_runs import DatasetRun, FAMILIES
 from .learned import knn_standard_error, learned_rule
 from .plots import plot_knn_curves, run_caption
-from .tables import ResultSection
+from .tables import ResultSection, markdown_table
 
 
 @dataclass(frozen=True)
@@ -132,15 +132,15 @@ def learned_markdown(bundle: Bundle) -> str:
     numbers the rule reads (:func:`~ib_tutorial.book.learned.learned_rule`): the CLS k-NN
     gain beside its threshold, and the teacher's information beside the collapse threshold
     ("-" for a run without a teacher)."""
-    lines = ["| run | by the book's rule | CLS k-NN gain, points (threshold) | teacher information, nats (collapse under) |",
-             "| --- | --- | --- | --- |"]
+    rows = []
     for spec, run in bundle.runs.items():
         rule = learned_rule(run)
         teacher = ("-" if rule.teacher_information is None else
                    f"{rule.teacher_information:.2f} ({rule.teacher_floor:.2f})")
-        lines.append(f"| `{spec}` | {'learned' if rule.learned else 'did not learn'} | "
-                     f"{rule.knn.learned:+.1f} ({rule.knn.threshold:.1f}) | {teacher} |")
-    return "\n".join(lines)
+        rows.append((f"`{spec}`", "learned" if rule.learned else "did not learn",
+                     f"{rule.knn.learned:+.1f} ({rule.knn.threshold:.1f})", teacher))
+    return markdown_table(["run", "by the book's rule", "CLS k-NN gain, points (threshold)",
+                           "teacher information, nats (collapse under)"], rows)
 
 
 def _chapter_key(key: str) -> str:
@@ -170,14 +170,14 @@ def bundles_markdown(bundles: Iterable[str | Path | Bundle] | None = None, skip:
     that read it (:func:`reading_chapters`)."""
     loaded = [bundle for bundle in load_bundles(bundles) if bundle.name not in set(skip)]
     readers = reading_chapters(loaded)
-    lines = ["| bundle | preset | runs: datasets | learned (the book's rule) | read in |", "| --- | --- | --- | --- | --- |"]
+    rows = []
     for bundle in loaded:
         datasets = ", ".join(dict.fromkeys(f"`{run.spec.dataset}`" for run in bundle.runs.values()))
-        runs = f"{len(bundle.runs)}: {datasets}"
         learned = sum(learned_rule(run).learned for run in bundle.runs.values())
         chapters = ", ".join(f"{{doc}}`{chapter}`" for chapter in readers[bundle.name]) or "-"
-        lines.append(f"| `{bundle.name}` | `{bundle.preset}` | {runs} | {learned} of {len(bundle.runs)} | {chapters} |")
-    return "\n".join(lines)
+        rows.append((f"`{bundle.name}`", f"`{bundle.preset}`", f"{len(bundle.runs)}: {datasets}",
+                     f"{learned} of {len(bundle.runs)}", chapters))
+    return markdown_table(["bundle", "preset", "runs: datasets", "learned (the book's rule)", "read in"], rows)
 
 
 def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) -> str:

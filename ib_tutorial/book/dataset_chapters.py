@@ -470,17 +470,18 @@ def sizes_markdown(spec: str | RunSpec) -> str:
     info = DATASETS[name]
     # With options (e.g. a DTD folder) the split is not the published one the registry counts.
     split_images = None if options else info.train_images
-    lines = [f"`{spec}`: {info.kind}; {info.description}; held out: `{held_out_split(name, options)}`.", "",
-             "| preset | device | model | input px | patch px | tokens per global crop | local crops | epochs x images per epoch |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for preset in PRESETS.values():
         view, train = preset.view(name), preset.train
         per_epoch = f"{train.train_images:,}" if train.train_images else (f"{split_images:,} (the split)" if split_images else "the split")
-        lines.append(f"| `{preset.name}` | {'CPU' if preset.device == 'cpu' else 'GPU'} | {MODEL_NAMES.get(_width(preset), train.arch)} "
-                     f"(D = {_width(preset)}) | {view.img_size} | {view.patch_size} | "
-                     f"{(view.img_size // view.patch_size) ** 2 + 1} | {train.local_crops_number} x {view.local_crop_size} px | "
-                     f"{train.epochs} x {per_epoch} |")
-    return "\n".join(lines)
+        rows.append((f"`{preset.name}`", "CPU" if preset.device == "cpu" else "GPU",
+                     f"{MODEL_NAMES.get(_width(preset), train.arch)} (D = {_width(preset)})", view.img_size,
+                     view.patch_size, (view.img_size // view.patch_size) ** 2 + 1,
+                     f"{train.local_crops_number} x {view.local_crop_size} px", f"{train.epochs} x {per_epoch}"))
+    header = ["preset", "device", "model", "input px", "patch px", "tokens per global crop", "local crops",
+              "epochs x images per epoch"]
+    return (f"`{spec}`: {info.kind}; {info.description}; held out: `{held_out_split(name, options)}`.\n\n"
+            + markdown_table(header, rows))
 
 
 def paper_row_markdown(dataset: str) -> str:

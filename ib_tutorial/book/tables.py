@@ -100,23 +100,23 @@ def bundle_markdown(bundle: Bundle) -> str:
     is said once, above the table (:func:`run_labels`)."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
     labels, shared = run_labels([run.spec for run in bundle.runs.values()])
-    lines = [f"| `{bundle.name}` | k-NN top-1 %, CLS: init -> end (best) | k-NN top-1 %, mean patch: init -> end (best) "
-             f"| raw patches N_eff | middle EED% ({blocks}): init -> end | last block EED%: init -> end | wall time | images/s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for label, run in zip(labels, bundle.runs.values()):
         cls, mean = [r["top1"] for r in run.knn], [r.get("top1_mean") for r in run.knn]
         mean_text = "-" if None in mean else f"{mean[0]:.1f} -> {mean[-1]:.1f} ({max(mean):.1f})"
         first, last = run.profiles[0], run.profiles[-1]
         rates = sorted(r["images_per_s"] for r in run.train)
         wall = f"{run.knn[-1]['wall_s'] / 60:.0f} min" if "wall_s" in run.knn[-1] else "-"
-        lines.append(
-            f"| {label} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
-            f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']} | "
-            f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} | "
-            f"{first.profile.eed_percent[-1]:.1f} -> {last.profile.eed_percent[-1]:.1f} | "
-            f"{wall} | {rates[len(rates) // 2]:.0f} |")
+        rows.append((label, f"{cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f})", mean_text,
+                     f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']}",
+                     f"{middle_eed(first):.1f} -> {middle_eed(last):.1f}",
+                     f"{first.profile.eed_percent[-1]:.1f} -> {last.profile.eed_percent[-1]:.1f}",
+                     wall, f"{rates[len(rates) // 2]:.0f}"))
+    header = [f"`{bundle.name}`", "k-NN top-1 %, CLS: init -> end (best)", "k-NN top-1 %, mean patch: init -> end (best)",
+              "raw patches N_eff", f"middle EED% ({blocks}): init -> end", "last block EED%: init -> end", "wall time",
+              "images/s"]
     intro = f"Every run of `{bundle.name}`: {shared}.\n\n" if shared else ""
-    return intro + "\n".join(lines)
+    return intro + markdown_table(header, rows)
 
 
 def run_labels(specs: Sequence[RunSpec]) -> tuple[list[str], str]:

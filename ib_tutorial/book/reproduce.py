@@ -113,12 +113,8 @@ def reproduce(
     pretrained: Sequence[str] = (),
     weights: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
-    """Train, profile (every measurement of :data:`~ib_tutorial.book.run_profiles.VARIANTS` too)
-    and prune (:func:`~ib_tutorial.book.run_profiles.prune_run`, the last teacher) every dataset,
-    and on a synthetic world with objects measure what the first and the last teacher learned besides the class
-    (:func:`~ib_tutorial.book.run_profiles.measure_factors`),
-    then write ``summary.json`` (:func:`ib_tutorial.book.tables.write_comparison_table` turns
-    it into ``comparison.md``, as ``ib-tutorial reproduce`` does).
+    """Train, profile, prune and measure the object factors of every dataset, then write
+    ``summary.json`` (the layout of ``out``: the module docstring).
 
     Args:
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).

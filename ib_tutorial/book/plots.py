@@ -382,18 +382,24 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: s
         levels.plot(blocks, first.profile.eed_percent, linestyle="--", color=colour, alpha=0.6)
         level = draw_block_changes(changes, profile_shape(first), profile_shape(last), colour, f"w = {weight:g}") or level
     levels.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
-    changes.axhline(0, color="0.4", lw=1)
-    for ax, title, ylabel in ((levels, "EED per block", "EED (% of width D)"),
-                              (changes, "what training changed", "EED change from random init (points)")):
-        ax.set_xticks(range(last.profile.depth))
-        ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
-        ax.grid(alpha=0.3)
-    levels.set_ylim(bottom=0)
+    style_change_axes(levels, changes, last.profile.depth, "EED per block")
     fig.suptitle("synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
     # Beside the panels, where it covers no curve (inside, it hid the upper ones).
     fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
     add_caption(fig, caption + (f" Bands: {level:.0%} paired bootstrap intervals over the images." if level else ""))
     return fig
+
+
+def style_change_axes(levels: plt.Axes, changes: plt.Axes, depth: int, levels_title: str) -> None:
+    """Blocks, labels and grid of the two panels of EED% (from 0) and its change from the
+    random initialisation (around a zero line)."""
+    changes.axhline(0, color="0.4", lw=1)
+    for ax, title, ylabel in ((levels, levels_title, "EED (% of width D)"),
+                              (changes, "what training changed", "EED change from random init (points)")):
+        ax.set_xticks(range(depth))
+        ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
+        ax.grid(alpha=0.3)
+    levels.set_ylim(bottom=0)
 
 
 def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, color, label: str) -> float | None:
@@ -470,17 +476,9 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
         levels.plot(blocks, run.first.eed_percent, "--s", color=color, markerfacecolor="none",
                     label=f"seed {run.seed}, random init")
         draw_block_changes(changes, run.first, run.last, color, f"seed {run.seed}")
-    changes.axhline(0, color="0.4", lw=1)
-    for ax, title, ylabel in ((levels, "EED per block, each seed", "EED (% of width D)"),
-                              (changes, "what training changed", "EED change from random init (points)")):
-        ax.set_xticks(range(len(spread.runs[0].last.n_eff)))
-        ax.set_xlabel("block index l (0 = first transformer block)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
+    style_change_axes(levels, changes, len(spread.runs[0].last.n_eff), "EED per block, each seed")
     # One legend beside the panels: the right panel's lines are the left's seeds, in the same colours.
     fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
-    levels.set_ylim(bottom=0)
     add_caption(fig, caption + f" Bands: {spread.runs[0].last.bootstrap.level:.0%} bootstrap intervals over the images.")
     return fig
 

@@ -92,6 +92,7 @@ def comparison_markdown(rows: list[ComparisonRow]) -> str:
     return markdown_table(["dataset", "statistic", "ours", "paper", "verdict", "deviation"],
                           [(r.dataset, r.statistic, r.ours_text, r.paper_text, r.verdict, r.deviation) for r in rows]) + "\n"
 
+
 def bundle_markdown(bundle: Bundle) -> str:
     """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from
     the random initialisation to the end (best in brackets), the raw-patch baseline, the

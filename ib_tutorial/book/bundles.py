@@ -1,17 +1,12 @@
-"""Results bundles, and the manifest of the committed results the book reads.
+"""Results bundles read back whole, and the manifest of the committed results the book reads.
 
-The committed results the book reads, and what each is for: the one place a bundle's or a
-run's folder name is written. A chapter asks for an entry by its key
-(:func:`stored_entry`), never by a folder name typed in a notebook.
+A bundle is what ``ib-tutorial reproduce`` writes and ``--export`` commits under ``results/``:
+``summary.json`` and one run folder per dataset (``config.json``, ``metrics.jsonl``,
+``profiles/``). :func:`load_bundle` finds a committed bundle from the package's location, so a
+notebook reads the same files whatever its working directory.
 
-Results bundles: what ``ib-tutorial reproduce`` writes, and ``--export`` commits under
-``results/``, read back whole.
-
-A bundle is a folder with ``summary.json`` and one run folder per dataset (its
-``config.json``, ``metrics.jsonl`` and ``profiles/``). :func:`load_bundle` finds a
-committed bundle by name from the package's location, so a notebook reads the same files
-whatever its working directory; :func:`ib_tutorial.book.tables.bundle_markdown` and
-:func:`ib_tutorial.book.plots.plot_bundle` turn one into the table and figures of the book.
+:data:`ENTRIES` is the one place a bundle's or a run's folder name is written: a chapter asks
+for an entry by its key (:func:`stored_entry`).
 """
 from __future__ import annotations
 

@@ -23,28 +23,23 @@ import numpy as np
 
 from ..command_line import command_line, reproduce_argv
 from ..data import DATASETS, dataset_on_disk, held_out_split
+from ..files import DATA_ENV_VAR, data_root, display_path, in_repository, repository_root, stored_benchmark
+from ..measure.bootstrap import Interval
 from ..measure.shape import DIRECTIONS, near_lowest
 from ..models import ARCHITECTURES, MODEL_NAMES
-from ..files import DATA_ENV_VAR, data_root, display_path, in_repository, repository_root, stored_benchmark
 from ..presets import PRESETS, Preset, get_preset
-from .bundles import Bundle, load_bundles, middle_eed
-from .paper import Setting, compare_profile
-from .dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
-from .paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, late_label
-from ..measure.bootstrap import Interval
-from .claims import profile_shape
-from .learned import Learned, learned_rule
-from .claims import REGIONS, region_change
-from .learned import GAIN, knn_standard_error
-from .records import code_version
 from ..training.cost import estimate_run_time
 from ..training.run_config import RunSpec
 from ..training.runs import RunDirectory
-from .claims import interval_text
-from .plots import run_caption
-from .plots import add_caption, plot_knn_curves, plot_run_epochs
-from .tables import ResultSection
-from .tables import bundle_markdown, comparison_markdown, duration_text, estimate_markdown
+from .bundles import Bundle, load_bundles, middle_eed
+from .claims import REGIONS, interval_text, profile_shape, region_change
+from .dataset_runs import FAMILIES, GPU_TIERS, DatasetRun, Family, dataset_runs
+from .learned import GAIN, Learned, knn_standard_error, learned_rule
+from .paper import ABOUT_TOLERANCE, MIDDLE, PAPER_DATASETS, REPORTED, Setting, compare_profile, late_label
+from .plots import add_caption, plot_knn_curves, plot_run_epochs, run_caption
+from .records import code_version
+from .tables import (ResultSection, bundle_markdown, comparison_markdown, duration_text, estimate_markdown,
+                     markdown_table)
 
 REPOSITORY = "https://github.com/ib-tutorial/ib-tutorial"
 
@@ -216,16 +211,16 @@ def shape_markdown(entry: DatasetRun) -> str:
     """Per saved epoch: where the profile is lowest and highest, the mean of the middle
     blocks (where the paper finds its minimum), and whether the minimum lies there."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
-    lines = [f"| epoch | lowest block | highest block | spread (points) | middle {blocks} mean | minimum in {blocks}? |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for record in entry.run.profiles:
         eed = record.profile.eed_percent
         low, high = int(np.argmin(eed)), int(np.argmax(eed))
         close = near_lowest(record.profile.n_eff, DIRECTIONS)
         near = f"; {', '.join(f'L{block}' for block in close)} within {DIRECTIONS:g} direction" if close else ""
-        lines.append(f"| {record.epoch} | L{low} ({eed[low]:.1f} %{near}) | L{high} ({eed[high]:.1f} %) | "
-                     f"{eed[high] - eed[low]:.1f} | {middle_eed(record):.1f} % | {'yes' if low in MIDDLE else 'no'} |")
-    return "\n".join(lines)
+        rows.append((record.epoch, f"L{low} ({eed[low]:.1f} %{near})", f"L{high} ({eed[high]:.1f} %)",
+                     f"{eed[high] - eed[low]:.1f}", f"{middle_eed(record):.1f} %", "yes" if low in MIDDLE else "no"))
+    return markdown_table(["epoch", "lowest block", "highest block", "spread (points)", f"middle {blocks} mean",
+                           f"minimum in {blocks}?"], rows)
 
 
 def run_section(entry: DatasetRun) -> ResultSection:
@@ -424,9 +419,8 @@ REAL_SPECS = tuple(dict.fromkeys([spec.text for family in FAMILIES.values() for 
 
 def datasets_markdown() -> str:
     """A Markdown table of every dataset ``get_dataset`` knows: name, kind, splits, what it is."""
-    rows = ["| name | kind | splits | what it is |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{name}` | {info.kind} | {', '.join(info.splits)} | {info.description} |" for name, info in DATASETS.items()]
-    return "\n".join(rows)
+    return markdown_table(["name", "kind", "splits", "what it is"],
+                          [(f"`{name}`", info.kind, ", ".join(info.splits), info.description) for name, info in DATASETS.items()])
 
 
 def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
@@ -476,17 +470,18 @@ def sizes_markdown(spec: str | RunSpec) -> str:
     info = DATASETS[name]
     # With options (e.g. a DTD folder) the split is not the published one the registry counts.
     split_images = None if options else info.train_images
-    lines = [f"`{spec}`: {info.kind}; {info.description}; held out: `{held_out_split(name, options)}`.", "",
-             "| preset | device | model | input px | patch px | tokens per global crop | local crops | epochs x images per epoch |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for preset in PRESETS.values():
         view, train = preset.view(name), preset.train
         per_epoch = f"{train.train_images:,}" if train.train_images else (f"{split_images:,} (the split)" if split_images else "the split")
-        lines.append(f"| `{preset.name}` | {'CPU' if preset.device == 'cpu' else 'GPU'} | {MODEL_NAMES.get(_width(preset), train.arch)} "
-                     f"(D = {_width(preset)}) | {view.img_size} | {view.patch_size} | "
-                     f"{(view.img_size // view.patch_size) ** 2 + 1} | {train.local_crops_number} x {view.local_crop_size} px | "
-                     f"{train.epochs} x {per_epoch} |")
-    return "\n".join(lines)
+        rows.append((f"`{preset.name}`", "CPU" if preset.device == "cpu" else "GPU",
+                     f"{MODEL_NAMES.get(_width(preset), train.arch)} (D = {_width(preset)})", view.img_size,
+                     view.patch_size, (view.img_size // view.patch_size) ** 2 + 1,
+                     f"{train.local_crops_number} x {view.local_crop_size} px", f"{train.epochs} x {per_epoch}"))
+    header = ["preset", "device", "model", "input px", "patch px", "tokens per global crop", "local crops",
+              "epochs x images per epoch"]
+    return (f"`{spec}`: {info.kind}; {info.description}; held out: `{held_out_split(name, options)}`.\n\n"
+            + markdown_table(header, rows))
 
 
 def paper_row_markdown(dataset: str) -> str:
@@ -509,14 +504,14 @@ def paper_table_markdown(datasets) -> str:
         where = late_label(reported) if key == "late" else f"L{blocks[0]}-L{blocks[-1]}"
         return f"{values[0]:.1f}-{values[1]:.1f} % ({where}; {reported.band_note(key, values)})"
 
-    lines = ["| dataset | early | minimum | late | flat |", "| --- | --- | --- | --- | --- |"]
+    rows = []
     for dataset in datasets:
         reported = REPORTED[dataset]
-        flat = "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"
-        lines.append(f"| `{dataset}` | {span(reported, 'early', reported.early_blocks, reported.early_eed)} | "
-                     f"{span(reported, 'minimum', reported.middle_blocks, reported.minimum_eed)} | "
-                     f"{span(reported, 'late', reported.late_blocks, reported.late_eed)} | {flat} |")
-    return "\n".join(lines) + (
+        rows.append((f"`{dataset}`", span(reported, "early", reported.early_blocks, reported.early_eed),
+                     span(reported, "minimum", reported.middle_blocks, reported.minimum_eed),
+                     span(reported, "late", reported.late_blocks, reported.late_eed),
+                     "-" if reported.flat_above is None else f"above {reported.flat_above:.0f} % at every block"))
+    return markdown_table(["dataset", "early", "minimum", "late", "flat"], rows) + (
         "\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384, and states no input or patch "
         f"size; a dash is a value it does not state as a number. Where it states one value (\"about x\"), the band "
         f"is ours: x ± {ABOUT_TOLERANCE:g} points.")

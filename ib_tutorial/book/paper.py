@@ -1,23 +1,15 @@
 """What the paper reports, as data, and a measured profile set against it.
 
-What the paper reports, as data, so that figures and tables can be checked against it.
-
 Values are read off the paper's text for converged (100-epoch) DINO ViT-Small runs
 (Awadhiya, arXiv 2512.07331). Where the paper gives a range ("about 58-60 %") we keep it; where
-it gives one value ("about 30.5 %", "up to about 92.5 %") the band is ours: the value plus or
-minus :data:`ABOUT_TOLERANCE` points. :attr:`ReportedProfile.quotes` keeps the paper's own words,
-and tables print them beside the band. Blocks are 0-based: L0 is the first transformer block.
+it gives one value ("about 30.5 %") the band is ours: the value plus or minus
+:data:`ABOUT_TOLERANCE` points. :attr:`ReportedProfile.quotes` keeps the paper's own words.
+Blocks are 0-based: L0 is the first transformer block.
 
-Set a measured EED profile against what the paper reports, and state a deviation only
-where the two are alike.
-
-EED% is a share of the model's width, and the input's size and patch size set the tokens
-a block sees: a ViT-Ti at 32 px set against the paper's ViT-S prints a "deviation" that
-measures the difference of networks, not of results. So a profile is compared like for like
-(:func:`setting_difference`) only when its architecture is the paper's and its input is the
-paper's as the ``paper`` preset reads it (the paper states no input or patch size:
-``PAPER_OPEN_CHOICES`` in :mod:`ib_tutorial.presets`); otherwise the paper's values stand beside
-it as a reference, with no verdict and no deviation.
+EED% is a share of the width, and the input and patch sizes set the tokens a block sees, so a
+profile is compared like for like (:func:`setting_difference`) only when its architecture and
+input are the paper's as the ``paper`` preset reads them (``PAPER_OPEN_CHOICES`` in
+:mod:`ib_tutorial.presets`); otherwise the paper's values stand beside it with no verdict.
 """
 from __future__ import annotations
 

@@ -1,21 +1,12 @@
-"""Figures and their captions: per-block profiles, the caption every figure carries, the profile explorer.
+"""Figures and their captions: per-block profiles, the profile explorer, the EED chapter's spectra.
 
-A figure's caption: one sentence of what the figure shows, and under it, on one smaller
-line, its provenance (what was measured, on which data, by which code, and whether the run
-was reduced). :func:`add_caption` draws both for every figure of the book; the functions
-below write the provenance line of figures drawn from stored results.
+A figure's caption is one sentence of what it shows over one smaller line of provenance
+(what was measured, on which data, by which code, whether the run was reduced):
+:func:`add_caption` draws both; the ``*_caption`` functions write the provenance of stored results.
 
-Figures of per-block profiles. Every figure carries a caption line naming what produced it.
-
-An explorer for stored profiles that works live and in the static book.
-
-The figure for every epoch is rendered to a PNG ``Image`` widget inside a ``Stack``,
-and the epoch slider is linked to the stack in the browser (``jslink``). So the epoch
-slider works in the published book, where no Python runs; changing dataset, token
-choice or metric re-renders the stack and needs a live kernel (Jupyter, Colab, Binder).
-
-The EED chapter's figure of spectra with known answers: each normalised covariance
-spectrum beside its effective dimension.
+The explorer renders every epoch's figure to a PNG inside a ``Stack`` linked to the epoch
+slider in the browser (``jslink``), so the slider works in the static book; changing dataset,
+tokens or metric needs a live kernel.
 """
 from __future__ import annotations
 
@@ -260,21 +251,6 @@ def epoch_label(record: ProfileRecord) -> str:
     return f"epoch {record.epoch}" + (" (random init)" if record.epoch == 0 else "")
 
 
-def plot_bundle(bundle: Bundle) -> tuple[plt.Figure, plt.Figure]:
-    """The two figures of a results bundle (:func:`~ib_tutorial.book.bundles.load_bundle`): each
-    dataset's profile at the random initialisation and at the last epoch, and every saved
-    epoch as a heatmap; both captioned with what made the bundle."""
-    profiles = {spec: {epoch_label(r): r.profile for r in (run.profiles[0], run.profiles[-1])}
-                for spec, run in bundle.runs.items()}
-    curves = plot_datasets(profiles, bundle_caption(bundle))
-    heatmaps, axes = panel_grid(len(bundle.runs), 4.5, 3.8)
-    for ax, (spec, run) in zip(axes, bundle.runs.items()):
-        plot_eed_heatmap([r.epoch for r in run.profiles], [r.profile.eed_percent for r in run.profiles],
-                         caption="", ax=ax, title=spec)
-    add_caption(heatmaps, bundle_caption(bundle))
-    return curves, heatmaps
-
-
 def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figure:
     """Runs of one dataset that differ in one setting (objective, width), block by block:
     EED% of the width (left) and N_eff in directions (right), each run's last teacher solid
@@ -380,36 +356,6 @@ def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: 
     return ax
 
 
-def plot_texture_knob(
-    texture_weights: Sequence[float],
-    eed_by_label: Mapping[str, Sequence[float]],
-    blocks: Sequence[int],
-    caption: str,
-    ax: plt.Axes | None = None,
-) -> plt.Axes:
-    """Mean EED% over ``blocks`` against the synthetic worlds' ``texture_weight`` (0 = objects,
-    1 = textures), one series per labelled set of profiles (e.g. random init and trained),
-    styled as in :func:`plot_block_profile`. Points are joined only when there are three or
-    more: two measured worlds say nothing about the values between them."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    order = np.argsort(texture_weights)
-    for label, values in eed_by_label.items():
-        style = line_style(label)
-        if len(texture_weights) < 3:
-            style["linestyle"] = "none"
-        ax.plot(np.asarray(texture_weights)[order], np.asarray(values)[order], label=label, **style)
-    ax.set_xlim(-0.05, 1.05)
-    ax.set_xlabel("texture_weight (0 = object world, 1 = texture world)")
-    ax.set_ylabel(f"mean EED of blocks L{min(blocks)}-L{max(blocks)} (% of width D)")
-    ax.set_title("Middle-block EED across the texture knob")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if caption:
-        add_caption(ax.figure, caption)
-    return ax
-
-
 def knob_colours(weights: Sequence[float]) -> list:
     """One colour per ``texture_weight``, from the object end (dark) to the texture end
     (light), evenly spaced by rank: weights dense near 0 stay apart."""
@@ -436,18 +382,24 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: s
         levels.plot(blocks, first.profile.eed_percent, linestyle="--", color=colour, alpha=0.6)
         level = draw_block_changes(changes, profile_shape(first), profile_shape(last), colour, f"w = {weight:g}") or level
     levels.plot([], [], linestyle="--", color="0.4", label="dashed: each one's random init")
-    changes.axhline(0, color="0.4", lw=1)
-    for ax, title, ylabel in ((levels, "EED per block", "EED (% of width D)"),
-                              (changes, "what training changed", "EED change from random init (points)")):
-        ax.set_xticks(range(last.profile.depth))
-        ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
-        ax.grid(alpha=0.3)
-    levels.set_ylim(bottom=0)
+    style_change_axes(levels, changes, last.profile.depth, "EED per block")
     fig.suptitle("synthetic-mix along the texture knob w (0 = objects, 1 = textures)")
     # Beside the panels, where it covers no curve (inside, it hid the upper ones).
     fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
     add_caption(fig, caption + (f" Bands: {level:.0%} paired bootstrap intervals over the images." if level else ""))
     return fig
+
+
+def style_change_axes(levels: plt.Axes, changes: plt.Axes, depth: int, levels_title: str) -> None:
+    """Blocks, labels and grid of the two panels of EED% (from 0) and its change from the
+    random initialisation (around a zero line)."""
+    changes.axhline(0, color="0.4", lw=1)
+    for ax, title, ylabel in ((levels, levels_title, "EED (% of width D)"),
+                              (changes, "what training changed", "EED change from random init (points)")):
+        ax.set_xticks(range(depth))
+        ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
+        ax.grid(alpha=0.3)
+    levels.set_ylim(bottom=0)
 
 
 def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, color, label: str) -> float | None:
@@ -524,17 +476,9 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
         levels.plot(blocks, run.first.eed_percent, "--s", color=color, markerfacecolor="none",
                     label=f"seed {run.seed}, random init")
         draw_block_changes(changes, run.first, run.last, color, f"seed {run.seed}")
-    changes.axhline(0, color="0.4", lw=1)
-    for ax, title, ylabel in ((levels, "EED per block, each seed", "EED (% of width D)"),
-                              (changes, "what training changed", "EED change from random init (points)")):
-        ax.set_xticks(range(len(spread.runs[0].last.n_eff)))
-        ax.set_xlabel("block index l (0 = first transformer block)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
+    style_change_axes(levels, changes, len(spread.runs[0].last.n_eff), "EED per block, each seed")
     # One legend beside the panels: the right panel's lines are the left's seeds, in the same colours.
     fig.legend(*levels.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
-    levels.set_ylim(bottom=0)
     add_caption(fig, caption + f" Bands: {spread.runs[0].last.bootstrap.level:.0%} bootstrap intervals over the images.")
     return fig
 
@@ -565,28 +509,6 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
     ax.set_ylabel("block index l")
     ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, label="EED (% of width D)")
-    if caption:
-        add_caption(ax.figure, caption)
-    return ax
-
-
-def plot_companions(profile: Profile, caption: str, ax: plt.Axes | None = None,
-                    title: str = "EED beside its companions") -> plt.Axes:
-    """N_eff and every companion measure stored in ``profile``, in dimensions, per block
-    (log scale: the measures differ by orders of magnitude)."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
-    names = {"rankme": "RankMe", "participation_ratio": "participation ratio", "twonn": "TwoNN intrinsic dim."}
-    ax.plot(range(profile.depth), profile.n_eff, marker="o", label="N_eff (EED)")
-    for key, values in profile.companions.items():
-        ax.plot(range(profile.depth), values, marker="s", label=names.get(key, key))
-    ax.set_yscale("log")
-    ax.set_xticks(range(profile.depth))
-    ax.set_xlabel("block index l (0 = first transformer block)")
-    ax.set_ylabel("dimensions (of D = %d)" % profile.dim)
-    ax.set_title(title)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
     return ax

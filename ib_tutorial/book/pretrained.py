@@ -28,11 +28,10 @@ from torch.utils.data import DataLoader, Subset
 
 from ..data import get_dataset, held_out_split
 from ..data.spec import spec_folder
-from ..files import write_json_atomic
+from ..files import data_root, write_json_atomic
 from ..measure.block_profile import COMPANIONS, profile_measurements
 from ..measure.pruning import prune_blocks, pruning_record
 from ..models import load_pretrained
-from ..files import data_root
 from ..presets import Preset, get_preset, resolve_device
 from ..training.data import knn_subsets
 from ..training.run_config import RunSpec

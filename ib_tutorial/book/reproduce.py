@@ -42,27 +42,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..compact import compact_folder
-from ..files import atomic_folder, write_json_atomic
-from ..files import data_root, display_path
+from ..files import atomic_folder, data_root, display_path, write_json_atomic
 from ..models import PROFILE_IMG_SIZE, PretrainedUnavailable
 from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_config import RunSpec
 from ..training.runs import RunDirectory
-from .paper import comparison_records, run_comparison
-from .paper import PAPER_DATASETS
+from .paper import PAPER_DATASETS, comparison_records, run_comparison
 from .pretrained import profile_published
 from .records import load_profile_record
 from .run_profiles import FILE as FACTORS_FILE
-from .run_profiles import has_object_factors, measure_factors
-from .run_profiles import prune_run
-from .run_profiles import (
-    load_run_profiles,
-    profile_pretrained,
-    profile_run,
-    profile_variants,
-    raw_patch_eed,
-)
+from .run_profiles import (has_object_factors, load_run_profiles, measure_factors, profile_pretrained, profile_run,
+                           profile_variants, prune_run, raw_patch_eed)
 
 
 def run_finished(run: RunDirectory) -> bool:
@@ -122,12 +113,8 @@ def reproduce(
     pretrained: Sequence[str] = (),
     weights: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
-    """Train, profile (every measurement of :data:`~ib_tutorial.book.run_profiles.VARIANTS` too)
-    and prune (:func:`~ib_tutorial.book.run_profiles.prune_run`, the last teacher) every dataset,
-    and on a synthetic world with objects measure what the first and the last teacher learned besides the class
-    (:func:`~ib_tutorial.book.run_profiles.measure_factors`),
-    then write ``summary.json`` (:func:`ib_tutorial.book.tables.write_comparison_table` turns
-    it into ``comparison.md``, as ``ib-tutorial reproduce`` does).
+    """Train, profile, prune and measure the object factors of every dataset, then write
+    ``summary.json`` (the layout of ``out``: the module docstring).
 
     Args:
         preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).

@@ -1,45 +1,30 @@
 """A run's saved networks measured: every teacher profiled, the last one pruned, what they learned besides the class.
 
-Profile every saved teacher of a training run on a fixed, seeded, held-out image set.
+:func:`profile_run` profiles each saved backbone (epoch 0 is the random initialisation) on a
+fixed, seeded, held-out image set into ``profiles/<epoch>.json`` (other token choices and the
+uncentred variant into ``profiles/<variant>/<epoch>.json``), each a schema-valid record
+(:mod:`ib_tutorial.book.records`) with, when centred, a bootstrap over its images. Files that
+already hold the same measurement are skipped, so an interrupted pass resumes. A run is
+measured with the settings it recorded (:func:`profile_settings`), not its preset's of today;
+every epoch sees the same images and bootstrap seed, so two epochs' replicates are paired
+(:func:`~ib_tutorial.measure.bootstrap.joint_interval`).
 
-For each backbone a run saved (epoch 0 is the random initialisation it started from),
-:func:`profile_run` writes ``profiles/<epoch>.json`` in the run directory (other token
-choices and the uncentred variant go to ``profiles/<variant>/<epoch>.json``), each a
-schema-valid record with its provenance (see :mod:`ib_tutorial.book.records`) and,
-for a centred measurement, the replicates of a bootstrap over its images, from which its
-intervals are read. Files that already hold the same measurement are skipped, so an
-interrupted pass resumes.
-
-A run is profiled with the settings it recorded when it started (:func:`profile_settings`),
-not with its preset's of today, so a later change to a preset cannot change how an old run
-is measured, and a run of a custom preset can be profiled. Every epoch of a run is measured
-on the same images, and bootstrapped with the same seed, so the replicates of two epochs
-are paired (:func:`~ib_tutorial.measure.bootstrap.joint_interval`): a change over training
-gets its interval from the same resampled images.
-
-A run's last network pruned: the spectral pruning curves of
-:mod:`ib_tutorial.measure.pruning`, on the run's own k-NN images, written beside its profiles.
+:func:`prune_run` writes the last network's spectral pruning curves
+(:mod:`ib_tutorial.measure.pruning`) on the run's own k-NN images::
 
     <run>/pruning/<pool>-<epoch>.json    {"epoch", "pool", "keep_fraction", "chance", "blocks", "provenance"}
 
-What a run's networks learned besides the class, on a world with objects.
-
-Every image of the synthetic object world draws, besides its class, the object's value,
-hue, size and place and the background's value
-(:meth:`~ib_tutorial.data.synthetic.SyntheticWorld.object_factors`). For each factor the
-run's k-NN images are split at the factor's median over the training images, and the k-NN
-classifier of :mod:`ib_tutorial.measure.knn` (the run's own ``k`` and temperature) predicts
-the side of the split from the saved network's features, as it predicts the class. Chance is
-the larger side's share, about 50 %. A network that tells the object's value apart far
-better than chance while its class accuracy falls has learned the value instead of the
-shape: the measured cause of a DINO run that does not learn the object world.
+On a world with objects, each factor an image draws besides its class (object value, hue,
+size, place, background value:
+:meth:`~ib_tutorial.data.synthetic.SyntheticWorld.object_factors`) is split at its median over
+the training images, and the run's k-NN classifier (:mod:`ib_tutorial.measure.knn`) predicts
+the side from the network's features; chance is the larger side's share, about 50 %. A network
+that tells the object's value apart while its class accuracy falls has learned the value
+instead of the shape. A factor that does not vary is listed as ``constant`` and not split::
 
     <run>/factors.json   {"epochs": {epoch: {pool: {factor or "class": top-1 %}}},
                           "chance": {factor: %}, "held_out": n, "constant": [factors],
                           "thresholds": {factor: median}, "provenance"}
-
-A factor that does not vary over the training images (an object as large as the image is
-always centred) is listed as ``constant`` and not split.
 """
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 """Markdown tables of computed results, and one section of a chapter (:class:`ResultSection`).
 
-One section of a chapter as the package computes it: a table, a figure, the values its
-paragraph glues, and the statements that paragraph makes, each checked against the data.
-
-A chapter's cell calls a function that returns a :class:`ResultSection` and shows it; the
-paragraph after the cell quotes the glued values and says what the statements say. When the
-committed results change so that a statement no longer holds, :meth:`ResultSection.show`
-raises, so ``pytest --nbval`` fails until the paragraph is rewritten.
-
-Markdown tables of computed results: the comparison with the paper, a bundle's runs,
-and a run's estimated cost (the recipe runs' tables: :mod:`~ib_tutorial.book.lab_notes`).
-
-Each function takes the records that :mod:`ib_tutorial.book` and
-:mod:`ib_tutorial.training.cost` compute and only formats them.
+A section is a table, a figure, the values its paragraph glues and the statements that
+paragraph makes, each checked against the data: when committed results change so that a
+statement no longer holds, :meth:`ResultSection.show` raises and ``pytest --nbval`` fails
+until the paragraph is rewritten. The tables (the comparison with the paper, a bundle's runs,
+a run's estimated cost) only format what :mod:`ib_tutorial.book` and
+:mod:`ib_tutorial.training.cost` compute.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,19 +75,23 @@ def absent(command: str, what: str) -> ResultSection:
                          f"This command makes it:\n\n```bash\n{command}\n```")
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    """A Markdown table: the header, its rule, then one line per row of cells."""
+    return "\n".join("| " + " | ".join(map(str, cells)) + " |" for cells in [header, ["---"] * len(header), *rows])
+
+
 def comparison_markdown(rows: list[ComparisonRow]) -> str:
     """The rows as a Markdown table. When no row is like for like
     (:func:`~ib_tutorial.book.paper.setting_difference`), the paper's values stand
     beside ours as a reference, under the reason, without verdict or deviation columns."""
     if rows and all(r.unlike for r in rows):
         reasons = "\n\n".join(dict.fromkeys(r.unlike for r in rows))
-        lines = ["| dataset | statistic | ours | paper's value, for reference |", "| --- | --- | --- | --- |"]
-        lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} |" for r in rows]
-        return reasons + "\n\n" + "\n".join(lines) + "\n"
-    lines = ["| dataset | statistic | ours | paper | verdict | deviation |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r.dataset} | {r.statistic} | {r.ours_text} | {r.paper_text} | {r.verdict} | {r.deviation} |"
-              for r in rows]
-    return "\n".join(lines) + "\n"
+        table = markdown_table(["dataset", "statistic", "ours", "paper's value, for reference"],
+                               [(r.dataset, r.statistic, r.ours_text, r.paper_text) for r in rows])
+        return reasons + "\n\n" + table + "\n"
+    return markdown_table(["dataset", "statistic", "ours", "paper", "verdict", "deviation"],
+                          [(r.dataset, r.statistic, r.ours_text, r.paper_text, r.verdict, r.deviation) for r in rows]) + "\n"
+
 
 def bundle_markdown(bundle: Bundle) -> str:
     """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from
@@ -104,23 +101,23 @@ def bundle_markdown(bundle: Bundle) -> str:
     is said once, above the table (:func:`run_labels`)."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
     labels, shared = run_labels([run.spec for run in bundle.runs.values()])
-    lines = [f"| `{bundle.name}` | k-NN top-1 %, CLS: init -> end (best) | k-NN top-1 %, mean patch: init -> end (best) "
-             f"| raw patches N_eff | middle EED% ({blocks}): init -> end | last block EED%: init -> end | wall time | images/s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for label, run in zip(labels, bundle.runs.values()):
         cls, mean = [r["top1"] for r in run.knn], [r.get("top1_mean") for r in run.knn]
         mean_text = "-" if None in mean else f"{mean[0]:.1f} -> {mean[-1]:.1f} ({max(mean):.1f})"
         first, last = run.profiles[0], run.profiles[-1]
         rates = sorted(r["images_per_s"] for r in run.train)
         wall = f"{run.knn[-1]['wall_s'] / 60:.0f} min" if "wall_s" in run.knn[-1] else "-"
-        lines.append(
-            f"| {label} | {cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f}) | {mean_text} | "
-            f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']} | "
-            f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} | "
-            f"{first.profile.eed_percent[-1]:.1f} -> {last.profile.eed_percent[-1]:.1f} | "
-            f"{wall} | {rates[len(rates) // 2]:.0f} |")
+        rows.append((label, f"{cls[0]:.1f} -> {cls[-1]:.1f} ({max(cls):.1f})", mean_text,
+                     f"{run.summary['raw_patch_n_eff']:.1f} of {run.summary['raw_patch_dim']}",
+                     f"{middle_eed(first):.1f} -> {middle_eed(last):.1f}",
+                     f"{first.profile.eed_percent[-1]:.1f} -> {last.profile.eed_percent[-1]:.1f}",
+                     wall, f"{rates[len(rates) // 2]:.0f}"))
+    header = [f"`{bundle.name}`", "k-NN top-1 %, CLS: init -> end (best)", "k-NN top-1 %, mean patch: init -> end (best)",
+              "raw patches N_eff", f"middle EED% ({blocks}): init -> end", "last block EED%: init -> end", "wall time",
+              "images/s"]
     intro = f"Every run of `{bundle.name}`: {shared}.\n\n" if shared else ""
-    return intro + "\n".join(lines)
+    return intro + markdown_table(header, rows)
 
 
 def run_labels(specs: Sequence[RunSpec]) -> tuple[list[str], str]:

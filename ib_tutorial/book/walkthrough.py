@@ -1,17 +1,11 @@
-"""From runs to results: one committed bundle walked through, and what the GPU run's files say.
+"""What the chapter "From runs to results" shows: one committed bundle walked through end to end,
+every other bundle in one table, and the committed GPU run with what its files say.
 
-Why the committed GPU run did not learn is not known: what the run's own files say about it.
-
-The run (DINO ViT-S at the ``paper`` recipe, cut to the epochs a lent machine's time allowed)
-differs from runs that learned in several ways at once, and no run has changed one of them
-alone. :func:`gpu_run_facts` reads each from the run's ``config.json`` and ``metrics.jsonl``;
-:func:`floors_test` reads the one test the book has of the first of them, the warm-up and
-freeze floors, from two CPU runs that differ in them only.
-
-What the chapter "From runs to results" shows: one committed bundle walked through end to
-end (the command that made it, what each run learned), every other committed bundle in one
-table that links to the chapter that reads it, and the committed GPU run with what is and
-is not known about why it did not learn (:func:`gpu_run_section`).
+Why the GPU run (DINO ViT-S at the ``paper`` recipe, cut to the epochs a lent machine allowed)
+did not learn is not known: it differs from runs that learned in several ways at once, and no
+run has changed one of them alone. :func:`gpu_run_facts` reads each from the run's
+``config.json`` and ``metrics.jsonl``; :func:`floors_test` reads the book's one test of the
+first of them, the warm-up and freeze floors, from two CPU runs that differ in them only.
 """
 from __future__ import annotations
 
@@ -27,7 +21,7 @@ from .dataset_chapters import chapter_runs
 from .dataset_runs import DatasetRun, FAMILIES
 from .learned import knn_standard_error, learned_rule
 from .plots import plot_knn_curves, run_caption
-from .tables import ResultSection
+from .tables import ResultSection, markdown_table
 
 
 @dataclass(frozen=True)
@@ -138,15 +132,15 @@ def learned_markdown(bundle: Bundle) -> str:
     numbers the rule reads (:func:`~ib_tutorial.book.learned.learned_rule`): the CLS k-NN
     gain beside its threshold, and the teacher's information beside the collapse threshold
     ("-" for a run without a teacher)."""
-    lines = ["| run | by the book's rule | CLS k-NN gain, points (threshold) | teacher information, nats (collapse under) |",
-             "| --- | --- | --- | --- |"]
+    rows = []
     for spec, run in bundle.runs.items():
         rule = learned_rule(run)
         teacher = ("-" if rule.teacher_information is None else
                    f"{rule.teacher_information:.2f} ({rule.teacher_floor:.2f})")
-        lines.append(f"| `{spec}` | {'learned' if rule.learned else 'did not learn'} | "
-                     f"{rule.knn.learned:+.1f} ({rule.knn.threshold:.1f}) | {teacher} |")
-    return "\n".join(lines)
+        rows.append((f"`{spec}`", "learned" if rule.learned else "did not learn",
+                     f"{rule.knn.learned:+.1f} ({rule.knn.threshold:.1f})", teacher))
+    return markdown_table(["run", "by the book's rule", "CLS k-NN gain, points (threshold)",
+                           "teacher information, nats (collapse under)"], rows)
 
 
 def _chapter_key(key: str) -> str:
@@ -176,14 +170,14 @@ def bundles_markdown(bundles: Iterable[str | Path | Bundle] | None = None, skip:
     that read it (:func:`reading_chapters`)."""
     loaded = [bundle for bundle in load_bundles(bundles) if bundle.name not in set(skip)]
     readers = reading_chapters(loaded)
-    lines = ["| bundle | preset | runs: datasets | learned (the book's rule) | read in |", "| --- | --- | --- | --- | --- |"]
+    rows = []
     for bundle in loaded:
         datasets = ", ".join(dict.fromkeys(f"`{run.spec.dataset}`" for run in bundle.runs.values()))
-        runs = f"{len(bundle.runs)}: {datasets}"
         learned = sum(learned_rule(run).learned for run in bundle.runs.values())
         chapters = ", ".join(f"{{doc}}`{chapter}`" for chapter in readers[bundle.name]) or "-"
-        lines.append(f"| `{bundle.name}` | `{bundle.preset}` | {runs} | {learned} of {len(bundle.runs)} | {chapters} |")
-    return "\n".join(lines)
+        rows.append((f"`{bundle.name}`", f"`{bundle.preset}`", f"{len(bundle.runs)}: {datasets}",
+                     f"{learned} of {len(bundle.runs)}", chapters))
+    return markdown_table(["bundle", "preset", "runs: datasets", "learned (the book's rule)", "read in"], rows)
 
 
 def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) -> str:

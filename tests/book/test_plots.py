@@ -25,16 +25,6 @@ def test_plots_build_from_stored_records(tmp_path):
     assert heat.images[0].get_array().shape == (12, 3)
     fig = plots.plot_datasets({"cifar100": profiles, "uc-merced": profiles}, "caption", reported=REPORTED)
     assert len(fig.axes) == 2
-    comp = plots.plot_companions(profiles["epoch 0"], "caption")
-    assert len(comp.get_lines()) == 2
-
-
-def test_knob_plot_orders_points_by_texture_weight():
-    ax = plots.plot_texture_knob([1.0, 0.0, 0.5], {"trained": [30.0, 10.0, 20.0], "random init": [5.0, 4.0, 6.0]},
-                                 blocks=(2, 3, 4), caption="caption")
-    trained = ax.get_lines()[0]
-    assert list(trained.get_xdata()) == [0.0, 0.5, 1.0] and list(trained.get_ydata()) == [10.0, 20.0, 30.0]
-    assert "L2-L4" in ax.get_ylabel() and ax.get_xlabel().startswith("texture_weight")
 
 
 def test_every_figure_carries_its_caption_under_the_axes():
@@ -43,11 +33,10 @@ def test_every_figure_carries_its_caption_under_the_axes():
         plots.plot_block_profile(profiles, "run A").figure,
         plots.plot_datasets({"cifar100": profiles}, "run B"),
         plots.plot_eed_heatmap([0, 1], [[10.0] * 12, [12.0] * 12], "run C").figure,
-        plots.plot_companions(profiles["epoch 0"], "run D").figure,
         plots.plot_knn_curves({"a": [{"epoch": 0, "top1": 10.0}, {"epoch": 1, "top1": 12.0}]}, "run E"),
         plot_layer_eed([0, 1, 10], np.ones((3, 6)), "run F").figure,
     ]
-    for figure, caption in zip(figures, "ABCDEF"):
+    for figure, caption in zip(figures, "ABCEF"):
         assert figure.canvas.print_png.keywords["metadata"][CAPTION_KEY].endswith(f"run {caption}")
 
 
@@ -93,16 +82,6 @@ def test_pruning_rows_are_titled_apart_and_log_axes_read_plain_numbers():
     curves = fig.subfigs[0].axes[0]
     labels = [label.get_text() for label in curves.get_xticklabels() if label.get_text()]
     assert "10" in labels and not any("times" in label or "^" in label for label in labels)
-
-
-def test_knob_plot_styles_the_random_init_as_the_profiles_do_and_joins_only_three_or_more_points():
-    two = plots.plot_texture_knob([0.0, 1.0], {"trained": [10.0, 20.0], "random init": [5.0, 4.0]},
-                                  blocks=(2, 3, 4), caption="caption")
-    trained, init = two.get_lines()
-    assert trained.get_linestyle() == "None" and init.get_linestyle() == "None"
-    assert init.get_color() == "0.45" and init.get_marker() == "s"
-    three = plots.plot_texture_knob([0.0, 0.5, 1.0], {"trained": [1.0, 2.0, 3.0]}, blocks=(2,), caption="caption")
-    assert three.get_lines()[0].get_linestyle() == "-"
 
 
 def test_run_comparison_draws_both_runs_in_percent_and_in_directions():

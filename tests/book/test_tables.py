@@ -5,7 +5,7 @@ import json
 
 from profile_records import CONFIG
 
-from ib_tutorial.book.tables import run_labels, write_comparison_table
+from ib_tutorial.book.tables import markdown_table, run_labels, write_comparison_table
 from ib_tutorial.training.run_config import RunConfig
 from ib_tutorial.training.run_config import RunSpec
 from ib_tutorial.training.runs import RunDirectory
@@ -70,3 +70,7 @@ def test_a_run_unlike_the_papers_gets_its_values_as_a_reference_without_a_deviat
     assert "Not like for like: ViT-Ti (D = 192) at 32 px, patch 8 against the paper's ViT-S (D = 384) at 64 px" in table
     assert "deviation" not in table.split("Not like for like")[1].replace("no deviation", "") and "points below" not in table
     assert "| tiny-imagenet | minimum EED% | 5.0 % at L0 | 29.5-31.5 %" in table
+
+
+def test_a_markdown_table_is_its_header_its_rule_and_one_line_a_row():
+    assert markdown_table(["a", "b"], [(1, "x"), (2.5, "")]) == "| a | b |\n| --- | --- |\n| 1 | x |\n| 2.5 |  |"

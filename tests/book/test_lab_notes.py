@@ -117,7 +117,7 @@ def test_a_run_becomes_a_curve_of_gain_against_compute(tmp_path):
     config = RunDirectory(tmp_path / "runs" / "a").read_config()
     tokens = lab_notes.student_tokens(config.view.img_size, config.view.local_crop_size, config.view.patch_size,
                                          config.train.local_crops_number)
-    assert curve.label == "tier: tiny-imagenet (vit_small), 2 epochs, seed 0" and curve.tokens_per_image == tokens
+    assert curve.label == "tier: tiny-imagenet, 2 epochs, seed 0" and curve.tokens_per_image == tokens
     assert curve.images_seen == [0, 64, 128] and curve.gains == [0.0, 3.0, 6.0] and curve.steps == 8
     assert curve.learned and curve.compute[-1] == 128 * tokens
 

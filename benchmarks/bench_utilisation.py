@@ -109,7 +109,8 @@ def main() -> None:
         seconds, peak = medians["step"], product_flops / medians["peak"]
         batch = config.train.batch_size
         augmentation = augmentation_images_per_second(config.view, config.train.local_crops_number,
-                                                      DATASETS[dataset].native_size, count=100, repeats=3)["ib_tutorial"]
+                                                      DATASETS[dataset].native_size, count=100, device=device,
+                                                      batch=batch, repeats=3)["ib_tutorial"]
         # A CPU tier augments in the training process: every image costs its augmentation too.
         loop_seconds = seconds + (batch / augmentation if config.train.num_workers == 0 else 0.0)
         started = time.perf_counter()

@@ -9,6 +9,7 @@ from ib_tutorial.files import stored_results
 from ib_tutorial.book import bundles
 from ib_tutorial.book.bundles import load_bundle, stored_bundles
 from ib_tutorial.book.records import PROFILE_SCHEMA, SCHEMA_ID, load_profile_record
+from ib_tutorial.book.run_profiles import VARIANTS, load_run_profiles, variant_label
 
 BUNDLES = stored_bundles()
 
@@ -92,6 +93,15 @@ def test_a_committed_bundle_is_read_once_until_its_summary_is_written_again(tmp_
     again = load_bundle("old")
     assert again is not first and again == first
     assert load_bundle(tmp_path / "elsewhere") is not load_bundle(tmp_path / "elsewhere")  # a live folder: read each time
+
+
+@pytest.mark.skipif("laptop-real" not in BUNDLES, reason="no bundles committed next to this package")
+def test_a_runs_other_measurements_are_read_when_first_asked_for_and_are_those_on_disk():
+    run = next(iter(bundles._read_bundle(stored_results("laptop-real")).runs.values()))
+    assert "_records" not in vars(run.variants)  # nothing read yet
+    on_disk = {variant_label(tokens, center): load_run_profiles(stored_results("laptop-real") / run.summary["run"], tokens, center)
+               for tokens, center in VARIANTS}
+    assert dict(run.variants) == {label: records for label, records in on_disk.items() if records} and len(run.variants) == 4
 
 
 @pytest.mark.skipif(not BUNDLES, reason="no bundles committed next to this package")

@@ -584,10 +584,11 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
              if borrowed else "")
     apart = [f"{test.claim} ({subject})" for subject, test in tested if test.verdict is Verdict.NOT_APPLICABLE]
     counted = len(tested) - len(apart)
+    if not counted:
+        return (f"None of the {len(tested)} tests reads a network that learned, so the paper's claims are not "
+                f"applicable to any: {'; '.join(apart)}.")
     unlearned = (f" The other {len(apart)} read networks that did not learn, on which the paper's claims are not "
                  f"applicable: {'; '.join(apart)}." if apart else "")
-    if not counted:
-        return f"None of the {len(tested)} tests reads a network that learned.{unlearned}"
     which = " on networks that learned" if apart else ""
     return f"Of {counted} tests{which}, {', '.join(parts[:-1])}, and {parts[-1]}.{note}{unlearned}"
 

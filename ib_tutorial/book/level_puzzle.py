@@ -1,4 +1,4 @@
-r"""The level puzzle: why the EED levels measured here sit 5-10 times below the paper's.
+r"""The level puzzle: why the EED levels measured here sit far below the paper's at every depth.
 
 The paper reads about 58-60 % EED in the early blocks of a converged DINO ViT-S, a minimum of
 23-31 % in the middle and up to 92.5 % late; the supervised ViT-Ti networks the book trained

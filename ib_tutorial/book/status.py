@@ -189,7 +189,7 @@ def claim_status() -> ClaimStatus:
                            for seed, test in group.per_seed if seed == f"seed {run.config.seed}"]
         tested += [(group.label, test) for test in group.setting]
     tested += longest_run_tests(found, supervised.per_seed if supervised is not None else ())
-    for key, label in (("dino-48-epochs", "dino, {dataset} ({kind}), 5,000 images an epoch, {epochs} epochs"),
+    for key, label in (("dino-48-epochs", "dino, {dataset} ({kind}), {epochs} epochs, before the warm-up floors"),
                        ("gpu-dino-paper-recipe", "DINO ViT-S, `paper` recipe, {dataset}, one GPU, {epochs} epochs")):
         folder = stored_entry(key)
         for run in (load_bundle(folder).runs.values() if folder.exists() else ()):

@@ -47,7 +47,7 @@ def test_no_network_that_did_not_learn_gets_a_verdict(status):
 def test_the_dino_networks_that_learned_are_named(status):
     dino = [network.label for network in status.networks if network.objective == "dino" and network.rule.learned]
     assert dino == ["dino, tiny-imagenet (objects), seed 0, 48 epochs", "dino, tiny-imagenet (objects), seed 1, 48 epochs",
-                    "dino, tiny-imagenet (objects), 5,000 images an epoch, 48 epochs",
+                    "dino, tiny-imagenet (objects), 48 epochs, before the warm-up floors",
                     "DINO knob (every hue drawn), w = 1, seed 0", "DINO knob (every hue drawn), w = 1, seed 1"]
     assert f"{len(dino)} of the 12 DINO networks learned: " + "; ".join(dino) in learned_summary(status)
 

@@ -230,22 +230,6 @@ def line_style(label: str) -> dict:
     return dict(marker="o")
 
 
-def plot_datasets(
-    profiles: Mapping[str, Mapping[str, Profile]],
-    caption: str,
-    reported: Mapping[str, ReportedProfile] | None = None,
-) -> plt.Figure:
-    """One panel per dataset (side by side, shared y axis), each with its labelled profiles
-    and, where known, the paper's reported ranges."""
-    reported = reported or {}
-    fig, axes = panel_grid(len(profiles), 4.5, 3.6, sharey=not reported)
-    for ax, (dataset, by_label) in zip(axes, profiles.items()):
-        plot_block_profile(by_label, caption="", ax=ax, title=dataset, reported=reported.get(dataset))
-    fig.suptitle("EED per block, by dataset")
-    add_caption(fig, caption)
-    return fig
-
-
 def epoch_label(record: ProfileRecord) -> str:
     """``epoch N``, with ``(random init)`` for epoch 0: the legend entry of a stored profile."""
     return f"epoch {record.epoch}" + (" (random init)" if record.epoch == 0 else "")

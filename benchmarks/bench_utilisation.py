@@ -34,7 +34,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ib_tutorial.machine import keep_freed_memory
 from ib_tutorial.data import DATASETS
-from ib_tutorial.presets import get_preset, resolve_device
+from ib_tutorial.presets import PRESETS, get_preset, resolve_device
 from ib_tutorial.training.run_config import RunConfig
 
 # Operator name fragments -> the group its time is counted in (first match wins).
@@ -85,7 +85,7 @@ def time_by_group(step, device: torch.device, steps: int = 3) -> dict[str, float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--presets", nargs="+", default=["ci", "laptop"])
+    parser.add_argument("--presets", nargs="+", default=["ci", "laptop"], choices=list(PRESETS))
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: PyTorch's)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=None)

@@ -1,25 +1,19 @@
 """Every dataset of the book behind one call, :func:`get_dataset`.
 
-Object-centric (the label is a thing in the picture): ``cifar100``,
-``tiny-imagenet`` and ``synthetic-objects``. Texture-centric (the label is a
-statistic every part of the picture shares): ``uc-merced``, ``dtd``, ``eurosat``
-and ``synthetic-textures``. ``synthetic-mix`` turns a knob between the two
-synthetic worlds.
-
-Real data lives under the data root (argument ``root``, else ``$IB_TUTORIAL_DATA``,
-else ``~/.cache/ib_tutorial``), never inside the repository, and is downloaded only
-when asked (``download=True``).
+Object-centric (the label is a thing in the picture): ``cifar100``, ``tiny-imagenet``,
+``synthetic-objects``; texture-centric (a statistic every part of the picture shares):
+``uc-merced``, ``dtd``, ``eurosat``, ``synthetic-textures``; ``synthetic-mix`` turns a knob
+between the two synthetic worlds. Real data lives under the data root (``root``, else
+``$IB_TUTORIAL_DATA``, else ``~/.cache/ib_tutorial``) and is downloaded only when asked.
 
 * :mod:`~ib_tutorial.data.synthetic`: the synthetic worlds; :mod:`~ib_tutorial.data.controls`:
-  control inputs (phase-scrambled images, noise); :mod:`~ib_tutorial.data.cues`: linear
-  probes on two kinds of cue;
+  control inputs; :mod:`~ib_tutorial.data.cues`: linear probes on two kinds of cue;
 * :mod:`~ib_tutorial.data.tiny_imagenet`, :mod:`~ib_tutorial.data.uc_merced`,
   :mod:`~ib_tutorial.data.torchvision_sets`: the real datasets' loaders;
-  :mod:`~ib_tutorial.data.folders`: where each real dataset lies under a data root, labelled
-  image files and a stratified split; :mod:`~ib_tutorial.data.archives`: downloads, checksums
-  and safe extraction;
-* :mod:`~ib_tutorial.data.subset_table`: the named subsets of the real datasets and what each
-  keeps; :mod:`~ib_tutorial.data.subsets`: how they are built, checked and loaded;
+  :mod:`~ib_tutorial.data.folders`: labelled image files and stratified splits;
+  :mod:`~ib_tutorial.data.archives`: downloads, checksums and safe extraction;
+* :mod:`~ib_tutorial.data.subset_table`: the named subsets; :mod:`~ib_tutorial.data.subsets`:
+  building, checking and recording them;
 * :mod:`~ib_tutorial.data.spec`: a dataset with its options as one string.
 """
 from __future__ import annotations
@@ -50,13 +44,6 @@ class DatasetInfo:
     split_note: str = ""  # why a split one might expect is not offered
     folder_options: tuple[str, ...] = ()  # options that read a folder without the official split
 
-    def held_out_split(self, options: dict | None = None) -> str:
-        """The split a model trained on ``train`` is evaluated on: ``val`` where the dataset
-        offers one, else ``test``; a DTD ``folder`` or ``subset`` (no ``labels/``) has ``test`` only."""
-        if "val" in self.splits and all((options or {}).get(key) is None for key in self.folder_options):
-            return "val"
-        return "test"
-
 
 def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callable:
     def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *, img_size: int = 32,
@@ -65,7 +52,7 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
         # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
         if fixed_texture_weight is None:
             texture_weight = 0.5 if texture_weight is None else texture_weight
-        elif texture_weight is not None and texture_weight != fixed_texture_weight:
+        elif texture_weight not in (None, fixed_texture_weight):
             raise ValueError(f"{world} has texture_weight={fixed_texture_weight} by definition; use "
                              f"get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values.")
         else:
@@ -127,35 +114,26 @@ DATASETS: dict[str, DatasetInfo] = {
 
 def get_dataset(name: str, split: str = "train", root=None, download: bool = False, transform: Callable | None = None,
                 **options):
-    """A torch ``Dataset`` of ``(PIL RGB image, int label)`` pairs (or
-    ``(transform(image), label)``), with a ``classes`` list of names.
+    """A torch ``Dataset`` of ``(PIL RGB image, int label)`` pairs (or ``(transform(image), label)``),
+    with a ``classes`` list; ``name`` is a key of :data:`DATASETS`.
 
-    Args:
-        name: one of :data:`DATASETS` (``ib-tutorial datasets`` lists them).
-        split: ``"train"``, ``"val"`` or ``"test"``, as the dataset offers them.
-        root: data root; default ``$IB_TUTORIAL_DATA`` or ``~/.cache/ib_tutorial``.
-        download: fetch and verify the files when they are missing.
-        **options: dataset-specific.
+    Options, by dataset:
 
-            - synthetic worlds: ``img_size`` (16-256, default 32), ``num_classes`` (10),
-              ``size`` (10,000 train / 2,000 val and test), ``seed`` (0), and for
-              ``synthetic-mix`` ``texture_weight`` in [0, 1] (0.5): :class:`~ib_tutorial.data.synthetic.SyntheticWorld`.
-            - ``uc-merced``, ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0);
-              ``uc-merced`` also ``size_policy`` (``"resize"`` or ``"keep"``).
-            - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (``images/<class>/``
-              without ``labels/``, absolute or inside the data root) with ``train_fraction``
-              and ``split_seed``; or ``subset`` (``"dtd6"``, :mod:`~ib_tutorial.data.subsets`).
-            - ``tiny-imagenet``: ``subset`` (``"tin20"``).
-            - every dataset read from image files: ``skip_corrupt`` (``False``): leave out,
-              with a warning, the images that cannot be decoded.
+    - synthetic worlds: those of :class:`~ib_tutorial.data.synthetic.SyntheticWorld`
+      (``texture_weight`` for ``synthetic-mix`` only, default 0.5);
+    - ``uc-merced``, ``eurosat``: ``train_fraction`` (0.8), ``split_seed`` (0); ``uc-merced`` also
+      ``size_policy`` (``"resize"`` or ``"keep"``);
+    - ``dtd``: ``partition`` (1-10, default 1); or ``folder`` (``images/<class>/`` without
+      ``labels/``, absolute or inside the data root) with ``train_fraction`` and ``split_seed``;
+      or ``subset`` (``"dtd6"``, :mod:`~ib_tutorial.data.subsets`);
+    - ``tiny-imagenet``: ``subset`` (``"tin20"``);
+    - every dataset read from image files: ``skip_corrupt`` (``False``): leave out, with a
+      warning, the images that cannot be decoded.
 
-    Raises:
-        ValueError: for an unknown name, split or option, naming the known ones.
-        DatasetNotFoundError: data missing with ``download=False``; the message shows the
-            expected layout under ``root``.
-        ChecksumError: a file's MD5 differs; the message names the file and both digests.
-        ArchiveError: a truncated, corrupt or unsafe archive, or a failed download.
-        CorruptImageError: (when an item is read) an image file that cannot be decoded.
+    Raises ``ValueError`` for an unknown name, split or option (naming the known ones),
+    :class:`DatasetNotFoundError` (data missing without ``download``; the message shows the
+    expected layout), :class:`ChecksumError`, :class:`ArchiveError`, and, when an item is read,
+    :class:`CorruptImageError`.
     """
     info = _dataset_info(name)
     if split not in info.splits:
@@ -183,9 +161,12 @@ def options_on_disk(name: str, root=None) -> dict:
 
 
 def held_out_split(name: str, options: dict | None = None) -> str:
-    """The natural held-out split of dataset ``name`` with these options (see
-    :meth:`DatasetInfo.held_out_split`): where k-NN accuracy is measured by default."""
-    return _dataset_info(name).held_out_split(options)
+    """The split a model trained on ``train`` is evaluated on (k-NN accuracy by default): ``val``
+    where the dataset offers one, else ``test``; a DTD ``folder`` or ``subset`` has ``test`` only."""
+    info = _dataset_info(name)
+    if "val" in info.splits and all((options or {}).get(key) is None for key in info.folder_options):
+        return "val"
+    return "test"
 
 
 def _dataset_info(name: str) -> DatasetInfo:

@@ -1,14 +1,9 @@
-"""Downloading, verifying and safely extracting dataset archives, so that nothing on disk is
-lost and nothing half-done is trusted:
-
-- a download goes to ``<file>.part`` and is renamed only when every announced byte arrived;
-- an archive is used only if its MD5 matches; a mismatch names the file and both digests,
-  and leaves the file where it is;
-- extraction refuses absolute paths, ``..`` components, links and special files before
-  anything is written, and is all-or-nothing: members go to ``.<folder>.partial``, a
-  completion marker is written last, then the folder is renamed into place (a staging folder
-  found later is an interrupted extraction, redone);
-- a dataset folder that exists but lacks files is reported, never overwritten.
+"""Downloading, verifying and safely extracting dataset archives: nothing on disk is lost and
+nothing half-done is trusted. A download is renamed from ``<file>.part`` only when every
+announced byte arrived; an archive is used only if its MD5 matches; extraction refuses absolute
+paths, ``..``, links and special files before writing anything, and goes to ``.<folder>.partial``,
+renamed into place after a completion marker; a dataset folder that lacks files is reported,
+never overwritten.
 """
 from __future__ import annotations
 
@@ -102,24 +97,21 @@ def fetch(archive: RemoteArchive, destination: Path) -> None:
                        + f"\nDownload it by hand to {destination} and call again.")
 
 
-def _member_problem(name: str, is_link_or_special: bool) -> str | None:
-    """Why an archive member may not be extracted, or ``None`` when it is safe."""
-    path = PurePosixPath(name.replace("\\", "/"))
-    if path.is_absolute() or (path.parts and path.parts[0].endswith(":")):
-        return "is an absolute path"
-    if ".." in path.parts:
-        return "has a '..' component that would land outside the target folder"
-    if is_link_or_special:
-        return "is a link or special file"
-    return None
-
-
 def _check_members(names_and_kinds: Sequence[tuple[str, bool]], archive_path: Path) -> None:
+    """Raise :class:`ArchiveError` for the first ``(name, is link or special file)`` member
+    that may not be extracted."""
     for name, special in names_and_kinds:
-        problem = _member_problem(name, special)
-        if problem:
-            raise ArchiveError(f"Refusing to extract {archive_path}: member {name!r} {problem}. "
-                               "Nothing was extracted. The archive is not the published one; delete it.")
+        path = PurePosixPath(name.replace("\\", "/"))
+        if path.is_absolute() or (path.parts and path.parts[0].endswith(":")):
+            problem = "is an absolute path"
+        elif ".." in path.parts:
+            problem = "has a '..' component that would land outside the target folder"
+        elif special:
+            problem = "is a link or special file"
+        else:
+            continue
+        raise ArchiveError(f"Refusing to extract {archive_path}: member {name!r} {problem}. "
+                           "Nothing was extracted. The archive is not the published one; delete it.")
 
 
 def _extract_all(archive_path: Path, into: Path) -> None:
@@ -152,19 +144,16 @@ def extract(archive_path: Path, into: Path, folder: str, md5: str) -> Path:
     staging.mkdir(parents=True)
     try:
         _extract_all(archive_path, staging)
+        if not (staging / folder).is_dir():
+            found = ", ".join(sorted(p.name for p in staging.iterdir())) or "nothing"
+            raise ArchiveError(f"{archive_path} does not contain the folder {folder!r} (found: {found}).")
     except (zipfile.BadZipFile, tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error) as error:
         shutil.rmtree(staging)
-        raise ArchiveError(
-            f"{archive_path} is truncated or corrupt ({type(error).__name__}: {error}). "
-            f"It was left in place; delete it and call again with {argument('download')}."
-        ) from error
+        raise ArchiveError(f"{archive_path} is truncated or corrupt ({type(error).__name__}: {error}). "
+                           f"It was left in place; delete it and call again with {argument('download')}.") from error
     except ArchiveError:
         shutil.rmtree(staging)
         raise
-    if not (staging / folder).is_dir():
-        found = ", ".join(sorted(p.name for p in staging.iterdir())) or "nothing"
-        shutil.rmtree(staging)
-        raise ArchiveError(f"{archive_path} does not contain the folder {folder!r} (found: {found}).")
     marker = {"archive": archive_path.name, "md5": md5}
     (staging / folder / COMPLETE_MARKER).write_text(json.dumps(marker) + "\n")  # written last
     os.replace(staging / folder, target)
@@ -172,27 +161,18 @@ def extract(archive_path: Path, into: Path, folder: str, md5: str) -> Path:
     return target
 
 
-def missing_files(folder: Path, required: Sequence[str]) -> list[str]:
-    """The entries of ``required`` (paths relative to ``folder``) that do not exist."""
-    return [name for name in required if not (folder / name).exists()]
-
-
 def prepare(archive: RemoteArchive, into: Path, folder: str, required: Sequence[str], download: bool, dataset: str,
             layout: str) -> Path:
-    r"""Make ``into / folder`` hold the extracted archive and return it.
+    """Make ``into / folder`` hold the extracted archive and return it.
 
-    A folder that already holds every path in ``required`` is used as it is (it may
-    have been placed by hand). Otherwise the archive ``into / archive.filename`` is
-    used if present, downloaded if ``download``, verified, and extracted.
-
-    Raises:
-        DatasetNotFoundError: nothing on disk and ``download`` is false, or the folder
-            exists but is incomplete (it is left alone); the message shows ``layout``.
-        ChecksumError, ArchiveError: see :func:`verify_md5` and :func:`extract`.
+    A folder holding every path in ``required`` is used as it is (it may have been placed by
+    hand); else the archive ``into / archive.filename`` is used if present, downloaded if
+    ``download``, verified and extracted. :class:`DatasetNotFoundError`, showing ``layout``,
+    when nothing is on disk without ``download`` or the folder is incomplete (it is left alone).
     """
     target = into / folder
     if target.is_dir():
-        missing = missing_files(target, required)
+        missing = [name for name in required if not (target / name).exists()]
         if not missing:
             return target
         raise DatasetNotFoundError(f"{dataset}: {target} exists but is incomplete (missing: {', '.join(missing)}); "
@@ -208,7 +188,6 @@ def prepare(archive: RemoteArchive, into: Path, folder: str, required: Sequence[
         fetch(archive, archive_path)
     verify_md5(archive_path, archive.md5)
     extract(archive_path, into, folder, archive.md5)
-    missing = missing_files(target, required)
-    if missing:
+    if missing := [name for name in required if not (target / name).exists()]:
         raise ArchiveError(f"{archive_path} extracted to {target} but lacks: {', '.join(missing)}.")
     return target

@@ -1,14 +1,10 @@
-"""Image folders on disk: the real datasets' layouts, labelled image files, and stratified splits.
+"""Image folders on disk: the layouts of the datasets named subsets are made of (here, so that
+the loaders and :mod:`ib_tutorial.data.subsets` share them without importing each other),
+labelled image files, and stratified splits.
 
-The folders of the real datasets that named subsets are made of: where each lies under a
-data root and what it holds. The loaders read and quote them, :mod:`ib_tutorial.data.subsets`
-writes them; both import them from here, so neither imports the other.
-
-Labelled image files on disk, and a deterministic stratified split of class folders.
-
-Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB PIL
-images; datasets that publish no split are split here, class by class, from a recorded seed.
-An unreadable file raises :class:`CorruptImageError`, naming the file and the fixes; with
+Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB;
+datasets that publish no split are split here, class by class, from a recorded seed. An
+unreadable file raises :class:`CorruptImageError`, naming the file and the fixes; with
 ``skip_corrupt=True`` every file of the split is decoded once (PIL's ``verify()`` passes a JPEG
 cut in half), after the split, and those that fail are left out with one warning.
 """
@@ -24,7 +20,6 @@ from PIL import Image
 
 from ..command_line import argument
 
-
 TINY_IMAGENET_FOLDER = "tiny-imagenet-200"
 TINY_IMAGENET_REQUIRED = ("wnids.txt", "words.txt", "train", "val/images", "val/val_annotations.txt")
 TINY_IMAGENET_LAYOUT = """  <root>/tiny-imagenet-200/
@@ -39,7 +34,6 @@ DTD_LAYOUT = """  <root>/dtd/dtd/
       labels/{train,val,test}<1..10>.txt    the ten official partitions
   (a folder with images/ but no labels/: pass folder=<that folder> for a stratified split)"""
 DTD_FOLDER_LAYOUT = """  <folder>/images/<class>/*.jpg      (labels/ not needed)"""
-
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp"}
 STRATIFIED_SPLITS = ("train", "test")
@@ -79,17 +73,11 @@ def unreadable_files(paths: Sequence[Path]) -> list[Path]:
 
 
 class ImageFiles(torch.utils.data.Dataset):
-    """``(PIL RGB image, label)`` pairs from image files.
+    """``(PIL RGB image, label)`` pairs from the files of ``samples``, ``(path, label)``.
 
-    Every file is converted to RGB. ``fix_image`` (e.g. a dataset's policy for images of an
-    unexpected size) is applied before ``transform``; ``skip_corrupt``: see the module docstring.
-
-    Attributes:
-        samples: list of ``(path, label)``.
-        corrupt_files: the files left out by ``skip_corrupt`` (empty without it).
-        classes: class names, indexed by label.
-        targets: the label of every item.
-        info: how the list was made (e.g. the split seed and fraction, a size policy).
+    ``fix_image`` (e.g. a dataset's policy for images of an unexpected size) is applied before
+    ``transform``; ``corrupt_files`` holds the files ``skip_corrupt`` left out; ``info`` says how
+    the list was made (e.g. the split seed and fraction, a size policy).
     """
 
     def __init__(self, samples: list[tuple[Path, int]], classes: list[str], transform: Callable | None = None,
@@ -131,10 +119,8 @@ class ImageFiles(torch.utils.data.Dataset):
 def class_folders(images: Path) -> dict[str, list[Path]]:
     """Image files per class under ``images/<class>/``; classes and files sorted by name."""
     classes = sorted(path for path in images.iterdir() if path.is_dir())
-    return {
-        folder.name: sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        for folder in classes
-    }
+    return {folder.name: sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            for folder in classes}
 
 
 def stratified_split(

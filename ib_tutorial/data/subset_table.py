@@ -1,9 +1,6 @@
-"""The named subsets: which classes of which dataset each keeps, the folder it lies in, and
-how its images are made.
-
-``SUBSETS`` is the one table of them; :func:`named_subset` looks one up, for the loaders
-(``subset=`` of :func:`~ib_tutorial.data.get_dataset`) and for
-:mod:`ib_tutorial.data.subsets`, which writes a subset's folder.
+"""The named subsets, ``SUBSETS``: which classes of which dataset each keeps, the folder it lies
+in, and how its images are made; :func:`named_subset` looks one up for the loaders (``subset=``)
+and for :mod:`ib_tutorial.data.subsets`, which writes a subset's folder.
 """
 from __future__ import annotations
 
@@ -15,8 +12,7 @@ from pathlib import Path
 from PIL import Image
 
 from .archives import DatasetNotFoundError
-from .folders import UNREADABLE, CorruptImageError, class_folders
-from .folders import TINY_IMAGENET_FOLDER
+from .folders import TINY_IMAGENET_FOLDER, UNREADABLE, CorruptImageError, class_folders
 
 BUILD_COMMAND = ("ib-tutorial subset build {name} "
                  "--source <folder holding the full download> --out <data root>")
@@ -37,7 +33,6 @@ class Downscale:
     quality: int = 90
 
     def size(self, width: int, height: int) -> tuple[int, int]:
-        """The ``(width, height)`` an image of that size is written at."""
         scale = self.longer_side / max(width, height)
         if scale >= 1:
             return width, height
@@ -72,32 +67,25 @@ class Downscale:
 class Subset:
     """A named subset of a dataset: the classes it keeps and how its folder is made.
 
-    Attributes:
-        name: what ``subset=`` takes.
-        dataset: the :func:`~ib_tutorial.data.get_dataset` name it is a subset of.
-        classes: the class identifiers it keeps, in label order (Tiny ImageNet wnids; DTD folders).
-        folder: its folder under a data root, the one the dataset's loader reads.
-        content_sha256, content_files: :func:`~ib_tutorial.data.subsets.folder_digest` and
-            file count of the folder the committed runs used.
-        train_files_sha256: :func:`~ib_tutorial.data.subsets.training_file_digest` of its
-            training split, by which a run given the folder without ``subset=`` is recognised.
-        downscale: applied to every image; ``None`` copies the files byte for byte.
+    ``content_sha256`` and ``content_files`` are the :func:`~ib_tutorial.data.subsets.folder_digest`
+    and file count of the folder the committed runs used; ``train_files_sha256``, the
+    :func:`~ib_tutorial.data.subsets.training_file_digest` of its training split, recognises a run
+    given the folder without ``subset=``.
     """
 
-    name: str
+    name: str  # what subset= takes
     dataset: str
-    classes: tuple[str, ...]
-    folder: str
+    classes: tuple[str, ...]  # class identifiers in label order: Tiny ImageNet wnids, DTD folders
+    folder: str  # under a data root, the one the dataset's loader reads
     description: str
     content_sha256: str
     content_files: int
     train_files_sha256: str
-    downscale: Downscale | None = None
+    downscale: Downscale | None = None  # None copies the files byte for byte
 
     def keep(self, available: Sequence[str], where: Path, fix: str) -> list[int]:
         """The positions in ``available`` (the classes found at ``where``) of this subset's
-        classes, in the subset's order; :class:`~ib_tutorial.data.DatasetNotFoundError` naming the missing
-        ones and ``fix``."""
+        classes; :class:`~ib_tutorial.data.DatasetNotFoundError` naming the missing ones and ``fix``."""
         missing = [name for name in self.classes if name not in available]
         if missing:
             raise DatasetNotFoundError(
@@ -107,23 +95,17 @@ class Subset:
         return [list(available).index(name) for name in self.classes]
 
     def built_classes(self, images: Path) -> dict[str, list[Path]]:
-        """The image files of each of this subset's classes in a built subset's
-        ``images/<class>/`` (other classes there are left out), in the subset's order.
-
-        Raises:
-            ib_tutorial.data.DatasetNotFoundError: ``images`` is missing, lacks a class, or holds an image
-                larger than the subset's :class:`Downscale` allows (a full-size download);
-                the message gives the build command.
-        """
+        """The image files of each of this subset's classes in a built subset's ``images/<class>/``;
+        :class:`~ib_tutorial.data.DatasetNotFoundError`, giving the build command, when ``images`` is
+        missing, lacks a class, or holds an image larger than :class:`Downscale` allows."""
         build = "Build the subset's folder once from the full download: " + BUILD_COMMAND.format(name=self.name)
         if not images.is_dir():
             raise DatasetNotFoundError(f"Subset {self.name!r} of {self.dataset}: no folder {images}. {build}")
         available = class_folders(images)
         self.keep(list(available), images, build)
         files = {name: available[name] for name in self.classes}
-        oversized = [path for name in self.classes for path in files[name]
-                     if self.downscale is not None and not self.downscale.holds(path)]
-        if oversized:
+        if oversized := [path for name in self.classes for path in files[name]
+                         if self.downscale is not None and not self.downscale.holds(path)]:
             raise DatasetNotFoundError(
                 f"Subset {self.name!r}: {len(oversized)} images under {images} are larger than its "
                 f"{self.downscale.longer_side} px, e.g. {oversized[0]}: that is the full-size {self.dataset}, "

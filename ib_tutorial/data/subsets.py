@@ -1,26 +1,16 @@
-"""Named subsets of the real datasets: building and checking their folders, and loading them.
+"""Named subsets of the real datasets: building and checking their folders, and recording them.
 
-Building a named subset's folder from the full download, and checking one.
-
-:func:`build_subset` writes the folder in the layout its loader reads, all or nothing;
-:func:`check_subset` compares its :func:`folder_digest` with the one
-:mod:`ib_tutorial.data.subset_table` records for the committed runs' folder.
-
-Named subsets of the real datasets: which classes, which files, and how to build them.
-
-The book's real-image runs train on two subsets small enough for a CPU: ``tin20``, 20 of the
-200 Tiny ImageNet classes with every original file (500 train and 50 val each), and ``dtd6``,
-6 of the 47 DTD classes (120 images each) downscaled to a longer side of at most 256 px
-(bicubic, JPEG quality 90). A dataset option names one (``get_dataset("dtd", "train",
-subset="dtd6")``, or the spec ``dtd:subset=dtd6``). ``tin20`` also reads a full Tiny ImageNet
-download; ``dtd6`` is built once into a data root of its own::
+The book's real-image runs train on two subsets small enough for a CPU (the table is
+:mod:`ib_tutorial.data.subset_table`): ``tin20``, 20 of the 200 Tiny ImageNet classes with every
+original file, and ``dtd6``, 6 of the 47 DTD classes downscaled. A dataset option names one
+(``get_dataset("dtd", "train", subset="dtd6")``, or the spec ``dtd:subset=dtd6``). ``tin20``
+also reads a full Tiny ImageNet download; ``dtd6`` is built once into a data root of its own::
 
     ib-tutorial subset build dtd6 --source ~/.cache/ib_tutorial --out ~/subsets
 
-The table is :mod:`ib_tutorial.data.subset_table`; :func:`~ib_tutorial.data.subsets.build_subset`
-writes a folder all or nothing and checks its
-:func:`~ib_tutorial.data.subsets.folder_digest` against the committed runs'. The command is
-:func:`main` (``ib-tutorial subset``); :func:`subset_record` is what a run records of its data.
+:func:`build_subset` writes a folder all or nothing; :func:`check_subset` compares its
+:func:`folder_digest` with the committed runs'; :func:`main` is ``ib-tutorial subset``;
+:func:`subset_record` is what a run records of its data.
 """
 from __future__ import annotations
 
@@ -57,8 +47,8 @@ def folder_digest(folder: Path, progress: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a subset folder holds: text files written here (relative path -> bytes) and
-    files made from the source's (source file, relative path)."""
+    """What a subset folder holds: text files (relative path -> bytes) and files made from the
+    source's (source file, relative path)."""
 
     texts: dict[str, bytes]
     files: list[tuple[Path, str]]
@@ -87,11 +77,6 @@ def _source_folder(candidates: Sequence[Path], required: str, dataset: str, layo
         "and pass that root as --source.")
 
 
-def _line_of(lines: dict[bytes, bytes], wnid: str) -> bytes:
-    line = lines[wnid.encode()]
-    return line if line.endswith(b"\n") else line + b"\n"
-
-
 def plan_tiny_imagenet(subset: Subset, source_root: Path) -> Plan:
     """The subset's ``tiny-imagenet-200/``: its classes' ``wnids.txt`` and ``words.txt`` lines,
     every file under their ``train/<wnid>/``, and their val images with their
@@ -107,7 +92,7 @@ def plan_tiny_imagenet(subset: Subset, source_root: Path) -> Plan:
     words = {line.split(b"\t")[0]: line for line in (source / "words.txt").read_bytes().splitlines(keepends=True)}
     texts = {
         "wnids.txt": "".join(f"{wnid}\n" for wnid in subset.classes).encode(),
-        "words.txt": b"".join(_line_of(words, wnid) for wnid in subset.classes),
+        "words.txt": b"".join(words[wnid.encode()].rstrip(b"\n") + b"\n" for wnid in subset.classes),
     }
     files = [(path, path.relative_to(source).as_posix())
              for wnid in subset.classes for path in sorted((source / "train" / wnid).rglob("*")) if path.is_file()]
@@ -140,19 +125,14 @@ PLANS: dict[str, Callable[[Subset, Path], Plan]] = {"tiny-imagenet": plan_tiny_i
 
 def build_subset(name: str, source_root: str | os.PathLike, target_root: str | os.PathLike,
                  progress: bool = True) -> Built:
-    """Write subset ``name`` from the full download under ``source_root`` to its folder
-    under the data root ``target_root``, in the layout its loader reads.
+    """Write subset ``name`` from the full download under ``source_root`` to its folder under
+    the data root ``target_root``, in the layout its loader reads.
 
     Files are copied byte for byte, or through the subset's
-    :class:`~ib_tutorial.data.subset_table.Downscale`, into ``.<folder>.partial`` (one left by
-    an interrupted build is removed first), renamed into place when complete. Warns when the
-    result's :func:`folder_digest` is not the recorded one.
-
-    Raises:
-        FileExistsError: the target folder exists (it is never overwritten).
-        ib_tutorial.data.DatasetNotFoundError: no full download under ``source_root``, or it lacks a
-            class or file of the subset.
-        ValueError: an unknown subset name.
+    :class:`~ib_tutorial.data.subset_table.Downscale`, into ``.<folder>.partial`` (one left by an
+    interrupted build is removed first), renamed into place when complete. Warns when the result's
+    :func:`folder_digest` is not the recorded one; ``FileExistsError`` when the target folder
+    exists (it is never overwritten).
     """
     subset = named_subset(name)
     source_root, target_root = Path(source_root).expanduser(), Path(target_root).expanduser()
@@ -193,11 +173,7 @@ def build_subset(name: str, source_root: str | os.PathLike, target_root: str | o
 
 def check_subset(name: str, root: str | os.PathLike, progress: bool = True) -> Built:
     """Whether subset ``name``'s folder under the data root ``root`` holds the files the
-    committed runs used, byte for byte (its :func:`folder_digest` against the recorded one).
-
-    Raises:
-        ib_tutorial.data.DatasetNotFoundError: there is no such folder; the message gives the build command.
-    """
+    committed runs used, byte for byte (its :func:`folder_digest` against the recorded one)."""
     subset = named_subset(name)
     folder = Path(root).expanduser() / subset.folder
     if not folder.is_dir():
@@ -219,16 +195,10 @@ def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.Path
 
 @dataclass(frozen=True)
 class SubsetRecord:
-    """What a run trained on, for its ``config.json``.
-
-    Attributes:
-        subset: the named subset (``subset=`` option), or ``None``.
-        classes, class_ids: the class names and the identifiers the files are filed under
-            (Tiny ImageNet's wnids), in label order.
-        train_files: how many items the training split has.
-        train_files_sha256: :func:`training_file_digest` of its files relative to the
-            dataset's folder; ``None`` for a dataset not read from files.
-    """
+    """What a run trained on, for its ``config.json``: the ``subset=`` option, the class names
+    and the identifiers the files are filed under (Tiny ImageNet's wnids) in label order, the
+    training split's size and the :func:`training_file_digest` of its files relative to the
+    dataset's folder (``None`` for a dataset not read from files)."""
 
     subset: str | None
     classes: tuple[str, ...]
@@ -247,13 +217,11 @@ class SubsetRecord:
                     None)
 
     def to_dict(self) -> dict:
-        """JSON-ready data: :func:`dataclasses.asdict`, tuples as lists."""
         return {key: list(value) if isinstance(value, tuple) else value
                 for key, value in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> SubsetRecord:
-        """The record :meth:`to_dict` wrote."""
         return cls(data["subset"], tuple(data["classes"]), tuple(data["class_ids"]),
                    data["train_files"], data["train_files_sha256"])
 

@@ -12,8 +12,7 @@ between the two synthetic worlds. Real data lives under the data root (``root``,
   :mod:`~ib_tutorial.data.torchvision_sets`: the real datasets' loaders;
   :mod:`~ib_tutorial.data.folders`: labelled image files and stratified splits;
   :mod:`~ib_tutorial.data.archives`: downloads, checksums and safe extraction;
-* :mod:`~ib_tutorial.data.subset_table`: the named subsets; :mod:`~ib_tutorial.data.subsets`:
-  building, checking and recording them;
+* :mod:`~ib_tutorial.data.subsets`: the named subsets, building, checking and recording them;
 * :mod:`~ib_tutorial.data.spec`: a dataset with its options as one string.
 """
 from __future__ import annotations

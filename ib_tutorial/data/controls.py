@@ -1,15 +1,8 @@
 r"""Control inputs that separate what the input brings from what a network learned: the same
-network on inputs that keep some of the images' statistics and drop the rest.
-
-* :class:`GaussianNoiseImages`: white noise with the images' per-channel mean and standard
-  deviation, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}`: no structure at all;
-* :class:`PhaseScrambled`: each image's amplitude spectrum with random phases
-  (:func:`phase_scramble`): the same second-order statistics, no objects or edges;
-* :func:`raw_patch_statistics`: the rank and :math:`N_\mathrm{eff}` of the raw pixel patches a
-  ViT embeds (the patch embedding is linear).
-
-Both datasets hold image tensors [C, H, W] as the model receives them; item ``index`` is a
-function of ``(seed, index)`` alone.
+network on :class:`GaussianNoiseImages` (no structure at all), on :class:`PhaseScrambled` images
+(the same second-order statistics, no objects or edges), and :func:`raw_patch_statistics` of the
+raw pixel patches a ViT embeds. Both datasets hold image tensors [C, H, W] as the model receives
+them; item ``index`` is a function of ``(seed, index)`` alone.
 """
 from __future__ import annotations
 
@@ -26,11 +19,6 @@ from ..measure.metrics import eed_percent, effective_dimension_from_spectrum
 Tensor = torch.Tensor
 
 
-def _rng(seed: int, index: int) -> np.random.Generator:
-    """The random stream of item ``index`` of a control seeded with ``seed``."""
-    return np.random.default_rng([seed, index])
-
-
 def _image(item) -> Tensor:
     image = item[0] if isinstance(item, (tuple, list)) else item
     if not isinstance(image, torch.Tensor) or image.ndim != 3:
@@ -40,9 +28,8 @@ def _image(item) -> Tensor:
 
 
 def channel_moments(dataset: Dataset, images: int | None = None) -> tuple[Tensor, Tensor]:
-    r"""Per-channel mean :math:`\mu_c` and standard deviation :math:`\sigma_c` [C] (float64)
-    over every pixel of the first ``images`` images (all by default) of a dataset of image
-    tensors [C, H, W] or ``(image, label)`` pairs."""
+    """Per-channel mean and standard deviation [C] (float64) over every pixel of the first
+    ``images`` images (all by default) of a dataset of image tensors or ``(image, label)`` pairs."""
     count = len(dataset) if images is None else min(images, len(dataset))
     if count < 1:
         raise ValueError("no images to take the moments of")
@@ -55,16 +42,9 @@ def channel_moments(dataset: Dataset, images: int | None = None) -> tuple[Tensor
 
 
 class GaussianNoiseImages(Dataset):
-    r"""White Gaussian noise images, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}` [C, H, W]
-    (float32), each with label 0.
-
-    Args:
-        size: the number of images.
-        shape: (C, H, W); give the model's input side, since resizing noise would correlate
-            neighbouring pixels.
-        mean, std: :math:`\mu_c` and :math:`\sigma_c`, one per channel.
-        seed: image ``index`` is a function of ``(seed, index)``.
-    """
+    r"""``size`` white Gaussian noise images, :math:`x_{chw} = \mu_c + \sigma_c z_{chw}` [C, H, W]
+    (float32, ``mean`` and ``std`` per channel), each with label 0. Give ``shape`` the model's input
+    side: resizing noise would correlate neighbouring pixels."""
 
     classes = ["noise"]
 
@@ -79,8 +59,8 @@ class GaussianNoiseImages(Dataset):
     @classmethod
     def matching(cls, dataset: Dataset, size: int | None = None, images: int | None = None,
                  seed: int = 0) -> GaussianNoiseImages:
-        """Noise with the per-channel moments (:func:`channel_moments` over ``images`` of
-        them) and the shape of ``dataset``'s images; ``size`` images (as many as it has)."""
+        """Noise with the :func:`channel_moments` and the shape of ``dataset``'s images, ``size``
+        of them (as many as it has)."""
         mean, std = channel_moments(dataset, images)
         shape = _image(dataset[0]).shape
         return cls(len(dataset) if size is None else size, shape, mean.tolist(), std.tolist(), seed)
@@ -91,7 +71,7 @@ class GaussianNoiseImages(Dataset):
     def __getitem__(self, index: int) -> tuple[Tensor, int]:
         if not 0 <= index < self.size:
             raise IndexError(f"index {index} out of range for {self.size} noise images")
-        z = torch.from_numpy(_rng(self.seed, index).standard_normal(self.shape))
+        z = torch.from_numpy(np.random.default_rng([self.seed, index]).standard_normal(self.shape))
         return (self.mean + self.std * z).float(), 0
 
 
@@ -120,13 +100,12 @@ def phase_scramble(image: Tensor, rng: np.random.Generator) -> Tensor:
 
 
 class PhaseScrambled(Dataset):
-    """The images of ``dataset`` (image tensors [C, H, W], or ``(image, label, ...)`` items),
-    phase-scrambled (:func:`phase_scramble`), each item otherwise as it was.
+    """The images of ``dataset`` (image tensors, or ``(image, label, ...)`` items) through
+    :func:`phase_scramble`, each item otherwise as it was.
 
-    With ``clip`` (the default) each scrambled channel is clipped to the original channel's
-    range, the one step that alters the amplitude spectrum (on 100 Tiny ImageNet validation
-    images: 8 % of the pixels clipped, each spectrum moved 6 % on average); ``clip=False``
-    keeps the spectra exactly. Image ``index``'s phases are a function of ``(seed, index)``.
+    With ``clip`` each scrambled channel is clipped to the original channel's range, the one step
+    that alters the amplitude spectrum (on 100 Tiny ImageNet validation images: 8 % of the pixels
+    clipped, each spectrum moved 6 % on average); ``clip=False`` keeps the spectra exactly.
     """
 
     def __init__(self, dataset: Dataset, seed: int = 0, clip: bool = True):
@@ -139,7 +118,7 @@ class PhaseScrambled(Dataset):
     def __getitem__(self, index: int) -> Tensor | tuple:
         item = self.dataset[index]
         image = _image(item)
-        scrambled = phase_scramble(image, _rng(self.seed, index))
+        scrambled = phase_scramble(image, np.random.default_rng([self.seed, index]))
         if self.clip:
             flat = image.flatten(1)
             scrambled = scrambled.clamp(flat.amin(1)[:, None, None], flat.amax(1)[:, None, None])
@@ -148,21 +127,14 @@ class PhaseScrambled(Dataset):
 
 @dataclass(frozen=True)
 class PatchStatistics:
-    r"""What raw pixel patches of side :math:`p` span.
+    """What raw pixel patches of side p span."""
 
-    Attributes:
-        rank: eigenvalues of their covariance above ``rtol`` times the largest.
-        n_eff: their :math:`N_\mathrm{eff}`.
-        dim: their dimension :math:`C p^2`.
-    """
-
-    rank: int
+    rank: int  # eigenvalues of their covariance above rtol times the largest
     n_eff: float
-    dim: int
+    dim: int  # C p^2
 
     @property
     def eed_percent(self) -> float:
-        """EED% of the patches."""
         return eed_percent(self.n_eff, self.dim)
 
 

@@ -1,6 +1,6 @@
-"""Image folders on disk: the layouts of the datasets named subsets are made of (here, so that
-the loaders and :mod:`ib_tutorial.data.subsets` share them without importing each other),
-labelled image files, and stratified splits.
+"""Image folders on disk: the layouts and class list of the datasets named subsets are made of
+(here, so that the loaders and :mod:`ib_tutorial.data.subsets` share them without importing each
+other), labelled image files, and stratified splits.
 
 Every real dataset ends as an :class:`ImageFiles` of ``(path, label)`` pairs read as RGB;
 datasets that publish no split are split here, class by class, from a recorded seed. An
@@ -19,6 +19,7 @@ import torch
 from PIL import Image
 
 from ..command_line import argument
+from .archives import DatasetNotFoundError
 
 TINY_IMAGENET_FOLDER = "tiny-imagenet-200"
 TINY_IMAGENET_REQUIRED = ("wnids.txt", "words.txt", "train", "val/images", "val/val_annotations.txt")
@@ -41,6 +42,18 @@ STRATIFIED_SPLITS = ("train", "test")
 # size, which PIL refuses with DecompressionBombError (not an OSError).
 UNREADABLE = (OSError, Image.DecompressionBombError)
 CORRUPT_SHOWN = 5  # paths the skip warning names before "..."
+
+
+def read_classes(folder: Path) -> tuple[list[str], list[str]]:
+    """The WordNet ids in ``wnids.txt`` order, and each one's first name in ``words.txt``."""
+    wnids = [line.strip() for line in (folder / "wnids.txt").read_text().splitlines() if line.strip()]
+    names = {}
+    for line in (folder / "words.txt").read_text().splitlines():
+        wnid, _, words = line.partition("\t")
+        names[wnid] = words.split(",")[0].strip()
+    if missing := [wnid for wnid in wnids if wnid not in names]:
+        raise DatasetNotFoundError(f"{folder / 'words.txt'} has no names for: {', '.join(missing[:5])}.")
+    return wnids, [names[wnid] for wnid in wnids]
 
 
 class CorruptImageError(OSError):

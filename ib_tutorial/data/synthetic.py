@@ -7,35 +7,30 @@ These worlds isolate that difference, with nothing to download:
 **Objects** (``texture_weight = 0``). Class :math:`k` is a closed outline with radius
 
 .. math:: R_k(\theta) = \frac{1 + \sum_{m=2}^{5} a_{k,m}\cos(m\theta + \phi_{k,m})}
-          {\sqrt{1 + \tfrac12 \sum_m a_{k,m}^2}},
+          {\sqrt{1 + \tfrac12 \sum_m a_{k,m}^2}}
 
-normalised to the area of the unit disc, placed at a random position and scale (equivalent
-radius 16-28 % of the side) with a random colour over a class-independent cluttered
-background. Only the outline carries the class, and only where the object is.
+(the area of the unit disc), at a random position and scale (equivalent radius 16-28 % of the
+side) in a random colour over a class-independent cluttered background: only the outline
+carries the class, and only where the object is.
 
-**Textures** (``texture_weight = 1``). Class :math:`k` is a Gaussian random field whose
-power spectrum is a log-normal ring around the class frequency :math:`f_k` (cycles per
-pixel), optionally oriented around :math:`\theta_k`,
+**Textures** (``texture_weight = 1``). Class :math:`k` is a Gaussian random field whose power
+spectrum is a log-normal ring around the class frequency :math:`f_k` (cycles per pixel),
+optionally oriented around :math:`\theta_k`,
 
 .. math:: |F_k(\rho, \varphi)| = \exp\!\Big(-\frac{\log^2(\rho/f_k)}{2\sigma^2}\Big)
           \,|\cos(\varphi - \theta_k)|^{n_k},
 
-passed through :math:`\tanh(g_k t)` and painted between a dark and a bright random colour:
-any patch a few periods wide identifies the class.
+passed through :math:`\tanh(g_k t)` between a dark and a bright random colour: any patch a few
+periods wide identifies the class.
 
-**Between them** (``synthetic-mix``). The image is the pixel blend
-:math:`(1-w)\,\text{object} + w\,\text{texture}` of the same class, :math:`w` =
-``texture_weight``; the layers use separate random streams, so one ``(seed, index)`` shows
-the same object and texture at every :math:`w`. Texture is the easier cue, so a model's
-behaviour need not change linearly in :math:`w`.
+**Between them** (``synthetic-mix``): the pixel blend :math:`(1-w)\,\text{object} +
+w\,\text{texture}` of the same class, :math:`w` = ``texture_weight``. The layers use separate
+random streams, so one ``(seed, index)`` shows the same object and texture at every :math:`w`.
+``palette="grey"`` paints every image in the same greys (:data:`PALETTE_GREYS`).
 
-**Palette.** ``palette="grey"`` paints every image in the same greys
-(:data:`PALETTE_GREYS`), so that colours cannot tell images apart.
-
-Objects are sized relative to the image, texture frequencies per pixel. Class :math:`k` means
-the same shape or texture whatever ``num_classes``, ``seed`` or split (class parameters come
-from a low-discrepancy sequence). Image ``index`` of ``split`` is a pure function of
-``(seed, split, index, img_size, texture_weight)`` (a Philox stream keyed by
+Class :math:`k` is the same shape or texture whatever ``num_classes``, ``seed`` or split (class
+parameters come from a low-discrepancy sequence). Image ``index`` of ``split`` is a pure
+function of ``(seed, split, index, img_size, texture_weight)`` (a Philox stream keyed by
 ``(seed, split)``); its label is ``index % num_classes``.
 """
 from __future__ import annotations
@@ -83,10 +78,9 @@ PALETTE_GREYS = {"object": 0.9, "background": 0.5, "stroke": 0.55, "texture dark
 
 
 def low_discrepancy_point(k: int, dims: int) -> np.ndarray:
-    r"""Point :math:`k` of the additive recurrence :math:`u_k = \{0.5 + k\,\alpha\}` in
-    :math:`[0,1)^{dims}`, with :math:`\alpha_j = \phi_d^{-j}` and :math:`\phi_d` the
-    root of :math:`x^{d+1} = x + 1` (Roberts' generalised golden ratio): any prefix covers
-    the cube evenly."""
+    r"""Point :math:`k` of :math:`u_k = \{0.5 + k\,\alpha\}` in :math:`[0,1)^{dims}`,
+    :math:`\alpha_j = \phi_d^{-j}` with :math:`\phi_d` the root of :math:`x^{d+1} = x + 1`
+    (Roberts' generalised golden ratio): any prefix covers the cube evenly."""
     phi = 2.0
     for _ in range(64):
         phi = (1.0 + phi) ** (1.0 / (dims + 1))
@@ -103,28 +97,26 @@ class ShapeClass:
     phases: np.ndarray  # (4,)
 
     def radius(self, theta: np.ndarray) -> np.ndarray:
-        r"""Outline radius :math:`R_k(\theta)` (area-normalised) at angles ``theta``."""
+        r"""The outline radius :math:`R_k(\theta)`."""
         theta = np.asarray(theta)[..., None]
         wobble = np.sum(self.amplitudes * np.cos(HARMONICS * theta + self.phases), axis=-1)
         return (1.0 + wobble) / np.sqrt(1.0 + 0.5 * np.sum(self.amplitudes**2))
 
 
 def shape_class(k: int) -> ShapeClass:
-    """The shape of object class ``k`` (the same for every dataset size and seed)."""
+    """The shape of object class ``k``."""
     u = low_discrepancy_point(k, 2 * len(HARMONICS))
     return ShapeClass(MAX_AMPLITUDES * u[: len(HARMONICS)], 2 * np.pi * u[len(HARMONICS):])
 
 
 @dataclass(frozen=True)
 class TextureClass:
-    """One texture class: ring frequency (cycles/pixel), orientation of the wave
-    vector (radians, in array coordinates x right, y down), orientation concentration
-    exponent and tanh gain."""
+    """One texture class."""
 
-    frequency: float
-    orientation: float
-    concentration: int
-    gain: float
+    frequency: float  # cycles per pixel
+    orientation: float  # of the wave vector, radians, in array coordinates (x right, y down)
+    concentration: int  # orientation concentration exponent n
+    gain: float  # tanh gain g
 
     @property
     def name(self) -> str:
@@ -150,7 +142,7 @@ class TextureClass:
 
 
 def texture_class(k: int) -> TextureClass:
-    """The texture of class ``k`` (the same for every dataset size and seed)."""
+    """The texture of class ``k``."""
     u = low_discrepancy_point(k, 4)
     low, high = TEXTURE_FREQUENCY_RANGE
     return TextureClass(frequency=float(low * (high / low) ** u[0]),
@@ -160,11 +152,6 @@ def texture_class(k: int) -> TextureClass:
 
 
 RADIUS_TABLE_SIZE = 1024  # outline radius sampled at this many angles; a power of two
-
-
-def _hsv(hue: float, saturation: float, value: float) -> np.ndarray:
-    """An RGB colour of shape (3, 1, 1), to broadcast over channel-first images."""
-    return np.array(colorsys.hsv_to_rgb(hue % 1.0, saturation, value), dtype=np.float32).reshape(3, 1, 1)
 
 
 def _bilinear_matrix(cells: int, img_size: int) -> np.ndarray:
@@ -191,27 +178,14 @@ class _Draws:
 
 
 class SyntheticWorld(torch.utils.data.Dataset):
-    r"""A synthetic world between objects (``texture_weight=0``) and textures (``1``).
+    """A synthetic world between objects (``texture_weight=0``) and textures (``1``): ``size``
+    images (default 10,000 for train, 2,000 for val and test) of ``img_size`` pixels a side
+    (16-256), generated when indexed, as ``(PIL RGB image, label)`` or ``(transform(image), label)``.
 
-    Args:
-        split: ``"train"``, ``"val"`` or ``"test"``; each draws from its own stream.
-        img_size: side of the square RGB images, 16 to 256 pixels.
-        size: images in this split (default 10,000 for train, 2,000 for val and test),
-            generated when indexed.
-        seed: selects the images (not the classes).
-        texture_weight: :math:`w \in [0, 1]`, image = :math:`(1-w)` object + :math:`w` texture.
-        object_scale: multiplies the objects' equivalent radius (16-28 % of the side at 1).
-        clutter: opacity of the background's blotches and strokes, from 0 (one plain colour)
-            to 1 (the default).
-        palette: ``"random"`` (the default) or ``"grey"`` (:data:`PALETTE_GREYS`).
-        transform: applied to the PIL image; without one, items are ``(PIL RGB image, int)``.
-
-    ``clutter`` and ``palette`` leave the draws unchanged, so one ``(seed, index)`` shows the
-    same object in the same place at every value.
-
-    Attributes:
-        classes: one name per class (``shape-007``, the texture's parameters, or both).
-        targets: the label of every index, ``index % num_classes``.
+    ``seed`` selects the images, not the classes; ``object_scale`` multiplies the objects'
+    equivalent radius; ``clutter`` is the opacity of the background's blotches and strokes (0:
+    one plain colour). ``clutter`` and ``palette`` leave the draws unchanged, so one
+    ``(seed, index)`` shows the same object in the same place at every value.
     """
 
     def __init__(self, split: str = "train", *, img_size: int = 32, num_classes: int = 10, size: int | None = None,
@@ -257,6 +231,7 @@ class SyntheticWorld(torch.utils.data.Dataset):
 
     @cached_property
     def classes(self) -> list[str]:
+        """One name per class: ``shape-007``, the texture's parameters, or both."""
         shapes = [f"shape-{k:03d}" for k in range(self.num_classes)]
         textures = [texture.name for texture in self._textures]
         if self.texture_weight == 0:
@@ -313,7 +288,6 @@ class SyntheticWorld(torch.utils.data.Dataset):
         self._object_image(self.label(index), self._stream(index, layer=0), factors)
         return factors
 
-    # --- objects --------------------------------------------------------------------
     def _object_image(self, label: int, rng: np.random.Generator, factors: dict[str, float] | None = None) -> np.ndarray:
         """Cluttered background, then the class shape at a random place, scale and colour;
         the draws that are not the class go into ``factors`` when one is given."""
@@ -381,10 +355,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
             alpha *= opacity
         image += alpha * (colour - image)
 
-    # --- textures -------------------------------------------------------------------
     def _texture_image(self, label: int, rng: np.random.Generator) -> np.ndarray:
-        """Filtered Gaussian noise with the class spectrum, tanh-shaped, between a dark
-        and a bright random colour."""
+        """Gaussian noise filtered by the class spectrum, tanh-shaped, between two random colours."""
         if label not in self._spectra:
             self._spectra[label] = self._textures[label].spectrum(self.img_size)
         noise = rng.standard_normal((self.img_size, self.img_size), dtype=np.float32)
@@ -402,7 +374,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         low, high = self._colour("texture dark", *dark), self._colour("texture bright", *bright)
         return low + shade * (high - low)
 
-    # --- palette --------------------------------------------------------------------
     def _colour(self, role: str, hue: float, saturation: float, value: float) -> np.ndarray:
-        """The RGB colour painted for a drawn HSV colour in ``role``."""
-        return _hsv(0.0, 0.0, PALETTE_GREYS[role]) if self.palette == "grey" else _hsv(hue, saturation, value)
+        """The RGB colour, shape (3, 1, 1), painted for a drawn HSV colour in ``role``."""
+        if self.palette == "grey":
+            hue, saturation, value = 0.0, 0.0, PALETTE_GREYS[role]
+        return np.array(colorsys.hsv_to_rgb(hue % 1.0, saturation, value), dtype=np.float32).reshape(3, 1, 1)

@@ -1,8 +1,7 @@
 """Tiny ImageNet (Stanford CS231n): 200 classes, 64 x 64 px, 100,000 train and 10,000 val.
 
-Moderately object-centric: ImageNet photographs of one object class each, cropped
-and downsampled. The official archive's test split has no labels, so only
-``train`` and ``val`` are offered.
+Moderately object-centric: ImageNet photographs of one object class each, cropped and
+downsampled. The test split has no published labels, so only ``train`` and ``val`` are offered.
 """
 from __future__ import annotations
 
@@ -12,27 +11,13 @@ from pathlib import Path
 
 from ..files import data_root
 from .archives import DatasetNotFoundError, RemoteArchive, prepare
-from .folders import ImageFiles
-from .folders import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED
-from .subset_table import named_subset
+from .folders import TINY_IMAGENET_FOLDER, TINY_IMAGENET_LAYOUT, TINY_IMAGENET_REQUIRED, ImageFiles, read_classes
+from .subsets import named_subset
 
 ARCHIVE = RemoteArchive(filename="tiny-imagenet-200.zip",
                         md5="90528d7ca1a48142e341f4ef8d21d0de",
                         urls=("http://cs231n.stanford.edu/tiny-imagenet-200.zip",))
 OFFICIAL_CLASSES = 200
-
-
-def read_classes(folder: Path) -> tuple[list[str], list[str]]:
-    """The WordNet ids in ``wnids.txt`` order, and each one's first name in ``words.txt``."""
-    wnids = [line.strip() for line in (folder / "wnids.txt").read_text().splitlines() if line.strip()]
-    names = {}
-    for line in (folder / "words.txt").read_text().splitlines():
-        wnid, _, words = line.partition("\t")
-        names[wnid] = words.split(",")[0].strip()
-    missing = [wnid for wnid in wnids if wnid not in names]
-    if missing:
-        raise DatasetNotFoundError(f"{folder / 'words.txt'} has no names for: {', '.join(missing[:5])}.")
-    return wnids, [names[wnid] for wnid in wnids]
 
 
 def train_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
@@ -47,9 +32,8 @@ def train_samples(folder: Path, wnids: list[str]) -> list[tuple[Path, int]]:
 
 
 def val_samples(folder: Path, wnids: list[str], other_classes: bool = False) -> list[tuple[Path, int]]:
-    """The images named in ``val/val_annotations.txt``, labelled by their wnid. An image of
-    a class not in ``wnids`` is an error, or left out when ``other_classes`` (the folder
-    holds more classes than ``wnids``, a subset of them)."""
+    """The images named in ``val/val_annotations.txt``, labelled by their wnid; one of a class not
+    in ``wnids`` is an error, or left out when ``other_classes`` (``wnids`` is a subset)."""
     label_of = {wnid: label for label, wnid in enumerate(wnids)}
     annotations = folder / "val" / "val_annotations.txt"
     samples = []
@@ -62,17 +46,15 @@ def val_samples(folder: Path, wnids: list[str], other_classes: bool = False) -> 
                 continue
             raise DatasetNotFoundError(f"{annotations}, line {number}: {wnid} is not in wnids.txt.")
         samples.append((folder / "val" / "images" / name, label_of[wnid]))
-    missing = [str(path) for path, _ in samples if not path.exists()]
-    if missing:
+    if missing := [str(path) for path, _ in samples if not path.exists()]:
         raise DatasetNotFoundError(f"{len(missing)} annotated val images are missing, e.g. {missing[0]}.")
     return samples
 
 
 def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
          skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
-    """Tiny ImageNet ``train`` or ``val`` under ``root`` (downloaded if ``download``); ``subset``
-    (e.g. ``"tin20"``) keeps that subset's classes, in its order, of a full download or of a
-    built subset folder alike."""
+    """Tiny ImageNet ``train`` or ``val``; ``subset`` (e.g. ``"tin20"``) keeps that subset's
+    classes, in its order, of a full download or of a built subset folder alike."""
     folder = prepare(ARCHIVE, data_root(root), TINY_IMAGENET_FOLDER, TINY_IMAGENET_REQUIRED, download, "Tiny ImageNet",
                      TINY_IMAGENET_LAYOUT)
     wnids, names = read_classes(folder)

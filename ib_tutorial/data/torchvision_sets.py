@@ -1,12 +1,7 @@
-"""CIFAR-100, DTD and EuroSAT, read by torchvision's dataset classes, downloaded with its URLs
-and MD5s through :mod:`ib_tutorial.data.archives`; DTD and EuroSAT are read as
+"""CIFAR-100 (Krizhevsky, 2009), DTD (Cimpoi et al., 2014) and EuroSAT RGB (Helber et al., 2019),
+read by torchvision's dataset classes and downloaded with its URLs and MD5s through
+:mod:`ib_tutorial.data.archives`; DTD and EuroSAT are read as
 :class:`~ib_tutorial.data.folders.ImageFiles`, with the same errors and ``skip_corrupt``.
-
-- CIFAR-100 (Krizhevsky, 2009): 100 classes, 32 x 32 px, 50,000 train and 10,000 test.
-- DTD (Cimpoi et al., 2014): 47 texture classes x 120 photographs, 300-640 px; ten official
-  partitions from ``labels/``, or a ``folder`` of ``images/<class>/`` split like UC Merced.
-- EuroSAT RGB (Helber et al., 2019): 10 land-cover classes, 27,000 tiles of 64 x 64 px, split
-  80/20 as UC Merced.
 """
 from __future__ import annotations
 
@@ -15,9 +10,8 @@ from pathlib import Path
 
 from ..files import data_root
 from .archives import ChecksumError, DatasetNotFoundError, RemoteArchive, prepare, verify_md5
-from .folders import ImageFiles, class_folders, stratified_split
-from .folders import DTD_FOLDER_LAYOUT, DTD_LAYOUT
-from .subset_table import named_subset
+from .folders import DTD_FOLDER_LAYOUT, DTD_LAYOUT, ImageFiles, class_folders, stratified_split
+from .subsets import named_subset
 
 CIFAR100_LAYOUT = """  <root>/cifar-100-python/
       train, test, meta              Python pickles (torchvision's CIFAR100 reads them)"""
@@ -51,11 +45,10 @@ def load_cifar100(split: str, root=None, download: bool = False, transform: Call
 def load_dtd(split: str, root=None, download: bool = False, transform: Callable | None = None, *, partition: int = 1,
              folder: str | Path | None = None, train_fraction: float = 0.8, split_seed: int = 0,
              skip_corrupt: bool = False, subset: str | None = None) -> ImageFiles:
-    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10) under ``root``; or, with
-    ``folder`` (relative: inside the data root, so a run's configuration names no machine's
-    paths), its ``images/<class>/`` split into ``train``/``test`` by ``train_fraction`` and
-    ``split_seed``. ``subset`` (e.g. ``"dtd6"``) reads that subset's built folder the same way,
-    its classes only."""
+    """DTD ``train``/``val``/``test`` of official ``partition`` (1-10); or, with ``folder``
+    (relative: inside the data root, so a run's configuration names no machine's paths), its
+    ``images/<class>/`` split into ``train``/``test``; ``subset`` (e.g. ``"dtd6"``) reads that
+    subset's built folder the same way, its classes only."""
     if subset is not None:
         chosen = named_subset(subset, "dtd")
         folder = chosen.folder if folder is None else folder
@@ -89,9 +82,7 @@ def load_dtd(split: str, root=None, download: bool = False, transform: Callable 
 
 def load_eurosat(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
                  train_fraction: float = 0.8, split_seed: int = 0, skip_corrupt: bool = False) -> ImageFiles:
-    """EuroSAT RGB ``train`` or ``test``: torchvision's ``EuroSAT`` file list, split
-    stratified by ``train_fraction`` and ``split_seed``; ``skip_corrupt`` leaves
-    unreadable image files out."""
+    """EuroSAT RGB ``train`` or ``test``: torchvision's ``EuroSAT`` file list, split stratified."""
     from torchvision.datasets import EuroSAT
 
     root = data_root(root)

@@ -1,9 +1,8 @@
 """UC Merced Land Use (Yang and Newsam, 2010): 21 classes x 100 aerial scenes, 256 x 256 px.
 
 Texture-centric: a class (forest, dense residential, ...) is mostly the texture covering the
-tile. :func:`load` makes a deterministic stratified split (default 80/20, seed 0, recorded in
-``dataset.info``). ``size_policy="resize"`` (default) resizes the few images short of
-256 x 256 to it (bicubic), so batches stack; ``"keep"`` returns them as stored.
+tile. ``size_policy="resize"`` (default) resizes the few images short of 256 x 256 to it
+(bicubic), so batches stack; ``"keep"`` returns them as stored.
 """
 from __future__ import annotations
 
@@ -28,15 +27,13 @@ SIZE_POLICIES = ("resize", "keep")
 
 
 def resize_to_side(image: Image.Image) -> Image.Image:
-    """The image itself when it is 256 x 256, else a bicubic resize to 256 x 256."""
     return image if image.size == (SIDE, SIDE) else image.resize((SIDE, SIDE), Image.Resampling.BICUBIC)
 
 
 def load(split: str, root=None, download: bool = False, transform: Callable | None = None, *,
          train_fraction: float = 0.8, split_seed: int = 0, size_policy: str = "resize",
          skip_corrupt: bool = False) -> ImageFiles:
-    """UC Merced ``train`` or ``test`` (stratified, see :func:`~ib_tutorial.data.folders.stratified_split`);
-    ``skip_corrupt`` leaves unreadable image files out of it."""
+    """UC Merced ``train`` or ``test`` (:func:`~ib_tutorial.data.folders.stratified_split`)."""
     if size_policy not in SIZE_POLICIES:
         raise ValueError(f"Unknown size_policy {size_policy!r}; use one of {', '.join(SIZE_POLICIES)}.")
     folder = prepare(ARCHIVE, data_root(root), FOLDER, REQUIRED, download, "UC Merced Land Use", LAYOUT)

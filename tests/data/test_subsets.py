@@ -16,7 +16,7 @@ from shared_data import DTD_SAMPLE, REAL, TINY_SAMPLE, needs
 from ib_tutorial.data import CorruptImageError, DatasetNotFoundError, get_dataset, held_out_split, subsets
 from ib_tutorial.data.spec import parse_spec
 from ib_tutorial.data.subsets import Built, build_subset, check_subset, folder_digest
-from ib_tutorial.data.subset_table import SUBSETS, Downscale, Subset
+from ib_tutorial.data.subsets import SUBSETS, Downscale, Subset
 from ib_tutorial.data.subsets import SubsetRecord, subset_record, training_file_digest
 
 UNRECORDED = "0" * 64

@@ -49,13 +49,11 @@ def _synthetic_loader(world: str, fixed_texture_weight: float | None) -> Callabl
              num_classes: int = 10, size: int | None = None, seed: int = 0, texture_weight: float | None = None,
              object_scale: float = 1.0, clutter: float = 1.0, palette: str = "random") -> SyntheticWorld:
         # Synthetic worlds are generated on the fly: `root` and `download` do not apply.
-        if fixed_texture_weight is None:
-            texture_weight = 0.5 if texture_weight is None else texture_weight
-        elif texture_weight not in (None, fixed_texture_weight):
+        if texture_weight is None:
+            texture_weight = 0.5 if fixed_texture_weight is None else fixed_texture_weight
+        elif fixed_texture_weight not in (None, texture_weight):
             raise ValueError(f"{world} has texture_weight={fixed_texture_weight} by definition; use "
                              f"get_dataset('synthetic-mix', ..., texture_weight={texture_weight}) for other values.")
-        else:
-            texture_weight = fixed_texture_weight
         return SyntheticWorld(split, img_size=img_size, num_classes=num_classes, size=size, seed=seed,
                               texture_weight=texture_weight, object_scale=object_scale, clutter=clutter,
                               palette=palette, transform=transform)

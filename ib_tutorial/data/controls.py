@@ -79,16 +79,11 @@ def phase_scramble(image: Tensor, rng: np.random.Generator) -> Tensor:
     r"""``image`` [C, H, W] with every channel's amplitude spectrum kept and its phases randomised.
 
     With :math:`F_c` the 2-D DFT of channel :math:`c` and :math:`\theta` the phases of one
-    white-noise image [H, W],
-
-    .. math::
-
-        y_c = \mathrm{Re}\, \mathcal F^{-1}\!\big(F_c\, e^{i\theta}\big), \qquad \theta_{00} = 0 .
-
-    Turning every channel by the *same* random :math:`\theta` keeps each pair's cross-spectrum
-    :math:`F_c \bar F_d` (the colour correlations at every frequency) and each channel's mean;
-    :math:`\theta` is odd, so :math:`y` is real up to round-off. No clipping here: see
-    :class:`PhaseScrambled`.
+    white-noise image [H, W], :math:`y_c = \mathrm{Re}\, \mathcal F^{-1}(F_c\, e^{i\theta})`,
+    :math:`\theta_{00} = 0`. Turning every channel by the *same* :math:`\theta` keeps each pair's
+    cross-spectrum :math:`F_c \bar F_d` (the colour correlations at every frequency) and each
+    channel's mean; :math:`\theta` is odd, so :math:`y` is real up to round-off. No clipping
+    (:class:`PhaseScrambled` clips).
     """
     if image.ndim != 3:
         raise ValueError(f"expected an image [C, H, W], got shape {tuple(image.shape)}")
@@ -141,12 +136,10 @@ class PatchStatistics:
 @torch.no_grad()
 def raw_patch_statistics(images: Tensor | Iterable, patch_size: int, center: bool = True,
                          rtol: float = 1e-9) -> PatchStatistics:
-    r"""Rank and :math:`N_\mathrm{eff}` of the non-overlapping ``patch_size`` patches of
-    ``images``, a tensor [B, C, H, W] or an iterable of such batches (or of ``(images, labels)``
-    pairs): the rows a ViT's linear patch embedding maps to its first tokens. The rank counts
-    eigenvalues above ``rtol`` times the largest: far above float64 round-off, far below the
-    :math:`10^{-6}` that 8-bit quantisation alone leaves.
-    """
+    r"""Rank and :math:`N_\mathrm{eff}` of the non-overlapping ``patch_size`` patches of ``images``
+    ([B, C, H, W], or an iterable of such batches or ``(images, labels)`` pairs): the rows a ViT's
+    linear patch embedding maps to its first tokens. ``rtol`` lies far above float64 round-off,
+    far below the :math:`10^{-6}` that 8-bit quantisation alone leaves."""
     accumulator = patch_covariance(images, patch_size, center, torch.float64)
     spectrum = accumulator.spectrum()
     rank = int((spectrum > rtol * spectrum[0]).sum())

@@ -210,10 +210,9 @@ def _source_folder(candidates: Sequence[Path], required: str, dataset: str, layo
 
 
 def plan_tiny_imagenet(subset: Subset, source_root: Path) -> Plan:
-    """The subset's ``tiny-imagenet-200/``: its classes' ``wnids.txt`` and ``words.txt`` lines,
-    every file under their ``train/<wnid>/``, and their val images with their
-    ``val/val_annotations.txt`` lines, in the source's order (``<source_root>/tiny-imagenet-200``
-    or ``source_root``)."""
+    """The subset's ``tiny-imagenet-200/``: its classes' lines of ``wnids.txt``, ``words.txt`` and
+    ``val/val_annotations.txt``, their ``train/<wnid>/`` files and val images, from
+    ``<source_root>/tiny-imagenet-200`` or ``source_root``."""
     layout = TINY_IMAGENET_LAYOUT.replace("<root>", str(source_root))
     source = _source_folder([source_root / TINY_IMAGENET_FOLDER, source_root], "wnids.txt", "tiny-imagenet", layout)
     missing = [name for name in TINY_IMAGENET_REQUIRED if not (source / name).exists()]
@@ -258,14 +257,9 @@ PLANS: dict[str, Callable[[Subset, Path], Plan]] = {"tiny-imagenet": plan_tiny_i
 def build_subset(name: str, source_root: str | os.PathLike, target_root: str | os.PathLike,
                  progress: bool = True) -> Built:
     """Write subset ``name`` from the full download under ``source_root`` to its folder under
-    the data root ``target_root``, in the layout its loader reads.
-
-    Files are copied byte for byte, or through the subset's
-    :class:`Downscale`, into ``.<folder>.partial`` (one left by an
-    interrupted build is removed first), renamed into place when complete. Warns when the result's
-    :func:`folder_digest` is not the recorded one; ``FileExistsError`` when the target folder
-    exists (it is never overwritten).
-    """
+    the data root ``target_root``, copied byte for byte or through its :class:`Downscale`, all or
+    nothing (via ``.<folder>.partial``). Warns when the result's :func:`folder_digest` is not the
+    recorded one; ``FileExistsError`` when the target folder exists (it is never overwritten)."""
     subset = named_subset(name)
     source_root, target_root = Path(source_root).expanduser(), Path(target_root).expanduser()
     target = target_root / subset.folder
@@ -316,11 +310,9 @@ def check_subset(name: str, root: str | os.PathLike, progress: bool = True) -> B
 
 
 def training_file_digest(paths: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
-    """SHA-256 (hex) of a list of files, independent of the machine and of the order given:
-    of the sorted paths relative to ``root`` (as given when ``None``), written with ``/``, each
-    followed by a newline, in UTF-8. A full Tiny ImageNet read as ``tin20`` and the built
-    ``tin20`` folder give the same digest.
-    """
+    """SHA-256 (hex) of the sorted paths relative to ``root`` (as given when ``None``), written
+    with ``/``, each followed by a newline, in UTF-8: independent of the machine and the order, so
+    a full Tiny ImageNet read as ``tin20`` and the built ``tin20`` folder give the same digest."""
     relative = sorted(PurePath(os.path.relpath(path, root) if root is not None else path).as_posix() for path in paths)
     return hashlib.sha256("".join(f"{path}\n" for path in relative).encode()).hexdigest()
 
@@ -359,10 +351,8 @@ class SubsetRecord:
 
 
 def subset_record(dataset) -> SubsetRecord:
-    """The :class:`SubsetRecord` of a training split made by :func:`~ib_tutorial.data.get_dataset`.
-
-    The files are those the split serves (after ``skip_corrupt``), taken relative to the
-    dataset's ``info["folder"]`` where it has one, else to their common parent folder."""
+    """The :class:`SubsetRecord` of a training split made by :func:`~ib_tutorial.data.get_dataset`:
+    its files (after ``skip_corrupt``) relative to its ``info["folder"]``, else to their common parent."""
     info = getattr(dataset, "info", {})
     classes = tuple(dataset.classes)
     digest = None

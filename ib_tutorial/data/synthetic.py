@@ -120,8 +120,7 @@ class TextureClass:
 
     @property
     def name(self) -> str:
-        """E.g. ``striped 84deg 0.07c/px crisp``: the angle is the direction the stripes
-        run (perpendicular to the wave vector), counter-clockwise from horizontal."""
+        """E.g. ``striped 84deg 0.07c/px crisp``, the stripes' angle counter-clockwise from horizontal."""
         kind = {0: "isotropic", 4: "oriented", 16: "striped"}[self.concentration]
         edge = "crisp" if self.gain > 1 else "soft"
         # Image rows grow downwards, so a wave vector at +theta in (x, y) pixel
@@ -167,8 +166,7 @@ def _bilinear_matrix(cells: int, img_size: int) -> np.ndarray:
 
 
 class _Draws:
-    """Uniform numbers drawn in one call and handed out in a fixed order (one call to
-    the generator is much cheaper than many)."""
+    """Uniform numbers drawn in one call (much cheaper than many), handed out in order."""
 
     def __init__(self, rng: np.random.Generator, count: int) -> None:
         self._values = iter(rng.random(count).tolist())
@@ -279,9 +277,9 @@ class SyntheticWorld(torch.utils.data.Dataset):
         return np.random.Generator(np.random.Philox(key=self._key, counter=[0, 0, index, layer]))
 
     def object_factors(self, index: int) -> dict[str, float]:
-        """What image ``index``'s object layer drew besides its class (:data:`OBJECT_FACTORS`):
-        the object's HSV value (below 0.25 dark, above 0.8 bright) and hue (turns), equivalent
-        radius and centre (fractions of the side), and the background's mean value."""
+        """What image ``index``'s object layer drew besides its class (:data:`OBJECT_FACTORS`): the
+        object's HSV value (below 0.25 dark, above 0.8 bright), hue (turns), equivalent radius and
+        centre (fractions of the side), and the background's mean value."""
         if self.texture_weight == 1:
             raise ValueError("a texture world (texture_weight = 1) draws no object; its images have no object factors")
         factors: dict[str, float] = {}
@@ -289,8 +287,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
         return factors
 
     def _object_image(self, label: int, rng: np.random.Generator, factors: dict[str, float] | None = None) -> np.ndarray:
-        """Cluttered background, then the class shape at a random place, scale and colour;
-        the draws that are not the class go into ``factors`` when one is given."""
+        """Cluttered background, then the class shape at a random place, scale and colour; the
+        draws that are not the class go into ``factors`` when one is given."""
         side = self.img_size  # lengths are drawn as fractions of the side, used in pixels
         draws = _Draws(rng, 6 + 9 * STROKES + 7)
         image = self._background(rng, draws, factors)
@@ -347,8 +345,8 @@ class SyntheticWorld(torch.utils.data.Dataset):
 
     @staticmethod
     def _paint(image: np.ndarray, inside_pixels: np.ndarray, colour: np.ndarray, opacity: float = 1.0) -> None:
-        """Blend ``colour`` in at ``opacity`` where ``inside_pixels`` (signed distance to the
-        edge, in pixels, positive inside) is positive, with a one-pixel antialiased edge."""
+        """Blend ``colour`` in at ``opacity`` where the signed distance to the edge (pixels,
+        positive inside) is positive, with a one-pixel antialiased edge."""
         alpha = inside_pixels + 0.5
         np.clip(alpha, 0.0, 1.0, out=alpha)
         if opacity != 1.0:

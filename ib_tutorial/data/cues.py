@@ -20,8 +20,8 @@ QUANTILES = (0.1, 0.5, 0.9)
 
 
 def global_colour_statistics(image: np.ndarray) -> np.ndarray:
-    """Features of shape ``(15,)`` from a ``uint8`` image of shape ``(H, W, 3)``: the
-    mean, standard deviation and 10/50/90 % quantiles of each channel, in [0, 1]."""
+    """The mean, standard deviation and 10/50/90 % quantiles of each channel, in [0, 1], of a
+    ``uint8`` image ``(H, W, 3)``: 15 features."""
     pixels = image.reshape(-1, 3).astype(np.float64) / 255
     return np.concatenate([pixels.mean(0), pixels.std(0), np.quantile(pixels, QUANTILES, axis=0).ravel()])
 

@@ -136,9 +136,8 @@ def class_folders(images: Path) -> dict[str, list[Path]]:
             for folder in classes}
 
 
-def stratified_split(
-    files_by_class: dict[str, list[Path]], split: str, train_fraction: float = 0.8, seed: int = 0
-) -> list[tuple[Path, int]]:
+def stratified_split(files_by_class: dict[str, list[Path]], split: str, train_fraction: float = 0.8,
+                     seed: int = 0) -> list[tuple[Path, int]]:
     r"""The ``split`` (``"train"`` or ``"test"``) part of every class, as ``(path, label)``.
 
     Class :math:`c` (label = its position in ``files_by_class``) is shuffled by a generator

@@ -254,24 +254,6 @@ def plot_teacher_information(curves: Mapping[str, Sequence[dict]], title: str, p
     return fig
 
 
-def former_tier_findings(rows: Sequence[NoteRow]) -> dict[str, Value]:
-    """The former tier: the highest teacher entropy share of :math:`\\log K` over its runs' last
-    tenth, and the largest fall of the k-NN accuracy."""
-    entropy = min(row.recipe.teacher_entropy for row in rows)
-    fall = max(-row.recipe.gain for row in rows)
-    return {"former_entropy": Value(entropy, f"{entropy:.0%}"), "former_fall": Value(fall, f"{fall:.1f}")}
-
-
-def unfloored_findings(rows: Sequence[NoteRow]) -> dict[str, Value]:
-    """The recipe rows before the floors: how many learned, and which."""
-    learned = [row.name for row in rows if row.rule.learned]
-    se = [knn_standard_error({"top1": row.recipe.knn_cls[-1], "n_eval": row.n_eval}) for row in rows if row.n_eval]
-    return {"unfloored_runs": Value(len(rows), str(len(rows))),
-            "unfloored_learned": Value(len(learned), str(len(learned))),
-            "unfloored_learned_names": Value(", ".join(learned), ", ".join(f"`{n}`" for n in learned) or "none"),
-            "unfloored_se": Value(max(se), f"{min(se):.1f}-{max(se):.1f}")}
-
-
 def longest(rows: Sequence[NoteRow]) -> NoteRow:
     """The row that trained the most steps."""
     return max(rows, key=lambda row: row.steps)
@@ -433,22 +415,31 @@ def _absent() -> ResultSection:
 
 
 def former_notes(notes: DinoNotes | None) -> ResultSection:
-    """The former tier (ViT-S on the synthetic worlds): how far each fell, and its teacher's entropy."""
+    """The former tier (ViT-S on the synthetic worlds): the largest fall of a run's k-NN, and the
+    lowest share of :math:`\\log K` its teacher's entropy kept over a run's last tenth."""
     if notes is None:
         return _absent()
-    found = former_tier_findings(notes.former)
+    entropy = min(row.recipe.teacher_entropy for row in notes.former)
+    fall = max(-row.recipe.gain for row in notes.former)
+    found = {"former_entropy": Value(entropy, f"{entropy:.0%}"), "former_fall": Value(fall, f"{fall:.1f}")}
     return _section(notes_table(notes.former, base_dataset=""), found, {
         "every run ended below its initialisation": all(row.recipe.gain < 0 for row in notes.former),
-        "the teacher's entropy stayed above 80 % of log K": found["former_entropy"].raw > 0.8})
+        "the teacher's entropy stayed above 80 % of log K": entropy > 0.8})
 
 
 def unfloored_notes(notes: DinoNotes | None) -> ResultSection:
-    """The recipe rows before the floors: one learned by the rule, the longest."""
+    """The recipe rows before the floors: which learned (one, the longest), and their errors."""
     if notes is None:
         return _absent()
-    found = unfloored_findings(notes.unfloored)
-    return _section(notes_table(notes.unfloored), found, {
-        "one run learned, the longest": found["unfloored_learned"].raw == 1 and longest(notes.unfloored).rule.learned})
+    rows = notes.unfloored
+    learned = [row.name for row in rows if row.rule.learned]
+    se = [knn_standard_error({"top1": row.recipe.knn_cls[-1], "n_eval": row.n_eval}) for row in rows if row.n_eval]
+    found = {"unfloored_runs": Value(len(rows), str(len(rows))),
+             "unfloored_learned": Value(len(learned), str(len(learned))),
+             "unfloored_learned_names": Value(", ".join(learned), ", ".join(f"`{n}`" for n in learned) or "none"),
+             "unfloored_se": Value(max(se), f"{min(se):.1f}-{max(se):.1f}")}
+    return _section(notes_table(rows), found,
+                    {"one run learned, the longest": len(learned) == 1 and longest(rows).rule.learned})
 
 
 def floor_notes(notes: DinoNotes | None) -> ResultSection:

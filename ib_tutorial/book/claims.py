@@ -36,6 +36,7 @@ from .bundles import BundleRun
 from .learned import Learned, run_learned
 from .paper import EARLY, LATE, MIDDLE
 from .records import ProfileRecord, bootstrap_of
+from .tables import markdown_table
 from scipy.stats import spearmanr
 
 
@@ -457,13 +458,12 @@ def lowest_text(summary: ShapeSummary) -> str:
 
 def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
     """Each region's mean EED% at ``first`` and ``last``, and the change with its paired interval."""
-    lines = [f"| blocks | EED% at epoch {first.epoch} | EED% at epoch {last.epoch} | change (points) "
-             f"[{first.bootstrap.level:.0%} interval] |", "| --- | --- | --- | --- |"]
-    for region in REGIONS:
-        change = region_change(first, last, region)
-        lines.append(f"| {region} | {getattr(first, region):.1f} | {getattr(last, region):.1f} | "
-                     f"{change.estimate:+.1f} {interval_text(change, signed=True)} |")
-    return "\n".join(lines) + "\n"
+    header = ["blocks", f"EED% at epoch {first.epoch}", f"EED% at epoch {last.epoch}",
+              f"change (points) [{first.bootstrap.level:.0%} interval]"]
+    changes = {region: region_change(first, last, region) for region in REGIONS}
+    rows = [(region, f"{getattr(first, region):.1f}", f"{getattr(last, region):.1f}",
+             f"{change.estimate:+.1f} {interval_text(change, signed=True)}") for region, change in changes.items()]
+    return markdown_table(header, rows) + "\n"
 
 
 def interval_text(interval: Interval, signed: bool = False) -> str:
@@ -487,12 +487,9 @@ def _interval(test: ClaimTest) -> str:
 
 def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
     """One row per (what was tested, claim): statistic, interval, margin and verdict."""
-    lines = ["| claim | tested on | statistic (directions) | interval | margin | verdict |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for subject, test in tested:
-        lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {_interval(test)} | "
-                     f"{test.margin:g} | {_verdict(test)} |")
-    return "\n".join(lines)
+    return markdown_table(["claim", "tested on", "statistic (directions)", "interval", "margin", "verdict"],
+                          [(test.claim, subject, f"{test.difference:+.1f}", _interval(test), f"{test.margin:g}",
+                            _verdict(test)) for subject, test in tested])
 
 
 def _verdict(test: ClaimTest) -> str:

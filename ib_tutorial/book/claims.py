@@ -245,8 +245,7 @@ def _weakest(*verdicts: Verdict) -> Verdict:
 
 
 def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ShapeSummary], margin: float = MARGIN) -> ClaimTest:
-    """Claim 3 along the knob (:mod:`~ib_tutorial.book.knob`): the middle dip's least-squares
-    line over ``weights`` falls by more than ``margin`` from the objects' end, a U, to the textures'."""
+    """Claim 3 along the knob: the middle dip's fitted line falls by more than ``margin`` from a U."""
     def fall(*profiles: Sequence[float]) -> float:
         return -knob_trend(weights, [middle_dip(values) for values in profiles]).change
     objects_end = shapes[min(range(len(weights)), key=weights.__getitem__)]
@@ -397,16 +396,14 @@ def run_tests(run: BundleRun) -> list[ClaimTest]:
 
 
 def seed_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], list[ClaimTest]]:
-    """The three claims of :func:`run_tests` on every seed of ``runs``: each seed's tests as
-    ``("seed N", test)``, then each claim over the seeds."""
+    """Each seed's tests of :func:`run_tests`, as ``("seed N", test)``, then each claim over the seeds."""
     tests, learned = [_own_claims(run.first, run.last) for run in spread.runs], _learned(runs)
     per_seed = [(f"seed {run.seed}", test) for run, own in zip(spread.runs, tests) for test in own]
     return per_seed, [across_seeds(claim, learned, spread.seeds) for claim in zip(*tests)]
 
 
 def knob_end_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> dict[str, tuple[list[ClaimTest], ClaimTest]]:
-    """The mid-depth minimum at one weight of the knob, for each of :data:`READINGS`: every
-    seed's test, then the verdict over the seeds."""
+    """The mid-depth minimum at one weight of the knob by reading: each seed's test, then over the seeds."""
     learned, tested = _learned(runs), {}
     for reading in READINGS:
         change = reading != "level"
@@ -502,8 +499,7 @@ def _verdict(test: ClaimTest) -> str:
 
 
 def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """Which claims held, failed or were undetermined, in one sentence; tests on networks that
-    did not learn counted apart."""
+    """Which claims held, failed or were undetermined; tests on networks that did not learn apart."""
     parts = []
     words = {Verdict.HOLDS: "held", Verdict.FAILS: "failed", Verdict.UNDETERMINED: "were undetermined"}
     for outcome, word in words.items():
@@ -566,8 +562,7 @@ def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 
 def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
-    """How far the seed moves each region's level against how far other images move one
-    seed's: the table, and the ratios."""
+    """How far the seed moves each region's level against how far other images do, and the ratios."""
     ratios = {region: spread.level_spread(region) / spread.widest_level_interval(region) for region in REGIONS}
     lines = ["| blocks | level spread across seeds (EED points) | widest interval of one seed | ratio |",
              "| --- | ---: | ---: | ---: |"]

@@ -62,8 +62,7 @@ def chapter_runs(family: Family, bundles: Iterable[str | Path | Bundle] | None =
 
 
 def summary_run(runs: Iterable[DatasetRun]) -> DatasetRun | None:
-    """The ``laptop`` run a chapter's summary reads: the one at the tier's settings today, else
-    the first."""
+    """The ``laptop`` run a chapter's summary reads: the one at the tier's settings today, else the first."""
     laptop = [entry for entry in runs if entry.tier == "laptop"]
     return next((entry for entry in laptop if entry.current), laptop[0] if laptop else None)
 
@@ -80,8 +79,7 @@ def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | N
 
 
 def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
-    """For each tier of ``family`` with no committed run at its own settings: that it is absent,
-    how the shown runs of that tier differ, and the command that makes it."""
+    """For each tier with no committed run at its own settings: what is shown instead, and the command."""
     if not in_repository():
         return (f"**This installation of `ib_tutorial` is not a checkout of the repository**, so it holds none of the "
                 f"bundles committed under `results/`, and this chapter shows no run. To read them: `git clone "
@@ -143,12 +141,8 @@ def trained_on(config) -> str:
     return f"Trained on {named} ({data.train_files:,} training images{files})."
 
 
-# --- what the runs say ---------------------------------------------------------------
-
-
 def knn_markdown(entry: DatasetRun) -> str:
-    """The run's k-NN accuracy from the random initialisation to the end, against chance and its
-    binomial standard error, and whether it learned."""
+    """The run's k-NN accuracy from the initialisation to the end, its standard error, and the rule."""
     knn = entry.run.knn
     rule = learned_rule(entry.run)
     first, last = knn[0], knn[-1]
@@ -193,8 +187,7 @@ def baseline_markdown(entry: DatasetRun) -> str:
 
 
 def shape_markdown(entry: DatasetRun) -> str:
-    """Per saved epoch: the lowest and highest blocks, the middle blocks' mean, and whether the
-    minimum lies there."""
+    """Per saved epoch: the lowest and highest blocks, the middle blocks' mean, and the minimum's place."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
     rows = []
     for record in entry.run.profiles:
@@ -209,8 +202,7 @@ def shape_markdown(entry: DatasetRun) -> str:
 
 
 def run_section(entry: DatasetRun) -> ResultSection:
-    """One run as a dataset chapter shows it: whether it learned, block 0 and the last profile,
-    the comparison with the paper, its k-NN curve and profiles, and the markdown above to fold."""
+    """One run as a dataset chapter shows it, with its settings, k-NN, baseline and shapes to fold."""
     run, rule = entry.run, learned_rule(entry.run)
     first, last = run.profiles[0].profile, run.profiles[-1].profile
     low, high = int(np.argmin(last.eed_percent)), int(np.argmax(last.eed_percent))
@@ -281,9 +273,6 @@ def region_changes(entry: DatasetRun) -> dict[str, Interval] | None:
     return {region: region_change(start, end, region) for region in REGIONS}
 
 
-# --- the data ------------------------------------------------------------------------
-
-
 def _on_disk(spec: RunSpec, split: str, root) -> tuple[object | None, str]:
     """:func:`~ib_tutorial.data.dataset_on_disk`, without a subset's warning: the chapter names the classes."""
     with warnings.catch_warnings():
@@ -311,8 +300,7 @@ def _where_text(root: Path) -> str:
 
 
 def dataset_overview(spec: str | RunSpec, root=None, preset: str | Preset | None = None) -> tuple[str, plt.Figure | None]:
-    """A dataset chapter's data section: sizes at every tier, what is on disk where its images
-    were found (:func:`images_root`), and a gallery of them (None where there are none)."""
+    """A dataset chapter's data section: sizes, what is on disk where found, and a gallery (or None)."""
     where = images_root(spec, root)
     status = data_status_markdown(spec, root if where is None else where)
     figure = None if where is None else gallery(spec, root=where, preset=preset)
@@ -385,8 +373,7 @@ def datasets_markdown() -> str:
 
 
 def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
-    """A row of train images, a class each, for every real dataset on disk (:func:`images_root`;
-    None for none), and a sentence naming those that are not, with how to get them."""
+    """A row of train images for each real dataset on disk (or None), and how to get the others."""
     found = {}  # dataset name -> (spec, dataset, where): the first of its specs on disk
     for spec in map(RunSpec.of, REAL_SPECS):
         where = images_root(spec, root)
@@ -469,9 +456,6 @@ def paper_table_markdown(datasets) -> str:
         "\n\nThe paper gives these for a converged (100-epoch) DINO ViT-S, D = 384, and states no input or patch "
         f"size; a dash is a value it does not state as a number. Where it states one value (\"about x\"), the band "
         f"is ours: x ± {ABOUT_TOLERANCE:g} points.")
-
-
-# --- run it yourself -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)

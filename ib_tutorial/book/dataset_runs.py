@@ -33,6 +33,7 @@ class Family:
     def specs(self) -> tuple[RunSpec, ...]:
         return tuple(dict.fromkeys((self.cpu_spec, self.gpu_spec)))
 
+
 #: The chapters of the Results part, by key: each one's CPU and GPU datasets.
 FAMILIES: dict[str, Family] = {
     key: Family(RunSpec.parse(cpu), RunSpec.parse(gpu)) for key, cpu, gpu in (
@@ -41,6 +42,7 @@ FAMILIES: dict[str, Family] = {
         ("cifar100", "cifar100", "cifar100"),
     )
 }
+
 
 @dataclass(frozen=True)
 class DatasetRun:
@@ -95,6 +97,7 @@ class DatasetRun:
     @property
     def chance(self) -> float | None:
         return self.run.chance
+
 
 def dataset_runs(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None,
                  plain: bool = True) -> list[DatasetRun]:

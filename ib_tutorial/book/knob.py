@@ -146,8 +146,7 @@ def _widest(sweeps: Iterable[KnobSweep]) -> KnobSweep | None:
 
 
 def seeds_by_weight(sweep: KnobSweep) -> dict[float, list[BundleRun]]:
-    """By weight, the runs of ``sweep``'s bundle that differ from its own only in their seed, its
-    own included (ascending seed), where there are two or more."""
+    """By weight, the runs of the sweep's bundle that differ from its own only in their seed (two or more)."""
     def unseeded(overrides: tuple[tuple[str, str], ...]) -> tuple:
         return tuple((key, value) for key, value in overrides if key != "seed")
 
@@ -290,9 +289,6 @@ def objective_pair(pair: dict[str, BundleRun]) -> ObjectivePair:
     return ObjectivePair(shapes, changes, markdown)
 
 
-# --- the chapter's sections: a table, figures, the values its paragraphs glue, and what they say
-
-
 def _ranges(values) -> str:
     values = list(values)
     return f"{min(values):.1f}-{max(values):.1f}"
@@ -350,8 +346,7 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def u_section(sweep: KnobSweep | None) -> ResultSection:
-    """The one supervised network whose last profile is a U: its profiles and claims, and the
-    sweep's count of the tests that held."""
+    """The one supervised network whose last profile is a U: its profiles, claims and the sweep's count."""
     if sweep is None:
         return absent(knob_command("laptop", OBJECT_SWEEP, "/tmp/knob"), "supervised sweep of the knob")
     ends = {w: claims.profile_shape(run.profiles[-1]) for w, (_, run) in sweep.runs.items()}
@@ -381,8 +376,7 @@ def u_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def seeds_section(sweep: KnobSweep | None) -> ResultSection:
-    """The knob's two ends from a second seed: the object end's profiles and the mid-depth
-    minimum at both ends, each seed and together."""
+    """The knob's two ends from a second seed: the object end's profiles and each end's minimum."""
     pairs = seeds_by_weight(sweep) if sweep is not None else {}
     if not pairs:
         return absent(knob_command("laptop", OBJECT_SEEDS, "/tmp/knob", seed=1), "second seed of the knob's ends")
@@ -408,8 +402,7 @@ def seeds_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def _end_tests(weight: float, spread: SeedSpread, runs: list[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], dict]:
-    """The mid-depth minimum at ``weight`` as table rows, each seed then the seeds together, and
-    the verdicts over the seeds by reading."""
+    """The mid-depth minimum at ``weight`` as rows, each seed then together, and the joint verdicts."""
     rows, together = [], {}
     for reading, (per_seed, joint) in knob_end_tests(spread, runs).items():
         rows += [(f"w = {weight:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
@@ -432,8 +425,7 @@ def _provenance(sweep: KnobSweep) -> str:
 
 
 def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> ResultSection:
-    """DINO at the knob's ends: every run of the two recipes, a line each, the hue recipe's k-NN
-    curves, and the mid-depth minimum at the texture end from two seeds."""
+    """DINO at the knob's ends: a line a run, the hue recipe's k-NN curves, the texture end's seeds."""
     if hue_sweep is None:
         return absent(knob_command("laptop", DINO_HUE_SWEEP, "/tmp/knob"), "DINO run of the knob's ends")
     pairs = seeds_by_weight(hue_sweep)

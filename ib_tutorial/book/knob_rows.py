@@ -85,8 +85,7 @@ def hue_reference(hue_sweep: KnobSweep) -> dict:
 
 
 def object_end_rows(hue_sweep: KnobSweep) -> dict[str, KnobRow]:
-    """The hue recipe's object end and the other runs at ``w = 0`` of its bundle, by name:
-    ``"the hue recipe"``, then ``"row 1"``, ``"row 2"``, ..."""
+    """The hue recipe's object end and the other runs at ``w = 0`` of its bundle, by name."""
     reference, swept = hue_reference(hue_sweep), {spec for spec, _ in hue_sweep.runs.values()}
     bundle = hue_sweep.bundle
     others = [run for spec, run in bundle.runs.items()
@@ -134,8 +133,7 @@ def _missing() -> ResultSection:
 
 
 def views_notes(hue_sweep: KnobSweep | None) -> ResultSection:
-    """The hue recipe's object end and the changes of its views in its own bundle, 16 epochs
-    each, with what each network read of the object's factors."""
+    """The hue recipe's object end and the changes of its views in its own bundle, with their factors."""
     if hue_sweep is None:
         return _missing()
     rows = object_end_rows(hue_sweep)
@@ -181,8 +179,7 @@ def _world_rows(hue_sweep: KnobSweep, folder: Path) -> dict[str, KnobRow]:
 
 
 def step_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
-    """The colour rows (``o``) and the grey, token, teacher and learning-rate rows (``g``) beside
-    the hue recipe and the colour row, at :data:`ROWS_AT`."""
+    """The colour (``o``) and the grey, token, teacher and learning-rate rows (``g``) at :data:`ROWS_AT`."""
     if hue_sweep is None or not Path(folder).exists():
         return _missing()
     every = _world_rows(hue_sweep, folder)

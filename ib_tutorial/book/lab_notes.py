@@ -203,8 +203,7 @@ def changed_text(recipe: Recipe, base_dataset: str = "tiny-imagenet") -> str:
 
 
 def notes_table(rows: Sequence[NoteRow], base_dataset: str = "tiny-imagenet", epochs: bool = False) -> str:
-    """An investigation as one Markdown table, a line a run (with ``epochs``, named with the
-    epochs it trained)."""
+    """An investigation as a Markdown table, a line a run (with ``epochs``, named with its epochs)."""
     lines = ["| run | what changed | warm-up / freeze (steps) | steps | CLS k-NN %: start -> end [95 %] "
              "| teacher information (nats) | learned |",
              "| --- | --- | --- | ---: | --- | ---: | --- |"]
@@ -238,8 +237,7 @@ def line_styles(count: int) -> list[dict]:
 
 def plot_teacher_information(curves: Mapping[str, Sequence[dict]], title: str, provenance: str,
                              until_step: int | None = None, marks: Mapping[str, int] | None = None) -> plt.Figure:
-    """The teacher's information about the image (nats) against the step, a line a run, with
-    vertical lines at ``marks`` (label -> step); ``title`` is the caption's sentence."""
+    """The teacher's information (nats) against the step, a line a run; ``marks``: label -> step."""
     fig, ax = plt.subplots(figsize=(10, 4.2 + 0.12 * len(curves)), layout="constrained")
     for (name, records), style in zip(curves.items(), line_styles(len(curves))):
         shown = [r for r in records if until_step is None or r["step"] <= until_step]
@@ -391,8 +389,7 @@ NOTES_ENTRIES = ("dino-former-tier", "dino-first-recipes", "dino-tier-6", "dino-
 
 
 def committed_notes() -> DinoNotes | None:
-    """The notes' runs committed under ``results/``, each read against its investigation's
-    reference (the ``laptop`` tier, or the floors' ``r1-base``); None where they are absent."""
+    """The notes' runs committed under ``results/``, each against its investigation's reference."""
     if not all(stored_entry(key).exists() for key in NOTES_ENTRIES + ("dino-floor-reference",)):
         return None
     tier = preset_recipe(get_preset("laptop"), "tiny-imagenet")
@@ -468,8 +465,7 @@ def floor_notes(notes: DinoNotes | None) -> ResultSection:
 
 
 def floor_figure(notes: DinoNotes | None) -> plt.Figure | None:
-    """The teacher's information over the floors' rows' first :data:`FLOOR_ROWS_AT` steps,
-    beside the former tier's (None without the runs)."""
+    """The teacher's information over the floors' rows' first steps, beside the former tier's."""
     if notes is None:
         return None
     curves = {"former tier, 78 warm-up steps, no freeze": longest(notes.unfloored).train}
@@ -482,8 +478,7 @@ def floor_figure(notes: DinoNotes | None) -> plt.Figure | None:
 
 
 def long_notes(notes: DinoNotes | None) -> ResultSection:
-    """The longer runs: the best learned by the rule, the other not; the mean patch token
-    gained more than the CLS token in each."""
+    """The longer runs: only the best learned; the mean patch token gained more than the CLS token."""
     if notes is None:
         return _absent()
     found = long_findings(notes.long)
@@ -495,8 +490,7 @@ def long_notes(notes: DinoNotes | None) -> ResultSection:
 
 
 def tier_notes(notes: DinoNotes | None) -> ResultSection:
-    """The tier's own runs at 16 and 48 epochs (:func:`tier_findings`), with the gain of the
-    same recipe before the floors."""
+    """The tier's own runs at 16 and 48 epochs, with the gain of the same recipe before the floors."""
     if notes is None:
         return _absent()
     found = tier_findings(notes.tier)
@@ -523,8 +517,7 @@ def tier_notes(notes: DinoNotes | None) -> ResultSection:
 
 
 def tier_figure(notes: DinoNotes | None) -> plt.Figure | None:
-    """The teacher's information in the tier's runs, with the release of the last layer and the
-    end of the warm-up marked (None without the runs)."""
+    """The teacher's information in the tier's runs, the release of the last layer and the warm-up marked."""
     if notes is None:
         return None
     runs = notes.tier[16] + notes.tier[48]

@@ -465,8 +465,8 @@ def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
 
 def interval_text(interval: Interval, signed: bool = False) -> str:
     """``[low, high]`` to one decimal."""
-    number = "{:+.1f}" if signed else "{:.1f}"
-    return f"[{number.format(interval.low)}, {number.format(interval.high)}]"
+    spec = "+.1f" if signed else ".1f"
+    return f"[{interval.low:{spec}}, {interval.high:{spec}}]"
 
 
 def _shape(summary: ShapeSummary) -> str:

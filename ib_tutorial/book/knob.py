@@ -294,10 +294,6 @@ def _ranges(values) -> str:
     return f"{min(values):.1f}-{max(values):.1f}"
 
 
-def _listed(weights) -> str:
-    return ", ".join(f"{w:g}" for w in weights)
-
-
 def supervised_section(sweep: KnobSweep | None) -> ResultSection:
     """The supervised sweep along the knob: its table, profiles and paragraph."""
     if sweep is None:
@@ -318,8 +314,8 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
     values = {
         "knob_learned": f"{len(sweep.learned())} of the {len(runs)}", "knob_epochs": sweep.epochs,
         "knob_knn_init": _ranges(k[0]["top1"] for k in knn.values()), "knob_knn_end": _ranges(k[-1]["top1"] for k in knn.values()),
-        "knob_chance": runs[objects].pruning[-1]["chance"], "knob_still_learning": _listed(still),
-        "knob_object_lowest": lowest_text(ends[objects]),
+        "knob_chance": runs[objects].pruning[-1]["chance"],
+        "knob_still_learning": ", ".join(f"{w:g}" for w in still), "knob_object_lowest": lowest_text(ends[objects]),
         "knob_end_share": _share(claims.mid_depth_minimum(ends[objects])),
         "knob_fall": along.difference, "knob_claim3": along.verdict.value,
         "knob_middle_gain": f"{min(c.estimate for c in change.values()):+.1f} to {max(c.estimate for c in change.values()):+.1f}",

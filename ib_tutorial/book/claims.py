@@ -2,27 +2,25 @@ r"""The paper's claims, tested on measured profiles, and the verdicts the book s
 
 The paper makes four claims about a ViT that has learned its data: (1) a **mid-depth minimum**,
 the middle blocks (L2-L4) below the early and the late ones, a U; (2) the U **deepens over
-training**; (3) it is **deeper for object data than for texture data** (also tested along
+training**; (3) it is **deeper for object data than for texture data** (also along
 ``synthetic-mix``'s texture knob, :func:`deeper_along_knob`); (4) a **late re-expansion**, the
 late blocks (L9-L11) above the middle ones again.
 
-Each claim reads one smooth statistic of :mod:`ib_tutorial.measure.shape`, in effective
-directions: the **middle dip** :math:`\min(\bar v_E, \bar v_L) - \bar v_M` and the **late rise**
-:math:`\bar v_L - \bar v_M`, whose bootstrap intervals carry no jumps or pile-up at 0 as the gated
-U-depth's would. A claim holds when its statistic exceeds :data:`MARGIN`; a claim about a U can
-be no stronger than the profile's mid-depth minimum. With a bootstrap the verdict is
-``holds`` (interval above the margin), ``fails`` (none of it) or ``undetermined``; on a network
-that did not learn it is ``not applicable`` (:func:`on_learned`), and over seeds it holds or
-fails only where every seed learned and all agree (:func:`across_seeds`). A profile without a
-bootstrap reads its point value or an interval borrowed from runs of the same settings
-(:func:`borrowed_test`).
+Each claim reads a smooth statistic of :mod:`ib_tutorial.measure.shape` in effective directions,
+the **middle dip** :math:`\min(\bar v_E, \bar v_L) - \bar v_M` or the **late rise**
+:math:`\bar v_L - \bar v_M` (their bootstrap intervals have none of the gated U-depth's jumps),
+and holds when it exceeds :data:`MARGIN`; a claim about a U is no stronger than the profile's
+mid-depth minimum. With a bootstrap the verdict is ``holds`` (interval above the margin),
+``fails`` (none of it) or ``undetermined``; on a network that did not learn it is ``not
+applicable`` (:func:`on_learned`); over seeds it holds or fails only where every seed learned and
+all agree (:func:`across_seeds`). Without a bootstrap a profile reads its point value or an
+interval borrowed from runs of the same settings (:func:`borrowed_test`).
 
 Each claim is read on the trained **level** and on the **change** from the random
-initialisation (:func:`change_from_initialisation`). The level is set largely by the input's
-own statistics, so runs on different data compare by their change; every profile of a run is
-bootstrapped on the same images with the same seed, so a change gets a paired interval.
-A bootstrap says how a profile moves with other images on the same network; seeds say how it
-moves when trained again (:class:`SeedSpread`).
+initialisation (:func:`change_from_initialisation`): the level is set largely by the input's own
+statistics, so runs on different data compare by their change, whose interval is paired (every
+profile of a run is bootstrapped on the same images with the same seed). A bootstrap says how a
+profile moves with other images; seeds say how it moves when trained again (:class:`SeedSpread`).
 """
 from __future__ import annotations
 
@@ -38,6 +36,7 @@ from .bundles import BundleRun
 from .learned import Learned, run_learned
 from .paper import EARLY, LATE, MIDDLE
 from .records import ProfileRecord, bootstrap_of
+from .tables import markdown_table
 from scipy.stats import spearmanr
 
 
@@ -48,8 +47,7 @@ MARGIN = DIRECTIONS
 
 
 def late_rise(values: Sequence[float]) -> float:
-    r"""How far the late blocks' mean lies above the middle blocks', :math:`\bar v_L - \bar v_M`,
-    signed; in the units of ``values``."""
+    r"""How far the late blocks' mean lies above the middle blocks', :math:`\bar v_L - \bar v_M`."""
     means = region_means(values)
     return means.late - means.middle
 
@@ -71,72 +69,54 @@ class ShapeSummary:
 
     @property
     def shape(self) -> ProfileShape:
-        """The profile's shape by :func:`~ib_tutorial.measure.shape.classify_shape`
-        (tolerance: :data:`MARGIN` effective directions)."""
+        """:func:`~ib_tutorial.measure.shape.classify_shape` at :data:`MARGIN`."""
         return classify_shape(self.n_eff, MARGIN)
 
     @property
     def lowest_block(self) -> int:
         return min(range(len(self.n_eff)), key=self.n_eff.__getitem__)
 
+    # The U-depth, middle dip and late rise are in effective directions; the rest in EED%.
     @property
     def u_depth(self) -> float:
-        """The U-depth in effective directions (:func:`~ib_tutorial.measure.shape.u_depth`),
-        which names the shape."""
         return u_depth(self.n_eff)
 
     @property
     def middle_dip(self) -> float:
-        """The middle dip in effective directions (:func:`~ib_tutorial.measure.shape.middle_dip`)."""
         return middle_dip(self.n_eff)
 
     @property
     def late_rise(self) -> float:
-        """The late rise in effective directions (:func:`late_rise`)."""
         return late_rise(self.n_eff)
 
     @property
     def lowest(self) -> float:
-        """The lowest block's EED%."""
         return self.eed_percent[self.lowest_block]
 
     @property
     def early(self) -> float:
-        """The early blocks' mean EED% (:func:`~ib_tutorial.measure.shape.depth_regions`)."""
         return region_means(self.eed_percent).early
 
     @property
     def middle(self) -> float:
-        """The middle blocks' mean EED%."""
         return region_means(self.eed_percent).middle
 
     @property
     def late(self) -> float:
-        """The late blocks' mean EED%."""
         return region_means(self.eed_percent).late
 
 
-def profile_shape(record: ProfileRecord, bootstrap: BootstrapProfile | None = None) -> ShapeSummary:
-    """The :class:`ShapeSummary` of a profile record (``profiles/<epoch>.json``), with its
-    bootstrap over images: ``bootstrap``, else the one the record stores, if any."""
-    bootstrap = bootstrap if bootstrap is not None else bootstrap_of(record)
-    return ShapeSummary(record.epoch or 0, tuple(record.profile.n_eff), record.profile.dim, bootstrap)
+def profile_shape(record: ProfileRecord) -> ShapeSummary:
+    """The :class:`ShapeSummary` of a profile record, with the bootstrap it stores, if any."""
+    return ShapeSummary(record.epoch or 0, tuple(record.profile.n_eff), record.profile.dim, bootstrap_of(record))
 
 
 @dataclass(frozen=True)
 class ClaimTest:
-    """One claim tested on measured profiles.
-
-    Attributes:
-        difference, margin: the statistic tested and its margin, in effective directions.
-        interval: its bootstrap interval, or None where the profiles had none (the verdict
-            then reads ``difference`` alone).
-        borrowed_from: how many runs an approximate ``interval`` was borrowed from
-            (:func:`borrowed_test`); else 0.
-        middle_minimum_share: for the mid-depth minimum with a bootstrap, the share of
-            replicates whose lowest block is a middle one; else None.
-        reason: why a verdict over several seeds is undetermined (:func:`across_seeds`); else "".
-    """
+    """One claim tested: the statistic (``difference``) and ``margin`` in effective directions,
+    its interval (None without a bootstrap), how many runs an approximate interval was borrowed
+    from (:func:`borrowed_test`), for the mid-depth minimum the share of replicates whose lowest
+    block is a middle one, and why a verdict over seeds is undetermined (:func:`across_seeds`)."""
 
     claim: str
     verdict: Verdict
@@ -153,8 +133,8 @@ class ClaimTest:
 
 
 def _test(claim: str, statistic: Callable[..., float], shapes: Sequence[ShapeSummary], margin: float) -> ClaimTest:
-    """``statistic`` of the shapes' :math:`N_\\mathrm{eff}` values against ``margin``, with its
-    interval on the shapes' joint bootstrap replicates when every shape has them."""
+    """``statistic`` of the shapes' :math:`N_\\mathrm{eff}` against ``margin``, with its joint
+    bootstrap interval when every shape has one."""
     value = statistic(*(shape.n_eff for shape in shapes))
     if all(shape.bootstrap is not None for shape in shapes):
         interval = joint_interval(statistic, [shape.bootstrap for shape in shapes])
@@ -163,10 +143,9 @@ def _test(claim: str, statistic: Callable[..., float], shapes: Sequence[ShapeSum
 
 
 def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
-    """``test``, read on a profile without a bootstrap, against an approximate interval
-    borrowed from ``others``: the same claim tested, with bootstraps, on runs of the same
-    settings. The point value is widened on each side by the whole range the others' intervals
-    cover together: an approximation, named as one wherever shown."""
+    """``test`` (a profile without a bootstrap) with an approximate interval borrowed from
+    ``others``, the same claim on runs of the same settings: the point value widened on each
+    side by the whole range the others' intervals cover."""
     if test.interval is not None:
         raise ValueError(f"{test.claim}: the test has its own interval; nothing to borrow")
     if not others or any(other.interval is None or other.claim != test.claim for other in others):
@@ -177,16 +156,13 @@ def borrowed_test(test: ClaimTest, others: Sequence[ClaimTest]) -> ClaimTest:
 
 
 def on_learned(test: ClaimTest, learned: bool) -> ClaimTest:
-    """``test``, or ``not applicable`` where its network(s) did not learn
-    (:mod:`~ib_tutorial.book.learned`); the statistic and its interval are kept."""
+    """``test``, or ``not applicable`` (statistic and interval kept) where its network did not learn."""
     return test if learned else dataclasses.replace(test, verdict=Verdict.NOT_APPLICABLE)
 
 
 def across_seeds(tests: Sequence[ClaimTest], learned: Sequence[bool], seeds: Sequence[int]) -> ClaimTest:
-    """One claim over runs that differ only in their seed: ``holds`` or ``fails`` only where
-    every seed learned and gives that verdict, ``not applicable`` where none learned, else
-    ``undetermined`` with the ``reason``. The statistic is the seeds' mean; the interval spans
-    every seed's interval (or point, where a seed has none)."""
+    """One claim over runs that differ only in their seed: the seeds' mean, an interval that
+    spans every seed's interval (or point), and the verdict the module docstring gives."""
     if not tests or not len(tests) == len(learned) == len(seeds):
         raise ValueError("give one test, one learned flag and one seed per run")
     if len({test.claim for test in tests}) != 1:
@@ -211,10 +187,9 @@ def across_seeds(tests: Sequence[ClaimTest], learned: Sequence[bool], seeds: Seq
 
 
 def change_from_initialisation(first: ShapeSummary, last: ShapeSummary) -> ShapeSummary:
-    """What training did to a profile: ``last`` minus ``first`` (the random initialisation),
-    block by block, in effective directions, with paired replicates where both profiles were
-    bootstrapped with the same seed on the same images (every epoch of a run is): a mid-depth
-    minimum of the change is a middle that gained less than both ends."""
+    """``last`` minus ``first`` (the random initialisation) block by block, with paired
+    replicates where both have a bootstrap: a mid-depth minimum of the change is a middle that
+    gained less than both ends."""
     if len(first.n_eff) != len(last.n_eff) or first.dim != last.dim:
         raise ValueError("the two profiles differ in depth or width")
     n_eff = tuple(b - a for a, b in zip(first.n_eff, last.n_eff))
@@ -229,10 +204,9 @@ def change_from_initialisation(first: ShapeSummary, last: ShapeSummary) -> Shape
 
 
 def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The profile is a U with its minimum in the middle: its middle dip exceeds ``margin``, and
-    the share of replicates whose lowest block is a middle one reaches the interval's level
-    (fails at most one minus it; without a bootstrap the measured lowest block decides). The
-    verdict is the weaker of the two; the statistic and its interval are the dip's."""
+    """A U with its minimum in the middle: the middle dip exceeds ``margin`` and the share of
+    replicates whose lowest block is a middle one reaches the interval's level (fails at most one
+    minus it; without a bootstrap the lowest block decides); the weaker of the two verdicts."""
     test = _test("mid-depth minimum", middle_dip, [shape], margin)
     if shape.bootstrap is None:
         where = Verdict.HOLDS if middle_is_lowest(shape.n_eff) else Verdict.FAILS
@@ -243,31 +217,25 @@ def mid_depth_minimum(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
 
 
 def deepens(first: ShapeSummary, last: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The U deepened: the middle dip grew by more than ``margin`` from ``first`` to ``last``,
-    and ``last`` has a mid-depth minimum (the weaker of the two verdicts; the statistic is the
-    dip's growth)."""
+    """The middle dip grew by more than ``margin`` from ``first`` to ``last``, a U."""
     test = _test("deepens over training", lambda a, b: middle_dip(b) - middle_dip(a), [first, last], margin)
     return _needs_a_u(test, last)
 
 
 def deeper_for_objects(objects: ShapeSummary, textures: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The object data's U is deeper: its middle dip exceeds the texture data's by more than
-    ``margin``, and the objects' profile has a mid-depth minimum (the weaker of the two
-    verdicts; the statistic is the difference of the dips, which alone would also "hold" for
-    two humps whose middles rise unequally)."""
+    """The objects' middle dip exceeds the textures' by more than ``margin``, the objects' a U
+    (the difference alone would "hold" for two humps whose middles rise unequally)."""
     test = _test("deeper for object data", lambda a, b: middle_dip(a) - middle_dip(b), [objects, textures], margin)
     return _needs_a_u(test, objects)
 
 
 def late_reexpansion(shape: ShapeSummary, margin: float = MARGIN) -> ClaimTest:
-    """The late rise (:func:`late_rise`) exceeds ``margin`` and the mid-depth minimum holds (the
-    weaker of the two verdicts; the statistic is the late rise)."""
+    """The late rise (:func:`late_rise`) exceeds ``margin``, on a U."""
     return _needs_a_u(_test("late re-expansion", late_rise, [shape], margin), shape)
 
 
 def _needs_a_u(test: ClaimTest, shape: ShapeSummary) -> ClaimTest:
-    """``test`` of a claim about a U, whose verdict can be no stronger than ``shape``'s
-    mid-depth minimum (at the same margin)."""
+    """``test`` no stronger than ``shape``'s mid-depth minimum at the same margin."""
     return dataclasses.replace(test, verdict=_weakest(test.verdict, mid_depth_minimum(shape, test.margin).verdict))
 
 
@@ -277,10 +245,7 @@ def _weakest(*verdicts: Verdict) -> Verdict:
 
 
 def deeper_along_knob(weights: Sequence[float], shapes: Sequence[ShapeSummary], margin: float = MARGIN) -> ClaimTest:
-    """Claim 3 along ``synthetic-mix``'s knob (:mod:`~ib_tutorial.book.knob`): the
-    middle dip's least-squares line over ``weights`` falls by more than ``margin`` from the
-    objects' end to the textures' end, and the objects' end (the smallest weight) has a
-    mid-depth minimum; ``difference`` is that fall."""
+    """Claim 3 along the knob: the middle dip's fitted line falls by more than ``margin`` from a U."""
     def fall(*profiles: Sequence[float]) -> float:
         return -knob_trend(weights, [middle_dip(values) for values in profiles]).change
     objects_end = shapes[min(range(len(weights)), key=weights.__getitem__)]
@@ -292,16 +257,14 @@ REGIONS = ("early", "middle", "late")
 
 
 def block_changes(first: ShapeSummary, last: ShapeSummary) -> list[Interval]:
-    """EED points each block gained from ``first`` (the random initialisation) to ``last``,
-    with paired bootstrap intervals; both profiles need their bootstrap."""
+    """EED points each block gained from ``first`` to ``last``, with paired bootstrap intervals."""
     _check_paired(first, last)
     return [joint_interval(lambda before, after, block=block: after[block] - before[block],
                            [first.bootstrap, last.bootstrap], percent=True) for block in range(len(first.n_eff))]
 
 
 def region_change(first: ShapeSummary, last: ShapeSummary, region: str) -> Interval:
-    """EED points a region's mean (:data:`REGIONS`) gained from ``first`` to ``last``, with its
-    paired bootstrap interval."""
+    """EED points a region's mean gained from ``first`` to ``last``, with its paired interval."""
     if region not in REGIONS:
         raise ValueError(f"unknown region {region!r}; choose from {', '.join(REGIONS)}")
     _check_paired(first, last)
@@ -313,8 +276,7 @@ def region_change(first: ShapeSummary, last: ShapeSummary, region: str) -> Inter
 
 
 def knn_interval(record: dict, level: float = LEVEL) -> Interval | None:
-    """The Wilson interval, in points, of a k-NN top-1 accuracy (a ``metrics.jsonl`` k-NN
-    line with ``top1`` in % and ``n_eval`` images); None for a record without ``n_eval``."""
+    """The Wilson interval, in points, of a ``metrics.jsonl`` k-NN record; None without ``n_eval``."""
     if "n_eval" not in record:
         return None
     total = record["n_eval"]
@@ -332,8 +294,7 @@ def _check_paired(first: ShapeSummary, last: ShapeSummary) -> None:
 
 @dataclass(frozen=True)
 class LearningSummary:
-    """What training did to one run, every number with its interval: the CLS k-NN top-1 (%,
-    Wilson intervals) and the profile (bootstrap over the same images) at the random
+    """One run's CLS k-NN top-1 (%, Wilson intervals) and profile (bootstrapped) at the random
     initialisation (``first``) and at the last saved epoch (``last``)."""
 
     seed: int
@@ -344,8 +305,6 @@ class LearningSummary:
 
     @classmethod
     def of(cls, run: BundleRun) -> LearningSummary:
-        """A run of a bundle, summarised: its first and last profile need their bootstrap and
-        its k-NN records the number of images evaluated."""
         first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
         if first.bootstrap is None or last.bootstrap is None:
             raise ValueError(f"{run.spec}: its profiles were measured without a bootstrap; "
@@ -356,34 +315,30 @@ class LearningSummary:
         return cls(run.config.seed, knn_first, knn_last, first, last)
 
     def level(self, region: str) -> Interval:
-        """The last profile's mean EED% over a region (:data:`REGIONS`)."""
+        """The last profile's mean EED% over a region."""
         return self.last.bootstrap.interval(lambda values: getattr(region_means(values), region), percent=True)
 
     def change(self, region: str) -> Interval:
-        """EED points the region gained from the random initialisation (:func:`region_change`)."""
+        """EED points the region gained in training (:func:`region_change`)."""
         return region_change(self.first, self.last, region)
 
     @property
     def middle_dip(self) -> Interval:
-        """The last profile's middle dip, in effective directions (:func:`~ib_tutorial.measure.shape.middle_dip`)."""
         return self.last.bootstrap.interval(middle_dip)
 
     @property
     def hump_height(self) -> Interval:
-        """How far its highest inside block rises above the early and late means, in effective
-        directions (:func:`~ib_tutorial.measure.shape.hump_height`)."""
         return self.last.bootstrap.interval(hump_height)
 
     @property
     def shape_share(self) -> float:
-        """The share of bootstrap replicates whose shape is the measured one's: how firmly the
-        images fix it."""
+        """The share of bootstrap replicates whose shape is the measured one's."""
         return self.last.bootstrap.shape_shares().get(self.last.shape, 0.0)
 
 
 @dataclass(frozen=True)
 class SeedSpread:
-    """Runs that differ only in their seed, side by side, one summary per seed in ascending seed."""
+    """Runs that differ only in their seed, one summary each, in ascending seed."""
 
     runs: tuple[LearningSummary, ...]
 
@@ -395,7 +350,6 @@ class SeedSpread:
 
     @classmethod
     def of(cls, runs: Sequence[BundleRun]) -> SeedSpread:
-        """The spread of a bundle's runs, ordered by seed."""
         return cls(tuple(sorted((LearningSummary.of(run) for run in runs), key=lambda run: run.seed)))
 
     @property
@@ -404,28 +358,21 @@ class SeedSpread:
 
     @property
     def shapes(self) -> list[ProfileShape]:
-        """Each seed's last shape."""
         return [run.last.shape for run in self.runs]
 
+    # Spreads across seeds: the largest minus the smallest value, in points.
     def level_spread(self, region: str) -> float:
-        """The largest minus the smallest last level of a region across seeds, in EED points."""
-        levels = [run.level(region).estimate for run in self.runs]
-        return max(levels) - min(levels)
+        return float(np.ptp([run.level(region).estimate for run in self.runs]))
 
     def change_spread(self, region: str) -> float:
-        """The same spread for the change from the initialisation, in EED points."""
-        changes = [run.change(region).estimate for run in self.runs]
-        return max(changes) - min(changes)
-
-    def widest_level_interval(self, region: str) -> float:
-        """The widest bootstrap interval of a region's last level over the seeds, in EED points:
-        how much other images alone would move one seed's level."""
-        return max(run.level(region).high - run.level(region).low for run in self.runs)
+        return float(np.ptp([run.change(region).estimate for run in self.runs]))
 
     def knn_last_spread(self) -> float:
-        """The largest minus the smallest final k-NN top-1 across seeds, in points."""
-        accuracies = [run.knn_last.estimate for run in self.runs]
-        return max(accuracies) - min(accuracies)
+        return float(np.ptp([run.knn_last.estimate for run in self.runs]))
+
+    def widest_level_interval(self, region: str) -> float:
+        """How far other images alone would move one seed's level: its widest interval, in points."""
+        return max(run.level(region).high - run.level(region).low for run in self.runs)
 
 
 #: The two readings of a knob end's profile: the trained level, and what training changed.
@@ -433,44 +380,35 @@ READINGS = ("level", "change from init")
 
 
 def _learned(runs: Sequence[BundleRun]) -> list[bool]:
-    """Whether each run learned (:mod:`~ib_tutorial.book.learned`), in ascending seed, as :class:`SeedSpread` orders them."""
+    """Whether each run learned, in ascending seed as :class:`SeedSpread` orders them."""
     return [run_learned(run) for run in sorted(runs, key=lambda run: run.config.seed)]
 
 
 def _own_claims(first: ShapeSummary, last: ShapeSummary) -> list[ClaimTest]:
-    """The three claims a run's own profiles answer: a mid-depth minimum, that it deepens over
-    training, a late re-expansion."""
+    """The three claims a run's own profiles answer."""
     return [mid_depth_minimum(last), deepens(first, last), late_reexpansion(last)]
 
 
 def run_tests(run: BundleRun) -> list[ClaimTest]:
-    """The three claims of :func:`_own_claims` on one run's first and last profiles; each
-    ``not applicable`` where the run did not learn."""
-    first, last = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1])
-    learned = run_learned(run)
+    """The three claims a run's own profiles answer, on its first and last profiles."""
+    first, last, learned = profile_shape(run.profiles[0]), profile_shape(run.profiles[-1]), run_learned(run)
     return [on_learned(test, learned) for test in _own_claims(first, last)]
 
 
 def seed_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], list[ClaimTest]]:
-    """The three claims of :func:`run_tests` on every seed of one setting (``spread`` of its
-    ``runs``): each seed's tests as ``("seed N", test)``, then the verdict on each over the seeds."""
-    per_seed = [(f"seed {run.seed}", test) for run in spread.runs for test in _own_claims(run.first, run.last)]
-    by_claim: dict[str, list[ClaimTest]] = {}
-    for _, test in per_seed:
-        by_claim.setdefault(test.claim, []).append(test)
-    learned = _learned(runs)
-    return per_seed, [across_seeds(tests, learned, spread.seeds) for tests in by_claim.values()]
+    """Each seed's tests of :func:`run_tests`, as ``("seed N", test)``, then each claim over the seeds."""
+    tests, learned = [_own_claims(run.first, run.last) for run in spread.runs], _learned(runs)
+    per_seed = [(f"seed {run.seed}", test) for run, own in zip(spread.runs, tests) for test in own]
+    return per_seed, [across_seeds(claim, learned, spread.seeds) for claim in zip(*tests)]
 
 
 def knob_end_tests(spread: SeedSpread, runs: Sequence[BundleRun]) -> dict[str, tuple[list[ClaimTest], ClaimTest]]:
-    """The mid-depth minimum at one weight of the knob over several seeds (``spread`` of its
-    ``runs``), for each of :data:`READINGS`: every seed's test, then the verdict over the seeds."""
-    learned = _learned(runs)
-    profiles = {"level": lambda run: run.last,
-                "change from init": lambda run: change_from_initialisation(run.first, run.last)}
-    tested = {}
+    """The mid-depth minimum at one weight of the knob by reading: each seed's test, then over the seeds."""
+    learned, tested = _learned(runs), {}
     for reading in READINGS:
-        per_seed = [mid_depth_minimum(profiles[reading](run)) for run in spread.runs]
+        change = reading != "level"
+        per_seed = [mid_depth_minimum(change_from_initialisation(run.first, run.last) if change else run.last)
+                    for run in spread.runs]
         tested[reading] = (per_seed, across_seeds(per_seed, learned, spread.seeds))
     return tested
 
@@ -480,8 +418,7 @@ def _blocks(blocks: tuple[int, ...]) -> str:
 
 
 def learning_markdown(rules: dict[str, Learned]) -> str:
-    """A row a run: the book's learned rule on it (:mod:`ib_tutorial.book.learned`) and the
-    plateau rule."""
+    """A row a run: the book's learned rule on it and the plateau rule."""
     lines = ["| run | CLS k-NN gain (points) | threshold | teacher (nats) | learned | last quarter's move | plateau |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for label, rule in rules.items():
@@ -506,9 +443,9 @@ def shape_sentence(label: str, first: ShapeSummary, last: ShapeSummary) -> str:
 
 
 def lowest_text(summary: ShapeSummary) -> str:
-    """The lowest block with its EED%, and beside it every block within the shape rule's
-    margin of it (:func:`~ib_tutorial.measure.shape.near_lowest`), which a resampling of the
-    images could put lowest instead: "L5 (17.6 %; within 1 effective direction of it: L4 17.7 %)"."""
+    """The lowest block and those a resampling could put lowest instead
+    (:func:`~ib_tutorial.measure.shape.near_lowest`): "L5 (17.6 %; within 1 effective direction
+    of it: L4 17.7 %)"."""
     lowest = summary.lowest_block
     near = near_lowest(summary.n_eff, MARGIN)
     within = (f"; within {MARGIN:g} effective direction of it: "
@@ -517,21 +454,19 @@ def lowest_text(summary: ShapeSummary) -> str:
 
 
 def change_markdown(first: ShapeSummary, last: ShapeSummary) -> str:
-    """A table of what training did to a run, region by region: the mean EED% at ``first``
-    and at ``last``, and the change with its paired interval (:func:`region_change`)."""
-    lines = [f"| blocks | EED% at epoch {first.epoch} | EED% at epoch {last.epoch} | change (points) "
-             f"[{first.bootstrap.level:.0%} interval] |", "| --- | --- | --- | --- |"]
-    for region in REGIONS:
-        change = region_change(first, last, region)
-        lines.append(f"| {region} | {getattr(first, region):.1f} | {getattr(last, region):.1f} | "
-                     f"{change.estimate:+.1f} {interval_text(change, signed=True)} |")
-    return "\n".join(lines) + "\n"
+    """Each region's mean EED% at ``first`` and ``last``, and the change with its paired interval."""
+    header = ["blocks", f"EED% at epoch {first.epoch}", f"EED% at epoch {last.epoch}",
+              f"change (points) [{first.bootstrap.level:.0%} interval]"]
+    changes = {region: region_change(first, last, region) for region in REGIONS}
+    rows = [(region, f"{getattr(first, region):.1f}", f"{getattr(last, region):.1f}",
+             f"{change.estimate:+.1f} {interval_text(change, signed=True)}") for region, change in changes.items()]
+    return markdown_table(header, rows) + "\n"
 
 
 def interval_text(interval: Interval, signed: bool = False) -> str:
-    """``[low, high]`` to one decimal (with signs for a change)."""
-    number = "{:+.1f}" if signed else "{:.1f}"
-    return f"[{number.format(interval.low)}, {number.format(interval.high)}]"
+    """``[low, high]`` to one decimal."""
+    spec = "+.1f" if signed else ".1f"
+    return f"[{interval.low:{spec}}, {interval.high:{spec}}]"
 
 
 def _shape(summary: ShapeSummary) -> str:
@@ -548,14 +483,10 @@ def _interval(test: ClaimTest) -> str:
 
 
 def claims_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """One row per (what was tested, claim): the statistic, its interval, the margin and the
-    verdict (with the middle-minimum share, or why a verdict over seeds is undetermined)."""
-    lines = ["| claim | tested on | statistic (directions) | interval | margin | verdict |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for subject, test in tested:
-        lines.append(f"| {test.claim} | {subject} | {test.difference:+.1f} | {_interval(test)} | "
-                     f"{test.margin:g} | {_verdict(test)} |")
-    return "\n".join(lines)
+    """One row per (what was tested, claim): statistic, interval, margin and verdict."""
+    return markdown_table(["claim", "tested on", "statistic (directions)", "interval", "margin", "verdict"],
+                          [(test.claim, subject, f"{test.difference:+.1f}", _interval(test), f"{test.margin:g}",
+                            _verdict(test)) for subject, test in tested])
 
 
 def _verdict(test: ClaimTest) -> str:
@@ -568,8 +499,7 @@ def _verdict(test: ClaimTest) -> str:
 
 
 def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """Which claims held, which failed and which the intervals leave undetermined, in one
-    sentence; the tests on networks that did not learn are counted apart."""
+    """Which claims held, failed or were undetermined; tests on networks that did not learn apart."""
     parts = []
     words = {Verdict.HOLDS: "held", Verdict.FAILS: "failed", Verdict.UNDETERMINED: "were undetermined"}
     for outcome, word in words.items():
@@ -594,8 +524,7 @@ def claims_summary(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 
 def seeds_markdown(spread: SeedSpread) -> str:
-    """Two tables, a row per seed: what training did to its k-NN and its shape; then each
-    region's last EED% and its change from the initialisation, every number with its interval."""
+    """Two tables, a row per seed: its k-NN and shape, then each region's level and change."""
     learning = ["| seed | k-NN top-1 at init (%) | at the end (%) | shape (share of replicates) | "
                 "middle dip (directions) | hump height (directions) |", "| ---: | --- | --- | --- | --- | --- |"]
     levels = ["| seed | " + " | ".join(f"{region} EED%, change from init" for region in REGIONS) + " |",
@@ -614,8 +543,7 @@ def seeds_markdown(spread: SeedSpread) -> str:
 
 
 def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
-    """Where the paper's claims stand: a row per network (or group of seeds), a column per
-    claim in the order first tested, "-" where a claim was not tested on that network."""
+    """A row per network (or group of seeds), a column per claim, "-" where not tested."""
     claims_order = list(dict.fromkeys(test.claim for _, test in tested))
     cells: dict[str, dict[str, str]] = {}
     for subject, test in tested:
@@ -634,8 +562,7 @@ def status_markdown(tested: Sequence[tuple[str, ClaimTest]]) -> str:
 
 
 def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
-    """How far the seed moves each region's level against how far other images move one
-    seed's: the table, and the ratios by region."""
+    """How far the seed moves each region's level against how far other images do, and the ratios."""
     ratios = {region: spread.level_spread(region) / spread.widest_level_interval(region) for region in REGIONS}
     lines = ["| blocks | level spread across seeds (EED points) | widest interval of one seed | ratio |",
              "| --- | ---: | ---: | ---: |"]
@@ -646,13 +573,9 @@ def level_spread_markdown(spread: SeedSpread) -> tuple[str, dict[str, float]]:
 
 @dataclass(frozen=True)
 class KnobTrend:
-    """A shape statistic against the knob.
-
-    Attributes:
-        slope: the least-squares line's slope, points per unit of ``texture_weight``.
-        change: the line's value at the largest weight minus at the smallest (textures minus objects).
-        rank_correlation: Spearman's rho (NaN for fewer than three weights or a constant statistic).
-    """
+    """A shape statistic against the knob: the least-squares slope (points per unit of
+    ``texture_weight``), the line's change from the smallest weight to the largest, and Spearman's
+    rho (NaN for fewer than three weights or a constant statistic)."""
 
     slope: float
     change: float
@@ -660,7 +583,7 @@ class KnobTrend:
 
 
 def knob_trend(weights: Sequence[float], values: Sequence[float]) -> KnobTrend:
-    """Fit ``values`` (one per weight) against ``weights``: see :class:`KnobTrend`."""
+    """Fit ``values`` (one per weight) against ``weights``."""
     weights, values = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
     if len(weights) < 2 or len(weights) != len(values):
         raise ValueError(f"a trend needs two or more weights, each with one value; got {len(weights)} and {len(values)}")

@@ -1,11 +1,7 @@
-"""What a dataset chapter of the Results part shows: the data on disk, its sizes at every
-tier, the paper's row, every committed run of the dataset
-(:mod:`ib_tutorial.book.dataset_runs` finds them), and the commands that make the
-runs that are not there yet.
-
-The functions here turn the runs into the chapter's tables, sentences and gallery, and
-each run into one section (:func:`run_section`), so that the chapters are built the same
-way and compute nothing themselves.
+"""What a dataset chapter of the Results part shows: the data on disk, its sizes at every tier,
+the paper's row, each committed run (:mod:`~ib_tutorial.book.dataset_runs`) as one section
+(:func:`run_section`), and the commands that make the runs not there yet; the chapters compute
+nothing themselves.
 """
 from __future__ import annotations
 
@@ -51,34 +47,28 @@ SCHEDULE_SETTINGS = frozenset({"epochs", "warmup_epochs", "warmup_min_steps", "w
 
 
 def shown_in_chapter(entry: DatasetRun) -> bool:
-    """Whether a dataset chapter shows the run: a plain DINO run of any tier
-    (:attr:`~ib_tutorial.book.dataset_runs.DatasetRun.plain`), or a GPU tier's DINO run
-    whose settings change only its schedule (:data:`SCHEDULE_SETTINGS`), such as a
-    ``paper`` run cut to the epochs a machine's time allowed. The other runs are named
-    (:func:`other_runs_markdown`) and shown in the chapters that ask their question."""
+    """Whether a dataset chapter shows the run: a plain DINO run, or a GPU tier's DINO run that
+    changes only its schedule (a ``paper`` run cut to the epochs a machine's time allowed).
+    The others are named (:func:`other_runs_markdown`) and shown where their question is."""
     return entry.plain or (entry.on_gpu and entry.run.config.objective.compared_with_paper
                            and set(entry.overrides) <= SCHEDULE_SETTINGS)
 
 
 def chapter_runs(family: Family, bundles: Iterable[str | Path | Bundle] | None = None) -> list[DatasetRun]:
-    """The committed runs a chapter of ``family`` shows (:func:`shown_in_chapter`), dataset
-    by dataset, CPU tiers first."""
+    """The committed runs a chapter of ``family`` shows, dataset by dataset, CPU tiers first."""
     datasets = dict.fromkeys(spec.dataset for spec in family.specs)
     return [entry for dataset in datasets for entry in dataset_runs(dataset, bundles, plain=False)
             if shown_in_chapter(entry)]
 
 
 def summary_run(runs: Iterable[DatasetRun]) -> DatasetRun | None:
-    """The ``laptop`` run a chapter's summary reads, of the runs it shows: the one at its tier's
-    settings today (:attr:`~ib_tutorial.book.dataset_runs.DatasetRun.current`), else the
-    first; None when the tier has no run there."""
+    """The ``laptop`` run a chapter's summary reads: the one at the tier's settings today, else the first."""
     laptop = [entry for entry in runs if entry.tier == "laptop"]
     return next((entry for entry in laptop if entry.current), laptop[0] if laptop else None)
 
 
 def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None) -> str:
-    """One sentence naming the committed runs of ``dataset`` that a dataset chapter does not
-    show (other objectives or settings, :func:`shown_in_chapter`), which other chapters show."""
+    """One sentence naming the committed runs of ``dataset`` that its chapter does not show."""
     others = [entry for entry in dataset_runs(dataset, bundles, plain=False) if not shown_in_chapter(entry)]
     if not others:
         return f"No other runs of {dataset} (other objectives or settings) are committed."
@@ -89,9 +79,7 @@ def other_runs_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | N
 
 
 def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
-    """For each tier of ``family`` with no committed run at the tier's own settings: that it
-    is absent, the shown runs of that tier that change only their schedule
-    (:func:`shown_in_chapter`), and the command that makes the run (nothing stands in for it)."""
+    """For each tier with no committed run at its own settings: what is shown instead, and the command."""
     if not in_repository():
         return (f"**This installation of `ib_tutorial` is not a checkout of the repository**, so it holds none of the "
                 f"bundles committed under `results/`, and this chapter shows no run. To read them: `git clone "
@@ -117,8 +105,8 @@ def missing_runs_markdown(family: Family, runs: list[DatasetRun]) -> str:
 
 
 def tier_difference(entry: DatasetRun) -> str:
-    """How a shown run differs from its tier today, in words: ``"`tiny-imagenet` (laptop-real,
-    preset laptop) trained 6 of the `laptop` tier's 48 epochs, warmup_min_steps 0 (the tier: 800)"``."""
+    """How a run differs from its tier today: ``"`tiny-imagenet` (laptop-real, preset laptop)
+    trained 6 of the `laptop` tier's 48 epochs, warmup_min_steps 0 (the tier: 800)"``."""
     changes = dict(entry.tier_changes)
     epochs = changes.pop("epochs", None)
     said = [f"trained {epochs[0]} of the `{entry.tier}` tier's {epochs[1]} epochs"] if epochs else []
@@ -127,8 +115,7 @@ def tier_difference(entry: DatasetRun) -> str:
 
 
 def run_markdown(entry: DatasetRun) -> str:
-    """The run's settings in one line, then its row of the bundle table
-    (:func:`~ib_tutorial.book.tables.bundle_markdown`)."""
+    """The run's settings in one line, then its row of the bundle table."""
     config, run = entry.run.config, entry.run
     knn = run.knn[-1]
     classes = f", {100 / entry.chance:.0f} classes" if entry.chance else ""
@@ -154,13 +141,8 @@ def trained_on(config) -> str:
     return f"Trained on {named} ({data.train_files:,} training images{files})."
 
 
-# --- what the runs say ---------------------------------------------------------------
-
-
 def knn_markdown(entry: DatasetRun) -> str:
-    """The run's k-NN accuracy from the random initialisation to the end, against chance, with
-    the binomial standard error of one accuracy on the evaluation images, and whether the run
-    learned (:func:`~ib_tutorial.book.learned.learned_rule`)."""
+    """The run's k-NN accuracy from the initialisation to the end, its standard error, and the rule."""
     knn = entry.run.knn
     rule = learned_rule(entry.run)
     first, last = knn[0], knn[-1]
@@ -177,7 +159,7 @@ def knn_markdown(entry: DatasetRun) -> str:
 
 
 def _teacher_text(rule: Learned) -> str:
-    """The rule's second condition in words, for a run with a teacher (DINO)."""
+    """The rule's teacher condition in words, for DINO."""
     if rule.teacher_information is None:
         return ""
     return (f" Its teacher carried {rule.teacher_information:.2f} nats about the image over the last tenth of training, "
@@ -186,11 +168,8 @@ def _teacher_text(rule: Learned) -> str:
 
 
 def baseline_markdown(entry: DatasetRun) -> str:
-    """The run's raw pixel patches' N_eff beside block 0's output before and after training.
-
-    The raw patches are a reference for where block 0 starts, not a bound on it: the linear patch
-    embedding bounds only the rank of block 0's input (3p^2 content directions plus positions),
-    and block 0's output has passed through attention and an MLP."""
+    """The raw pixel patches' N_eff beside block 0's output before and after training: a
+    reference, not a bound (the patch embedding bounds only the rank of block 0's input)."""
     summary, config = entry.run.summary, entry.run.config
     n_eff, dim = summary["raw_patch_n_eff"], summary["raw_patch_dim"]
     first, last = entry.run.profiles[0].profile, entry.run.profiles[-1].profile
@@ -208,8 +187,7 @@ def baseline_markdown(entry: DatasetRun) -> str:
 
 
 def shape_markdown(entry: DatasetRun) -> str:
-    """Per saved epoch: where the profile is lowest and highest, the mean of the middle
-    blocks (where the paper finds its minimum), and whether the minimum lies there."""
+    """Per saved epoch: the lowest and highest blocks, the middle blocks' mean, and the minimum's place."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
     rows = []
     for record in entry.run.profiles:
@@ -224,12 +202,7 @@ def shape_markdown(entry: DatasetRun) -> str:
 
 
 def run_section(entry: DatasetRun) -> ResultSection:
-    """One run as a dataset chapter shows it: a line of what it learned (the book's rule,
-    :func:`~ib_tutorial.book.learned.learned_rule`), where block 0 and the last profile
-    stand, and its comparison with the paper (:func:`comparison_table`); its k-NN curve and its
-    profile at every saved epoch as figures; and, to fold, its settings, k-NN record, raw-patch
-    baseline and per-epoch shape (:func:`run_markdown`, :func:`knn_markdown`,
-    :func:`baseline_markdown`, :func:`shape_markdown`)."""
+    """One run as a dataset chapter shows it, with its settings, k-NN, baseline and shapes to fold."""
     run, rule = entry.run, learned_rule(entry.run)
     first, last = run.profiles[0].profile, run.profiles[-1].profile
     low, high = int(np.argmin(last.eed_percent)), int(np.argmax(last.eed_percent))
@@ -248,11 +221,9 @@ def run_section(entry: DatasetRun) -> ResultSection:
 
 
 def comparison_table(entry: DatasetRun) -> str:
-    """The run's comparison with the paper as a table, or one line when the paper did not study
-    the dataset. The rows are recomputed from the run's last profile
-    (:func:`~ib_tutorial.book.paper.compare_profile`), so they read the paper's
-    values as :data:`~ib_tutorial.book.paper.REPORTED` holds them now; ``summary.json``
-    keeps the rows written when the bundle was made, and says which runs are compared."""
+    """The run's comparison with the paper, recomputed from its last profile so that it reads the
+    paper's values as :data:`~ib_tutorial.book.paper.REPORTED` holds them now (``summary.json``
+    says which runs are compared); one line where there is none."""
     rows = (compare_profile(entry.spec.dataset, entry.run.profiles[-1].profile.eed_percent, Setting.of(entry.run.config))
             if entry.run.summary["comparison"] else [])
     if not rows:
@@ -263,12 +234,8 @@ def comparison_table(entry: DatasetRun) -> str:
 
 
 def run_summary(entry: DatasetRun | None) -> dict[str, float | str]:
-    """The numbers a dataset chapter's closing points glue, of one run (NaN, or "none", for a
-    run that is not there): k-NN from the random initialisation to the end with chance, its
-    standard error and the rule's threshold and verdict, the width, input, epochs and classes,
-    the middle blocks' mean EED, block 0 beside the raw patches, the last profile's lowest and
-    highest blocks, and each region's change with its paired bootstrap interval (:data:`REGIONS`;
-    "n/a" for profiles measured without their bootstrap)."""
+    """The numbers a dataset chapter's closing points glue, of one run (NaN, "none" or "n/a"
+    where the run, or its profiles' bootstrap, is not there)."""
     numbers: dict[str, float | str] = dict.fromkeys(
         ["knn_first", "knn_last", "chance", "classes", "se", "n_eval", "changed_images", "gain", "threshold", "width",
          "size", "epochs", "middle_first", "middle_last", "raw", "b0_first", "b0_last", "low", "high", "lowest_block",
@@ -293,45 +260,34 @@ def run_summary(entry: DatasetRun | None) -> dict[str, float | str]:
         near_lowest=", ".join(f"L{block}" for block in near_lowest(last.profile.n_eff)) or "no other block")
     if entry.chance:
         numbers.update(chance=entry.chance, classes=100 / entry.chance)
-    start, end = profile_shape(first), profile_shape(last)
-    if start.bootstrap is not None and end.bootstrap is not None:
-        for region in REGIONS:
-            change = region_change(start, end, region)
-            numbers[f"{region}_change"] = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
+    for region, change in (region_changes(entry) or {}).items():
+        numbers[f"{region}_change"] = f"{change.estimate:+.1f} {interval_text(change, signed=True)}"
     return numbers
 
 
 def region_changes(entry: DatasetRun) -> dict[str, Interval] | None:
-    """Each region's EED change from the random initialisation to the last profile, with its
-    paired bootstrap interval (:func:`~ib_tutorial.book.claims.region_change`);
-    None for profiles measured without their bootstrap."""
+    """Each region's EED change in training with its paired interval; None without bootstraps."""
     start, end = profile_shape(entry.run.profiles[0]), profile_shape(entry.run.profiles[-1])
     if start.bootstrap is None or end.bootstrap is None:
         return None
     return {region: region_change(start, end, region) for region in REGIONS}
 
 
-# --- the data ------------------------------------------------------------------------
-
-
 def _on_disk(spec: RunSpec, split: str, root) -> tuple[object | None, str]:
-    """:func:`~ib_tutorial.data.dataset_on_disk` of ``spec``. A subset's warning is
-    silenced: the chapter states the classes itself."""
+    """:func:`~ib_tutorial.data.dataset_on_disk`, without a subset's warning: the chapter names the classes."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return dataset_on_disk(spec.dataset, split, root, **spec.options)
 
 
 def shared_samples() -> Path:
-    """``../shared/data/real`` beside the repository's root: a data root of real images (a
-    Tiny ImageNet and a DTD subset) where the project's machines keep it, never inside the
-    repository. Absent elsewhere; :func:`images_root` then reads the data root alone."""
+    """``../shared/data/real`` beside the repository: real images (a Tiny ImageNet and a DTD
+    subset) where the project's machines keep them."""
     return repository_root().parent / "shared" / "data" / "real"
 
 
 def images_root(spec: str | RunSpec, root=None) -> Path | None:
-    """Where the images of ``spec`` are on disk: the data root when it holds them, else the
-    shared real-data samples (:func:`shared_samples`); None when neither does."""
+    """The data root when it holds ``spec``'s images, else :func:`shared_samples` if they do, else None."""
     spec = RunSpec.of(spec)
     for candidate in (data_root(root), shared_samples()):
         if candidate.is_dir() and _on_disk(spec, "train", candidate)[0] is not None:
@@ -340,15 +296,11 @@ def images_root(spec: str | RunSpec, root=None) -> Path | None:
 
 
 def _where_text(root: Path) -> str:
-    """A data root as a page names it: the shared samples relative to the repository."""
     return "../shared/data/real (beside the repository)" if root == shared_samples() else display_path(root)
 
 
 def dataset_overview(spec: str | RunSpec, root=None, preset: str | Preset | None = None) -> tuple[str, plt.Figure | None]:
-    """A dataset chapter's data section for ``spec``: its sizes at every tier
-    (:func:`sizes_markdown`), what is on disk where its images were found (the data root, else
-    the shared samples: :func:`images_root`), and a gallery of them (:func:`gallery`), None
-    when they are nowhere on disk."""
+    """A dataset chapter's data section: sizes, what is on disk where found, and a gallery (or None)."""
     where = images_root(spec, root)
     status = data_status_markdown(spec, root if where is None else where)
     figure = None if where is None else gallery(spec, root=where, preset=preset)
@@ -356,8 +308,7 @@ def dataset_overview(spec: str | RunSpec, root=None, preset: str | Preset | None
 
 
 def data_status_markdown(spec: str | RunSpec, root=None) -> str:
-    """What of ``spec`` is on disk under ``root`` (classes, train and held-out images), or in
-    one sentence, where it goes and how to get it."""
+    """What of ``spec`` is on disk under ``root``, or where it goes and how to get it."""
     spec, root = RunSpec.of(spec), data_root(root)
     name, options = spec.dataset, spec.options
     shown = _where_text(root)
@@ -376,9 +327,8 @@ def data_status_markdown(spec: str | RunSpec, root=None) -> str:
 
 
 def gallery(spec: str | RunSpec, root=None, classes: int = 8, per_class: int = 3, preset: str | Preset | None = None) -> plt.Figure | None:
-    """Train images of ``spec`` as stored under the data root: ``per_class`` images of
-    ``classes`` classes spread over the class list, one column per class named above it.
-    None when the data is not on disk (:func:`data_status_markdown` says where it goes)."""
+    """``per_class`` train images of ``classes`` classes spread over the class list, as stored
+    under the data root, a column a class; None when the data is not on disk."""
     spec = RunSpec.of(spec)
     dataset, _ = _on_disk(spec, "train", root)
     if dataset is None:
@@ -411,8 +361,7 @@ def gallery(spec: str | RunSpec, root=None, classes: int = 8, per_class: int = 3
     return fig
 
 
-#: The real datasets the book trains or names, as the chapters spell them: the Results part's
-#: (CPU spec first) and the rest of the registry's real datasets.
+#: The real datasets the book trains or names: the Results part's (CPU spec first), then the rest.
 REAL_SPECS = tuple(dict.fromkeys([spec.text for family in FAMILIES.values() for spec in family.specs]
                                  + [name for name in DATASETS if not name.startswith("synthetic")]))
 
@@ -424,10 +373,7 @@ def datasets_markdown() -> str:
 
 
 def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
-    """One row of train images for each real dataset on disk (:func:`images_root`: the data
-    root, else the shared samples), each from another class, named above it; and one sentence
-    naming the datasets on disk nowhere, with how to get them. The figure is None when no
-    real dataset is on disk."""
+    """A row of train images for each real dataset on disk (or None), and how to get the others."""
     found = {}  # dataset name -> (spec, dataset, where): the first of its specs on disk
     for spec in map(RunSpec.of, REAL_SPECS):
         where = images_root(spec, root)
@@ -458,13 +404,11 @@ def real_images(root=None, columns: int = 8) -> tuple[plt.Figure | None, str]:
 
 
 def _width(preset: Preset) -> int:
-    """The model width D a preset trains."""
     return ARCHITECTURES[preset.train.arch]["embed_dim"]
 
 
 def sizes_markdown(spec: str | RunSpec) -> str:
-    """The dataset's facts from the registry (kind, description, held-out split) and, per
-    tier, the model and the geometry it trains at."""
+    """The dataset's facts from the registry and, per tier, the model and geometry it trains at."""
     spec = RunSpec.of(spec)
     name, options = spec.dataset, spec.options
     info = DATASETS[name]
@@ -485,8 +429,7 @@ def sizes_markdown(spec: str | RunSpec) -> str:
 
 
 def paper_row_markdown(dataset: str) -> str:
-    """The paper's reported EED% for ``dataset`` (:data:`~ib_tutorial.book.paper.REPORTED`) as a
-    table row, or a line saying that the paper did not study it."""
+    """The paper's reported EED% for ``dataset``, or a line saying that it did not study it."""
     if dataset not in REPORTED:
         return (f"The paper did not study `{dataset}`; its datasets are "
                 + ", ".join(f"`{name}`" for name in PAPER_DATASETS) + ".")
@@ -494,9 +437,7 @@ def paper_row_markdown(dataset: str) -> str:
 
 
 def paper_table_markdown(datasets) -> str:
-    """The paper's reported EED% for each of ``datasets`` (all of them studied by the paper), one
-    row each, and what the numbers are: a converged ViT-S's, with our tolerance where the paper
-    states one value."""
+    """The paper's reported EED% for each of ``datasets``, a row each, and what the numbers are."""
 
     def span(reported, key, blocks, values):
         if values is None:
@@ -517,19 +458,10 @@ def paper_table_markdown(datasets) -> str:
         f"is ours: x ± {ABOUT_TOLERANCE:g} points.")
 
 
-# --- run it yourself -----------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class RunCommand:
-    """One ``ib-tutorial`` command of a chapter's *Run it yourself* section.
-
-    Attributes:
-        tier: the preset it runs.
-        where: the machine it is meant for.
-        argv: its arguments after ``ib-tutorial`` (what :func:`ib_tutorial.cli.build_parser` parses).
-        note: what to know before running it.
-    """
+    """One ``ib-tutorial`` command of *Run it yourself*: its preset, the machine it is meant for,
+    its arguments after ``ib-tutorial`` and what to know before running it."""
 
     tier: str
     where: str
@@ -548,10 +480,9 @@ def _reproduce_argv(spec: RunSpec, tier: str, out: str | None = None, export: bo
 
 
 def run_commands(family: Family) -> list[RunCommand]:
-    """The commands that make each tier's run of ``family``: the laptop tier on a CPU, the
-    ``quick`` and ``paper`` tiers on a GPU (exported under ``results/``, where the
-    chapter finds them), and ``quick`` in Colab, its run folder on Google Drive so that a
-    new session resumes it."""
+    """The commands that make each tier's run of ``family``: ``laptop`` on a CPU, ``quick`` and
+    ``paper`` on a GPU (exported under ``results/``), and ``quick`` in Colab, its run folder on
+    Google Drive so that a new session resumes it."""
     cpu, gpu = family.cpu_spec, family.gpu_spec
     name = gpu.dataset
     folder_note = (f" `{cpu}` reads `images/<class>/` under the data root without downloading; "
@@ -583,15 +514,9 @@ GPU_PLANS = "gpu"
 
 @dataclass(frozen=True)
 class GpuEpochs:
-    """The whole epochs of one committed GPU run, as its ``metrics.jsonl`` timed them.
-
-    Attributes:
-        run: the run.
-        epochs: how many epochs were timed.
-        images: training images per epoch.
-        seconds: their training time, summed (k-NN evaluations and profiles apart).
-        device: the GPU, where a device plan's record names the run and the commit it ran.
-    """
+    """The whole epochs of one committed GPU run as ``metrics.jsonl`` timed them: how many, the
+    images of each, their training time summed (evaluations apart), and the GPU where a device
+    plan's record names the run and its commit."""
 
     run: DatasetRun
     epochs: int
@@ -601,12 +526,11 @@ class GpuEpochs:
 
     @property
     def images_per_s(self) -> float:
-        """Training images per second over the timed epochs."""
         return self.epochs * self.images / self.seconds
 
 
 def gpu_epochs(bundles: Iterable[str | Path | Bundle] | None = None) -> list[GpuEpochs]:
-    """The timed epochs of every committed run of a GPU tier (:class:`GpuEpochs`)."""
+    """The timed epochs of every committed run of a GPU tier."""
     plans = [json.loads(path.read_text()) for path in sorted(stored_benchmark(GPU_PLANS).glob("plan-*.json"))]
     timed = []
     for bundle in load_bundles(bundles):
@@ -625,9 +549,8 @@ def gpu_epochs(bundles: Iterable[str | Path | Bundle] | None = None) -> list[Gpu
 
 
 def gpu_timing_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | None = None) -> str:
-    """What a GPU measured: the ``paper`` configuration's training step on ``dataset`` and one
-    loader worker's augmentation (:data:`GPU_BENCHMARK`), then the whole epochs of the
-    committed GPU runs (:func:`gpu_epochs`), those of ``dataset`` where there are some."""
+    """What a GPU measured: the ``paper`` training step on ``dataset`` and one loader worker's
+    augmentation (:data:`GPU_BENCHMARK`), then whole epochs of the GPU runs (of ``dataset`` if any)."""
     path = stored_benchmark(GPU_BENCHMARK)
     if not path.exists():
         return "No GPU benchmark record is next to this package, so no GPU measurement is given here."
@@ -659,9 +582,8 @@ def gpu_timing_markdown(dataset: str, bundles: Iterable[str | Path | Bundle] | N
 
 
 def run_commands_markdown(family: Family) -> str:
-    """*Run it yourself*: each command of :func:`run_commands` with its note, Colab's set-up
-    cell, the estimated time of ``quick`` and ``paper`` there (:mod:`ib_tutorial.training.cost`),
-    and what a GPU measured (:func:`gpu_timing_markdown`)."""
+    """*Run it yourself*: each command with its note, Colab's set-up cell, the estimated time of
+    ``quick`` and ``paper`` (:mod:`ib_tutorial.training.cost`), and what a GPU measured."""
     commands = run_commands(family)
     name = family.gpu_spec.dataset
     parts = []

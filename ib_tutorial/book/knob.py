@@ -2,18 +2,10 @@
 
 ``synthetic-mix`` blends each image as ``(1 - w) object + w texture`` of the same class
 (:mod:`ib_tutorial.data.synthetic`): ``w`` moves the evidence for the label from the shape to the
-texture, and with it the pixel statistics (the texture end has the richer ones), so each run is
-read against its own random initialisation. A sweep is the runs of one bundle that train
-``synthetic-mix`` with the same objective, world and settings after ``@``, one per ``w``, so
-that the knob is the only setting that differs; a :class:`KnobRecipe` writes them.
-:func:`knob_trend` fits the straight line through a shape statistic against ``w`` (the paper's
-contrast is its change from ``w = 0`` to ``w = 1``) and gives its rank correlation.
-
-Each section of the chapter is one function that returns a
-:class:`~ib_tutorial.book.tables.ResultSection`: :func:`worlds_figure`, :func:`supervised_section`,
-:func:`u_section`, :func:`seeds_section`, :func:`dino_section` and :func:`objectives_section`; a
-sweep the chapter trains itself is shown by :func:`render_sweep`, the claims on any sweep by
-:func:`sweep_claims`.
+texture, and with it the pixel statistics, so each run is read against its own random
+initialisation. A sweep is the runs of one bundle that differ only in ``w`` (a
+:class:`KnobRecipe` writes them); :func:`~ib_tutorial.book.claims.knob_trend` fits a shape
+statistic against ``w``. Each ``*_section`` function renders one section of the chapter.
 """
 from __future__ import annotations
 
@@ -47,8 +39,8 @@ KNOB_DATASET = "synthetic-mix"
 
 @dataclass(frozen=True)
 class KnobRecipe:
-    """A sweep as its commands write it: the ``texture_weight`` values, the training ``settings``
-    every run sets after ``@``, and the ``world``'s other options (``object_scale=1.6,clutter=0``)."""
+    """A sweep as its commands write it: the weights, the ``settings`` every run sets after
+    ``@``, and the world's other options (``object_scale=1.6,clutter=0``)."""
 
     weights: tuple[float, ...]
     settings: str
@@ -89,13 +81,8 @@ LIVE_SWEEP = KnobRecipe((0, 0.5, 1), "objective=supervised,arch=vit_tiny,checkpo
 
 @dataclass(frozen=True)
 class KnobSweep:
-    """The runs of one bundle along the knob, with one objective and the same settings.
-
-    Attributes:
-        overrides: the training settings every run's spec sets after ``@`` (the budget).
-        runs: ``texture_weight`` -> (spec, run), ascending in ``texture_weight``.
-        world: the world's options other than ``texture_weight``.
-    """
+    """The runs of one bundle along the knob (``runs``: weight -> (spec, run), ascending) with
+    one objective, the same settings after ``@`` and the same world's other options."""
 
     bundle: Bundle
     objective: str
@@ -109,20 +96,18 @@ class KnobSweep:
 
     @property
     def epochs(self) -> int:
-        """The last saved epoch the runs share (the budget they all reached)."""
+        """The last saved epoch the runs share."""
         return min(run.profiles[-1].epoch for _, run in self.runs.values())
 
     def learned(self, gain: float = GAIN) -> list[float]:
-        """The weights whose run learned (:func:`~ib_tutorial.book.learned.learned_rule`)."""
+        """The weights whose run learned."""
         return [weight for weight, (_, run) in self.runs.items() if run_learned(run, gain)]
 
 
 def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[KnobSweep]:
-    """Every sweep in ``bundles`` (default: the bundles committed under ``results/``), one
-    per (bundle, objective, world, settings), with at least two ``texture_weight`` values."""
-    loaded = load_bundles(bundles)
+    """Every sweep of two weights or more in ``bundles`` (default: those committed)."""
     sweeps = []
-    for bundle in loaded:
+    for bundle in load_bundles(bundles):
         groups: dict[tuple, dict[float, tuple[str, BundleRun]]] = {}
         for spec, run in bundle.runs.items():
             if run.spec.dataset != KNOB_DATASET:
@@ -136,14 +121,12 @@ def knob_sweeps(bundles: Iterable[str | Path | Bundle] | None = None) -> list[Kn
 
 
 def widest_sweep(objective: str, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
-    """The sweep of ``objective`` with the most ``texture_weight`` values (then the most
-    epochs); None when there is none."""
+    """The sweep of ``objective`` with the most weights, then the most epochs; None for none."""
     return _widest(sweep for sweep in knob_sweeps(bundles) if sweep.objective == objective)
 
 
 def recipe_sweep(recipe: KnobRecipe, bundles: Iterable[str | Path | Bundle] | None = None) -> KnobSweep | None:
-    """The sweep that ``recipe``'s specs (seed 0) trained, at two of its weights or more; the
-    widest (:func:`widest_sweep`'s order) where several bundles hold one, else None."""
+    """The widest sweep that ``recipe``'s specs (seed 0) trained, at two of its weights or more."""
     wanted = RunSpec.parse(recipe.specs()[0])
     overrides, world = _settings(wanted.overrides), _world(wanted.options)
     return _widest(sweep for sweep in knob_sweeps(bundles) if sweep.overrides == overrides and sweep.world == world
@@ -151,23 +134,19 @@ def recipe_sweep(recipe: KnobRecipe, bundles: Iterable[str | Path | Bundle] | No
 
 
 def _settings(settings: dict) -> tuple[tuple[str, str], ...]:
-    """Settings as a sorted, hashable key (values as text, as a spec writes them)."""
     return tuple(sorted((key, str(value)) for key, value in settings.items()))
 
 
 def _world(options: dict) -> tuple[tuple[str, str], ...]:
-    """A world's options other than the knob, as a key."""
     return _settings({key: value for key, value in options.items() if key != "texture_weight"})
 
 
 def _widest(sweeps: Iterable[KnobSweep]) -> KnobSweep | None:
-    """The sweep with the most weights, then the most epochs; None for no sweep."""
     return max(sweeps, key=lambda sweep: (len(sweep.runs), sweep.epochs), default=None)
 
 
 def seeds_by_weight(sweep: KnobSweep) -> dict[float, list[BundleRun]]:
-    """The runs of ``sweep``'s bundle that differ from its own only in their seed, with its own,
-    by weight (ascending seed), for the weights trained with two seeds or more (perhaps one end alone)."""
+    """By weight, the runs of the sweep's bundle that differ from its own only in their seed (two or more)."""
     def unseeded(overrides: tuple[tuple[str, str], ...]) -> tuple:
         return tuple((key, value) for key, value in overrides if key != "seed")
 
@@ -187,8 +166,7 @@ def knob_command(preset: str, recipe: KnobRecipe, out: str, seed: int = 0) -> st
 
 
 def sweep_caption(sweep: KnobSweep) -> str:
-    """What made a sweep's figures: bundle, objective, weights, settings, and the last
-    profile's provenance (:func:`~ib_tutorial.book.plots.profile_caption`)."""
+    """What made a sweep's figures: bundle, objective, weights, settings, and the last profile's provenance."""
     settings = ",".join(f"{key}={value}" for key, value in sweep.overrides) or "the tier's own"
     world = "".join(f", {key}={value}" for key, value in sweep.world)
     _, run = next(iter(sweep.runs.values()))
@@ -197,17 +175,11 @@ def sweep_caption(sweep: KnobSweep) -> str:
 
 
 def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
-    """The paper's claims on every weight's last saved profile, and claim 3 along the knob
-    (``not applicable`` where a network it reads did not learn)."""
-    tested = []
+    """The paper's claims on every weight's last profile, and claim 3 along the knob."""
     last = {weight: claims.profile_shape(run.profiles[-1]) for weight, (_, run) in sweep.runs.items()}
     learned = sweep.learned()
-    for weight, (_, run) in sweep.runs.items():
-        end = last[weight]
-        subject = f"w = {weight:g}, epoch {end.epoch}"
-        tested += [(subject, claims.on_learned(test, weight in learned))
-                   for test in (claims.mid_depth_minimum(end), claims.deepens(claims.profile_shape(run.profiles[0]), end),
-                                claims.late_reexpansion(end))]
+    tested = [(f"w = {weight:g}, epoch {last[weight].epoch}", test)
+              for weight, (_, run) in sweep.runs.items() for test in claims.run_tests(run)]
     tested.append((f"every weight, w = {sweep.weights[0]:g} to {sweep.weights[-1]:g}, epoch {sweep.epochs}",
                    claims.on_learned(claims.deeper_along_knob(sweep.weights, list(last.values())),
                                      learned == sweep.weights)))
@@ -218,9 +190,7 @@ def sweep_claims(sweep: KnobSweep) -> list[tuple[str, ClaimTest]]:
 
 
 def sweep_table(sweep: KnobSweep) -> str:
-    """One row per weight: whether it learned, its k-NN top-1 and its profile's shape, middle dip
-    and middle level from the random initialisation to the end; intervals where the profiles
-    have their bootstraps."""
+    """A row a weight: whether it learned, its k-NN, shape, middle dip and middle level."""
     lines = ["| w | learned | k-NN top-1 %: init -> end [interval] | shape at the end (share) | middle dip (directions) "
              "| middle EED%: init -> end | middle change (points) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -244,7 +214,7 @@ def sweep_table(sweep: KnobSweep) -> str:
 
 
 def learned_sentence(sweep: KnobSweep) -> str:
-    """Which weights' networks learned (:meth:`KnobSweep.learned`) and which did not."""
+    """Which weights' networks learned and which did not."""
     learned = sweep.learned()
     others = [weight for weight in sweep.weights if weight not in learned]
     names = lambda weights: ", ".join(f"w = {w:g}" for w in weights)
@@ -262,9 +232,8 @@ def learned_sentence(sweep: KnobSweep) -> str:
 
 
 def render_sweep(sweep: KnobSweep) -> list:
-    """What a chapter shows of a sweep it trains itself, in order, for ``display``. The figures
-    stay open, since closing one drops the canvas that saves its caption into its PNG: close
-    them once displayed (``plt.close("all")``)."""
+    """What a chapter shows of a sweep it trains itself, for ``display``; close the figures once
+    shown (closing one earlier drops the canvas that saves its caption into its PNG)."""
     caption = sweep_caption(sweep)
     runs = {weight: run for weight, (_, run) in sweep.runs.items()}
     chance = next(iter(runs.values())).chance  # every weight's world has the same classes
@@ -274,10 +243,9 @@ def render_sweep(sweep: KnobSweep) -> list:
 
 
 def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
-    """What each run's networks learned besides the class, from ``{label: the run's factors.json}``
-    (:func:`~ib_tutorial.book.run_profiles.measure_factors`; None where not measured): the
-    ``pool`` token's k-NN top-1 of the class and of each factor's median split, first to last
-    measured epoch, and a row of each split's chance."""
+    """What each run's networks learned besides the class, from ``{label: factors.json or None}``
+    (:func:`~ib_tutorial.book.run_profiles.measure_factors`): the ``pool`` token's k-NN top-1 of
+    the class and of each factor's median split, first to last epoch, and each split's chance."""
     measured = {label: record for label, record in factors.items() if record is not None}
     if not measured:
         return "No run here has its object factors measured (`ib-tutorial factors RUN_DIR`)."
@@ -299,9 +267,8 @@ def factors_markdown(factors: dict[str, dict | None], pool: str = "cls") -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ObjectivePair:
-    """Two runs on the same images and network, each read from its own random initialisation
-    (:func:`objective_pair`): by name, the first and last shapes, the EED change of each region
-    with its paired interval, and one Markdown bullet per run."""
+    """Two runs on the same images and network, by name: first and last shapes, each region's
+    EED change with its paired interval, and a Markdown bullet each."""
 
     shapes: dict
     changes: dict
@@ -309,7 +276,7 @@ class ObjectivePair:
 
 
 def objective_pair(pair: dict[str, BundleRun]) -> ObjectivePair:
-    """The objective control of ``pair`` (name -> run), as :class:`ObjectivePair`."""
+    """The objective control of ``pair`` (name -> run)."""
     shapes = {name: (claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1])) for name, run in pair.items()}
     changes = {name: {region: region_change(first, last, region) for region in ("early", "middle", "late")}
                for name, (first, last) in shapes.items()}
@@ -322,20 +289,13 @@ def objective_pair(pair: dict[str, BundleRun]) -> ObjectivePair:
     return ObjectivePair(shapes, changes, markdown)
 
 
-# --- the chapter's sections: a table, figures, the values its paragraphs glue, and what they say
-
-
 def _ranges(values) -> str:
     values = list(values)
     return f"{min(values):.1f}-{max(values):.1f}"
 
 
-def _listed(weights) -> str:
-    return ", ".join(f"{w:g}" for w in weights)
-
-
 def supervised_section(sweep: KnobSweep | None) -> ResultSection:
-    """The supervised sweep along the knob: its table (:func:`sweep_table`), profiles and paragraph."""
+    """The supervised sweep along the knob: its table, profiles and paragraph."""
     if sweep is None:
         return absent(knob_command("laptop", OBJECT_SWEEP, "/tmp/knob"), "supervised sweep of the knob")
     runs = {w: run for w, (_, run) in sweep.runs.items()}
@@ -354,8 +314,8 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
     values = {
         "knob_learned": f"{len(sweep.learned())} of the {len(runs)}", "knob_epochs": sweep.epochs,
         "knob_knn_init": _ranges(k[0]["top1"] for k in knn.values()), "knob_knn_end": _ranges(k[-1]["top1"] for k in knn.values()),
-        "knob_chance": runs[objects].pruning[-1]["chance"], "knob_still_learning": _listed(still),
-        "knob_object_lowest": lowest_text(ends[objects]),
+        "knob_chance": runs[objects].pruning[-1]["chance"],
+        "knob_still_learning": ", ".join(f"{w:g}" for w in still), "knob_object_lowest": lowest_text(ends[objects]),
         "knob_end_share": _share(claims.mid_depth_minimum(ends[objects])),
         "knob_fall": along.difference, "knob_claim3": along.verdict.value,
         "knob_middle_gain": f"{min(c.estimate for c in change.values()):+.1f} to {max(c.estimate for c in change.values()):+.1f}",
@@ -382,8 +342,7 @@ def supervised_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def u_section(sweep: KnobSweep | None) -> ResultSection:
-    """The one supervised network whose last profile is a U: its profiles, the claims tested on
-    it, and the sweep's count of the tests that held (:func:`sweep_claims`)."""
+    """The one supervised network whose last profile is a U: its profiles, claims and the sweep's count."""
     if sweep is None:
         return absent(knob_command("laptop", OBJECT_SWEEP, "/tmp/knob"), "supervised sweep of the knob")
     ends = {w: claims.profile_shape(run.profiles[-1]) for w, (_, run) in sweep.runs.items()}
@@ -413,8 +372,7 @@ def u_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def seeds_section(sweep: KnobSweep | None) -> ResultSection:
-    """The knob's two ends from a second seed: the object end's profiles and the mid-depth
-    minimum at both ends, each seed and together (``details``)."""
+    """The knob's two ends from a second seed: the object end's profiles and each end's minimum."""
     pairs = seeds_by_weight(sweep) if sweep is not None else {}
     if not pairs:
         return absent(knob_command("laptop", OBJECT_SEEDS, "/tmp/knob", seed=1), "second seed of the knob's ends")
@@ -440,8 +398,7 @@ def seeds_section(sweep: KnobSweep | None) -> ResultSection:
 
 
 def _end_tests(weight: float, spread: SeedSpread, runs: list[BundleRun]) -> tuple[list[tuple[str, ClaimTest]], dict]:
-    """The mid-depth minimum at ``weight`` (:func:`~ib_tutorial.book.claims.knob_end_tests`) as
-    table rows, each seed then the seeds together; and the verdicts over the seeds by reading."""
+    """The mid-depth minimum at ``weight`` as rows, each seed then together, and the joint verdicts."""
     rows, together = [], {}
     for reading, (per_seed, joint) in knob_end_tests(spread, runs).items():
         rows += [(f"w = {weight:g}, {reading}, seed {run.seed}", test) for run, test in zip(spread.runs, per_seed)]
@@ -451,25 +408,20 @@ def _end_tests(weight: float, spread: SeedSpread, runs: list[BundleRun]) -> tupl
 
 
 def _middle_change(run: BundleRun) -> Interval:
-    """EED points the middle blocks gained from the random initialisation, with its paired interval."""
     return region_change(claims.profile_shape(run.profiles[0]), claims.profile_shape(run.profiles[-1]), "middle")
 
 
 def _share(test: ClaimTest) -> str:
-    """The share of bootstrap replicates whose lowest block is a middle one, as text."""
     share = test.middle_minimum_share
     return "no bootstrap" if share is None else f"{100 * share:.0f} %"
 
 
 def _provenance(sweep: KnobSweep) -> str:
-    """A figure's provenance line: the bundle, its preset, the objective and the epochs."""
     return f"From results/{sweep.bundle.name} ({sweep.bundle.preset} preset, {sweep.objective}, epoch {sweep.epochs})."
 
 
 def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> ResultSection:
-    """DINO at the knob's ends: every run of the two recipes and the texture end's second seed, one
-    line each, the hue recipe's k-NN curves, and the mid-depth minimum at the texture end from two
-    seeds (``details``)."""
+    """DINO at the knob's ends: a line a run, the hue recipe's k-NN curves, the texture end's seeds."""
     if hue_sweep is None:
         return absent(knob_command("laptop", DINO_HUE_SWEEP, "/tmp/knob"), "DINO run of the knob's ends")
     pairs = seeds_by_weight(hue_sweep)
@@ -530,8 +482,7 @@ def dino_section(tier_sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> R
 
 
 def objectives_section(sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> ResultSection:
-    """The texture end taught by the labels and by DINO, both learned: each run's profile and its
-    change from its own random initialisation (:func:`objective_pair`)."""
+    """The texture end taught by the labels and by DINO: each run's profile and its change."""
     if sweep is None or hue_sweep is None:
         return absent(knob_command("laptop", DINO_HUE_SWEEP, "/tmp/knob"), "supervised and DINO runs of the texture end")
     textures = max(hue_sweep.weights)
@@ -554,8 +505,7 @@ def objectives_section(sweep: KnobSweep | None, hue_sweep: KnobSweep | None) -> 
 
 
 def worlds_figure(weights=(0, 0.05, 0.2, 0.4, 1), images: int = 6, world: str = OBJECT_SWEEP.world) -> plt.Figure:
-    """The same held-out images of ``synthetic-mix``, one row per weight of ``weights``, with the
-    world's other options ``world`` (as a spec writes them)."""
+    """The same held-out images of ``synthetic-mix``, a row a weight, in ``world`` (as a spec writes it)."""
     options = {key: float(value) for key, value in (item.split("=") for item in world.split(",") if item)}
     fig, axes = plt.subplots(len(weights), images, figsize=(1.2 * images, 1.25 * len(weights)), layout="constrained")
     for row, weight in zip(axes, weights):

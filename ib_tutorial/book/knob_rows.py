@@ -1,17 +1,9 @@
 """The knob's DINO rows: the runs that each change one part of the recipe, and their lab notes.
 
 A row is a run at the knob's object end that changes one part of the hue recipe
-(:data:`~ib_tutorial.book.knob.DINO_HUE_SWEEP`): what it changed, the steps it ran, its CLS
-k-NN top-1 from the random initialisation to its last evaluation (with a Wilson interval), its
-teacher's information about the image (the lowest logged and the mean over the last tenth),
-whether it learned (:func:`~ib_tutorial.book.learned.learned_rule`), and what its networks read
-of the object's factors, where measured. Rows ran for different lengths, so they are also read
-at :data:`ROWS_AT`, the step every one of them reached.
-
-Four investigations, each one table: the views of the hue bundle over 16 epochs
-(:func:`views_notes`), the colour, grey, token, teacher and learning-rate rows at
-:data:`ROWS_AT` (:func:`step_notes`), the tone curves (:func:`tone_notes`) and the grey palette
-(:func:`palette_notes`).
+(:data:`~ib_tutorial.book.knob.DINO_HUE_SWEEP`). Rows ran for different lengths, so they are also
+read at :data:`ROWS_AT`, the step every one of them reached. Each ``*_notes`` function renders
+one investigation as a table.
 """
 from __future__ import annotations
 
@@ -43,14 +35,9 @@ ROWS_AT = 624
 
 @dataclass(frozen=True)
 class KnobRow:
-    """One run at the knob's object end, against the hue recipe.
-
-    Attributes:
-        whole, early: the run read to its end and as it stood at :data:`ROWS_AT`.
-        end: its last CLS k-NN top-1 with its Wilson interval (points).
-        information: (step, nats) of the teacher's information about the image at each logged step.
-        factors: its ``factors.json``, or None where the factors were not measured.
-    """
+    """One run at the knob's object end: its recipe to the end (``whole``) and at :data:`ROWS_AT`
+    (``early``), its last CLS k-NN top-1 with its Wilson interval, the teacher's information
+    (step, nats) at each logged step, and its ``factors.json`` (None where not measured)."""
 
     name: str
     folder: Path
@@ -64,8 +51,7 @@ class KnobRow:
 
     @property
     def changes(self) -> dict:
-        """The settings it changed against the hue recipe, without those that shape local crops
-        in a row that makes none."""
+        """The settings it changed, without those that shape local crops in a row that makes none."""
         no_locals = self.whole.changes.get("local_crops_number") == 0
         return {key: value for key, value in self.whole.changes.items() if not (no_locals and key.startswith("local_crop_"))}
 
@@ -78,13 +64,12 @@ class KnobRow:
         return min(nats for logged, nats in self.information if until is None or logged <= until)
 
     def factor(self, name: str, epoch: int, pool: str = "cls") -> float:
-        """k-NN top-1 (%) of factor ``name`` (or ``"class"``) from the ``pool`` token at ``epoch``."""
+        """k-NN top-1 (%) of factor ``name`` (or ``"class"``) at ``epoch``."""
         return self.factors["epochs"][str(epoch)][pool][name]
 
 
 def read_row(folder: str | Path, reference: dict, name: str | None = None) -> KnobRow:
-    """The run in ``folder`` as a :class:`KnobRow`, its changes taken against ``reference``
-    (:func:`~ib_tutorial.book.recipes.recipe_settings` of the hue recipe's object end)."""
+    """The run in ``folder`` as a :class:`KnobRow`, its changes taken against ``reference``."""
     run = RunDirectory(folder)
     knn, train = run.read_metrics("knn"), run.read_metrics("train")
     return KnobRow(name or run.path.name, run.path, read_recipe(folder, reference), read_recipe(folder, reference, ROWS_AT),
@@ -100,8 +85,7 @@ def hue_reference(hue_sweep: KnobSweep) -> dict:
 
 
 def object_end_rows(hue_sweep: KnobSweep) -> dict[str, KnobRow]:
-    """The hue recipe's object end and the other runs at ``w = 0`` of its bundle (its views
-    changed), by name: ``"the hue recipe"``, then ``"row 1"``, ``"row 2"``, ..."""
+    """The hue recipe's object end and the other runs at ``w = 0`` of its bundle, by name."""
     reference, swept = hue_reference(hue_sweep), {spec for spec, _ in hue_sweep.runs.values()}
     bundle = hue_sweep.bundle
     others = [run for spec, run in bundle.runs.items()
@@ -112,8 +96,8 @@ def object_end_rows(hue_sweep: KnobSweep) -> dict[str, KnobRow]:
 
 
 def folder_rows(folder: str | Path, hue_sweep: KnobSweep, same_world: bool = True) -> dict[str, KnobRow]:
-    """The DINO runs directly under ``folder`` by name, read against the hue recipe: those on the
-    hue recipe's world (``same_world``), or those on another (the grey palette)."""
+    """The DINO runs directly under ``folder`` by name, read against the hue recipe: those on its
+    world (``same_world``), or those on another (the grey palette)."""
     reference = hue_reference(hue_sweep)
     object_end = hue_sweep.runs[min(hue_sweep.weights)][1]
     world = read_recipe(hue_sweep.bundle.path / object_end.spec.folder, reference).dataset
@@ -122,32 +106,18 @@ def folder_rows(folder: str | Path, hue_sweep: KnobSweep, same_world: bool = Tru
 
 
 def rows_named(rows: dict[str, KnobRow], prefixes: Iterable[str]) -> dict[str, KnobRow]:
-    """The rows named by one of ``prefixes`` and their number (``"o"`` names ``o1-invert``), in order."""
+    """The rows named by one of ``prefixes`` and a number (``"o"`` names ``o1-invert``), in order."""
     return {name: row for name, row in rows.items() if name[:1] in tuple(prefixes) and name[1:2].isdigit()}
 
 
-#: The tone rows: every view curved, half of them, every view of the whole-image recipe.
-TONE_ROWS = ("t1-tone-curves", "t2-tone-curves-half", "t3-tone-curves-whole")
-#: ``t1``'s views with a teacher two and four times as sharp.
-SHARPENED = ("t1-tone-curves", "t4-tone-curves-sharp-teacher", "t5-tone-curves-sharper-teacher")
-#: ``t1`` without weight decay.
-UNDECAYED = "t6-tone-curves-no-decay"
-#: The grey palette with the hue recipe's crops, and with whole-image views.
-PALETTE_ROWS = ("p1-grey-palette", "p2-grey-palette-whole")
-
-
-def changes_text(row: KnobRow, unchanged: str = "(the hue recipe)") -> str:
-    """The settings a row changed against the hue recipe, as ``KEY=VALUE`` (``unchanged`` when none)."""
-    return ", ".join(f"{key}={value}" for key, value in sorted(row.changes.items())) or unchanged
-
-
 def rows_table(rows: dict[str, KnobRow], unchanged: str = "(the hue recipe)") -> str:
-    """Every row one line, as the module docstring lists; ``unchanged``: what a row that changed
-    nothing says."""
+    """Every row one line; ``unchanged``: what a row that changed nothing says."""
     lines = ["| run | changed (against the hue recipe) | steps | CLS k-NN %: init -> end [90 %] | teacher (nats): "
              f"lowest -> last tenth | at step {ROWS_AT}: k-NN %, teacher (nats) | learned |",
              "| --- | --- | ---: | --- | --- | --- | --- |"]
-    lines += [f"| {name} | {changes_text(row, unchanged)} | {row.steps} | {row.whole.knn_cls[0]:.1f} -> {row.end.estimate:.1f} "
+    changed = {name: ", ".join(f"{key}={value}" for key, value in sorted(row.changes.items())) or unchanged
+               for name, row in rows.items()}
+    lines += [f"| {name} | {changed[name]} | {row.steps} | {row.whole.knn_cls[0]:.1f} -> {row.end.estimate:.1f} "
               f"{interval_text(row.end)} | {row.lowest_information():.2f} -> {row.whole.teacher_information:.2f} | "
               f"{row.early.knn_cls[-1]:.1f}, {row.early.teacher_information:.2f} | {'yes' if row.learned.learned else 'no'} |"
               for name, row in rows.items()]
@@ -163,9 +133,7 @@ def _missing() -> ResultSection:
 
 
 def views_notes(hue_sweep: KnobSweep | None) -> ResultSection:
-    """The hue recipe's object end and the changes of its views in its own bundle (no local
-    crops; whole-image views; colour that carries nothing across views), 16 epochs each, with
-    what each network read of the object's factors (``details``)."""
+    """The hue recipe's object end and the changes of its views in its own bundle, with their factors."""
     if hue_sweep is None:
         return _missing()
     rows = object_end_rows(hue_sweep)
@@ -211,9 +179,7 @@ def _world_rows(hue_sweep: KnobSweep, folder: Path) -> dict[str, KnobRow]:
 
 
 def step_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
-    """The colour rows (``o``) and the grey, token, teacher and learning-rate rows (``g``) beside
-    the hue recipe and the colour row, compared at step ``ROWS_AT``: which collapsed their
-    teacher, and what they read of the class and of the object's value."""
+    """The colour (``o``) and the grey, token, teacher and learning-rate rows (``g``) at :data:`ROWS_AT`."""
     if hue_sweep is None or not Path(folder).exists():
         return _missing()
     every = _world_rows(hue_sweep, folder)
@@ -256,8 +222,7 @@ def step_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
 
 
 def tone_views_figure(row: KnobRow, images: int = 4) -> plt.Figure:
-    """The first ``images`` training images of ``row``'s world and the views its recipe draws of
-    them in epoch 0 (its own seed), one image a line."""
+    """The first training images of ``row``'s world and the views its recipe draws of them in epoch 0."""
     config = RunDirectory(row.folder).read_config()
     world = SyntheticWorld("train", img_size=config.view.img_size, **config.dataset_options)
     views_of = MultiCropDataset(world, MultiCropAugmentation(config.view, config.train.local_crops_number), seed=config.seed)
@@ -282,15 +247,16 @@ def tone_views_figure(row: KnobRow, images: int = 4) -> plt.Figure:
 
 
 def tone_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
-    """The tone-curve rows (``t``): views that share only the outline, curved in every view, in
-    half of them, or in every whole-image view; ``t1`` with sharper teachers; ``t1`` without
-    weight decay."""
+    """The tone-curve rows (``t``): curved in every view, in half, or in every whole-image view
+    (``t1``-``t3``); ``t1`` with teachers two and four times as sharp; ``t1`` without weight decay."""
     if hue_sweep is None or not Path(folder).exists():
         return _missing()
     every = _world_rows(hue_sweep, folder)
     rows = rows_named(every, ("t",))
-    tone, sharpened = [rows[name] for name in TONE_ROWS], [rows[name] for name in SHARPENED]
-    undecayed, t1 = rows[UNDECAYED], rows["t1-tone-curves"]
+    tone = [rows[name] for name in ("t1-tone-curves", "t2-tone-curves-half", "t3-tone-curves-whole")]
+    sharpened = [rows[name] for name in ("t1-tone-curves", "t4-tone-curves-sharp-teacher",
+                                         "t5-tone-curves-sharper-teacher")]
+    undecayed, t1 = rows["t6-tone-curves-no-decay"], rows["t1-tone-curves"]
     toned = {name for name, row in every.items() if row.changes.get("tone_curve", 0) > 0}
     others = max(row.early.knn_cls[-1] for name, row in every.items() if name not in toned)
     spread = max(max(r.early.knn_cls[e] for r in sharpened) - min(r.early.knn_cls[e] for r in sharpened)
@@ -336,7 +302,7 @@ def tone_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
 
 
 def palette_figure(row: KnobRow, images: int = 6) -> plt.Figure:
-    """The same held-out images of ``row``'s world with their drawn colours and on its grey palette."""
+    """The same held-out images of ``row``'s world in their drawn colours and on the grey palette."""
     config = RunDirectory(row.folder).read_config()
     worlds = {palette: SyntheticWorld("val", img_size=config.view.img_size, **(config.dataset_options | {"palette": palette}))
               for palette in ("random", "grey")}
@@ -354,12 +320,11 @@ def palette_figure(row: KnobRow, images: int = 6) -> plt.Figure:
 
 
 def palette_notes(hue_sweep: KnobSweep | None, folder: Path) -> ResultSection:
-    """The grey-palette rows (``p``): every image painted in the same greys, with the hue
-    recipe's crops and with whole-image views, 16 epochs each."""
+    """The grey-palette rows (``p``), with the hue recipe's crops and with whole-image views."""
     if hue_sweep is None or not Path(folder).exists():
         return _missing()
     rows = folder_rows(folder, hue_sweep, same_world=False)
-    grey, whole = (rows[name] for name in PALETTE_ROWS)
+    grey, whole = rows["p1-grey-palette"], rows["p2-grey-palette-whole"]
     drawn = object_end_rows(hue_sweep)["the hue recipe"]
     values = {"knob_palette_init": f"{grey.whole.knn_cls[0]:.1f}", "knob_palette_drawn_init": f"{drawn.whole.knn_cls[0]:.1f}",
               "knob_palette_epochs": _listed([str(epoch) for epoch in grey.whole.epochs[::4]])}

@@ -6,14 +6,9 @@ patch tokens plus the class token, so a run's compute is counted as
 .. math:: C = \text{images seen} \times \Big(2\,\big((s_g/p)^2 + 1\big) + n_\ell\,\big((s_\ell/p)^2 + 1\big)\Big),
 
 and a run is a curve of k-NN gain (points over its random initialisation) against :math:`C`;
-published runs are points (:data:`PUBLISHED`).
-
-A table line says what the run changed against the investigation's reference, its warm-up and
-freeze steps, the steps it trained, its CLS k-NN accuracy from the initialisation to the end
-(95 % Wilson interval), the teacher's information over the last tenth, and whether it learned
-(:func:`~ib_tutorial.book.learned.learned_rule`). Findings are :class:`Value` objects; each
-``*_notes`` function turns them into a :class:`~ib_tutorial.book.tables.ResultSection`, read
-from :func:`committed_notes`.
+published runs are points (:data:`PUBLISHED`). Each ``*_notes`` function turns the findings
+(:class:`Value`) of one investigation of :func:`committed_notes` into a
+:class:`~ib_tutorial.book.tables.ResultSection`.
 """
 from __future__ import annotations
 
@@ -47,14 +42,9 @@ def student_tokens(img_size: int, local_crop_size: int, patch_size: int, local_c
 
 @dataclass(frozen=True)
 class PublishedPoint:
-    """A published DINO run at one moment of its training.
-
-    Attributes:
-        source: where the number is published (repository and file, or paper).
-        epochs, train_images: the epochs trained and the images of an epoch.
-        tokens_per_image: :func:`student_tokens` of its views.
-        knn_top1, chance: its k-NN top-1 at that moment and 100 / classes, in %.
-    """
+    """A published DINO run at one moment of its training: where the number is published, the
+    epochs and the images of one, :func:`student_tokens` of its views, and its k-NN top-1 and
+    chance (100 / classes) in %."""
 
     label: str
     source: str
@@ -72,13 +62,11 @@ class PublishedPoint:
 
     @property
     def compute(self) -> float:
-        """Images seen times student tokens per image."""
         return self.images_seen * self.tokens_per_image
 
     @property
     def gain_bound(self) -> float:
-        """Points above chance: an upper bound on its gain over its random initialisation, which
-        is not published (a random ViT's k-NN accuracy sits above chance)."""
+        """Points above chance: a bound on its gain over its random initialisation (not published)."""
         return self.knn_top1 - self.chance
 
 
@@ -96,13 +84,8 @@ PUBLISHED: tuple[PublishedPoint, ...] = (
 
 @dataclass(frozen=True)
 class ComputeCurve:
-    """One committed run as k-NN gain against compute.
-
-    Attributes:
-        images_seen: images trained on at each k-NN evaluation (steps times batch).
-        gains: CLS k-NN top-1 at each evaluation minus the random initialisation's, in points.
-        learned: whether it learned by :func:`~ib_tutorial.book.learned.learned_rule`.
-    """
+    """One committed run as k-NN gain (points over its initialisation) against the images seen
+    at each evaluation, and whether it learned."""
 
     label: str
     dataset: str
@@ -114,41 +97,36 @@ class ComputeCurve:
 
     @property
     def steps(self) -> int:
-        """The steps it trained, to its last evaluation."""
         return self.images_seen[-1] // self.batch_size
 
     @property
     def compute(self) -> list[float]:
-        """Images seen times student tokens per image, at each evaluation."""
         return [images * self.tokens_per_image for images in self.images_seen]
 
 
-def compute_curve(run: RunDirectory, label: str) -> ComputeCurve:
-    """A committed run's :class:`ComputeCurve`, read from its own settings and k-NN records."""
-    config = run.read_config()
-    view, train = config.view, config.train
-    knn = run.read_metrics("knn")
-    tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
-    return ComputeCurve(label, config.dataset, tokens, [r["step"] * train.batch_size for r in knn],
-                        [r["top1"] - knn[0]["top1"] for r in knn], learned_rule(run).learned, train.batch_size)
+def _dino_runs(folder: str | os.PathLike) -> list[RunDirectory]:
+    """Every DINO run with its records directly under ``folder``, if it exists, by name."""
+    paths = sorted(Path(folder).iterdir()) if Path(folder).exists() else []
+    return [RunDirectory(path) for path in paths if (path / "config.json").exists()
+            and (path / "metrics.jsonl").exists() and RunDirectory(path).read_config().objective.compared_with_paper]
 
 
 def compute_curves(folders: Sequence[tuple[str, str | os.PathLike]], datasets: Sequence[str] = ("tiny-imagenet", "dtd")
                    ) -> list[ComputeCurve]:
-    """Every DINO run on ``datasets`` directly under each existing folder of ``folders`` (pairs
-    of a label's prefix and a folder), labelled ``PREFIX: DATASET, E epochs, seed S``."""
+    """Every DINO run on ``datasets`` under each folder of ``folders`` (pairs of a label's prefix
+    and a folder), labelled ``PREFIX: DATASET, E epochs, seed S``."""
     curves = []
     for prefix, folder in folders:
-        runs = sorted(Path(folder).iterdir()) if Path(folder).exists() else []
-        for path in runs:
-            if not (path / "config.json").exists():
-                continue
-            run = RunDirectory(path)
-            config = run.read_config()
-            if config.objective.compared_with_paper and config.dataset in datasets:
-                epochs = run.read_metrics("knn")[-1]["epoch"]
-                arch = "" if config.train.arch == "vit_tiny" else f" ({config.train.arch})"
-                curves.append(compute_curve(run, f"{prefix}: {config.dataset}{arch}, {epochs} epochs, seed {config.seed}"))
+        for run in _dino_runs(folder):
+            config, knn = run.read_config(), run.read_metrics("knn")
+            view, train = config.view, config.train
+            if config.dataset in datasets:
+                arch = "" if train.arch == "vit_tiny" else f" ({train.arch})"
+                label = f"{prefix}: {config.dataset}{arch}, {knn[-1]['epoch']} epochs, seed {config.seed}"
+                tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
+                curves.append(ComputeCurve(label, config.dataset, tokens, [r["step"] * train.batch_size for r in knn],
+                                           [r["top1"] - knn[0]["top1"] for r in knn], learned_rule(run).learned,
+                                           train.batch_size))
     return curves
 
 
@@ -166,14 +144,10 @@ class Value:
 
 @dataclass(frozen=True)
 class NoteRow:
-    """One run as a line of an investigation's table, read up to ``until_step`` where one was given.
-
-    Attributes:
-        recipe: the run read as a recipe against the investigation's reference.
-        steps: the step of its last k-NN evaluation.
-        knn_end: its last CLS k-NN top-1 with its Wilson interval at :data:`KNN_LEVEL` (None without ``n_eval``).
-        n_eval: the held-out images of its last k-NN evaluation (None where not recorded).
-    """
+    """One run as a line of an investigation's table, read up to ``until_step`` where one was
+    given: its recipe against the investigation's reference, the step of its last k-NN
+    evaluation, that evaluation's CLS top-1 with its Wilson interval at :data:`KNN_LEVEL` and its
+    held-out images (None where not recorded)."""
 
     recipe: Recipe
     steps: int
@@ -189,25 +163,19 @@ class NoteRow:
 
     def information(self, first: int = 0, last: int | None = None) -> float:
         """Mean teacher information (nats) over the logged steps ``first`` to ``last``."""
-        return _mean_information(self.train, first, last)
-
-
-def _mean_information(records: Sequence[dict], first: int = 0, last: int | None = None) -> float:
-    values = [r["teacher_information"] for r in records
-              if first <= r["step"] and (last is None or r["step"] <= last) and "teacher_information" in r]
-    return sum(values) / len(values)
+        values = [r["teacher_information"] for r in self.train if "teacher_information" in r
+                  and first <= r["step"] and (last is None or r["step"] <= last)]
+        return sum(values) / len(values)
 
 
 def reference_of(run_dir: str | os.PathLike) -> dict:
-    """The recipe settings of a run, to read other runs against (:func:`note_rows`)."""
+    """The recipe settings of a run, to read other runs against."""
     config = RunDirectory(run_dir).read_config()
     return recipe_settings(config.train, config.view)
 
 
 def note_row(run_dir: str | os.PathLike, reference: dict, until_step: int | None = None) -> NoteRow:
-    """One run as a :class:`NoteRow`, its changes taken against ``reference``
-    (:func:`~ib_tutorial.book.recipes.recipe_settings`); with ``until_step``, as it
-    stood at that step."""
+    """One run as a :class:`NoteRow`, against ``reference``; with ``until_step``, as it stood then."""
     run = RunDirectory(run_dir)
     knn, train = run.read_metrics("knn"), run.read_metrics("train")
     if until_step is not None:
@@ -222,14 +190,8 @@ def note_row(run_dir: str | os.PathLike, reference: dict, until_step: int | None
 
 
 def note_rows(folders: Sequence[str | os.PathLike], reference: dict, until_step: int | None = None) -> list[NoteRow]:
-    """Every DINO run directly under each of ``folders`` (those that exist), by folder then name."""
-    rows = []
-    for folder in map(Path, folders):
-        if folder.exists():
-            rows += [note_row(run, reference, until_step) for run in sorted(folder.iterdir())
-                     if (run / "config.json").exists() and (run / "metrics.jsonl").exists()
-                     and RunDirectory(run).read_config().objective.compared_with_paper]
-    return rows
+    """Every DINO run directly under each of ``folders``, by folder then name."""
+    return [note_row(run.path, reference, until_step) for folder in folders for run in _dino_runs(folder)]
 
 
 def changed_text(recipe: Recipe, base_dataset: str = "tiny-imagenet") -> str:
@@ -241,8 +203,7 @@ def changed_text(recipe: Recipe, base_dataset: str = "tiny-imagenet") -> str:
 
 
 def notes_table(rows: Sequence[NoteRow], base_dataset: str = "tiny-imagenet", epochs: bool = False) -> str:
-    """An investigation as one Markdown table, a line a run (``epochs``: its name followed by
-    the epochs it trained, for runs of one name at several lengths)."""
+    """An investigation as a Markdown table, a line a run (with ``epochs``, named with its epochs)."""
     lines = ["| run | what changed | warm-up / freeze (steps) | steps | CLS k-NN %: start -> end [95 %] "
              "| teacher information (nats) | learned |",
              "| --- | --- | --- | ---: | --- | ---: | --- |"]
@@ -266,8 +227,7 @@ def _short(value) -> str:
 
 
 def line_styles(count: int) -> list[dict]:
-    """``count`` distinct (colour, line style) pairs: the ten colours solid, then dashed, then
-    dotted, so no two lines of a figure look alike."""
+    """``count`` distinct line styles: the ten colours solid, then dashed, then dotted."""
     colours = [f"C{i}" for i in range(10)]
     styles = list(itertools.product(("-", "--", ":"), colours))
     if count > len(styles):
@@ -277,41 +237,19 @@ def line_styles(count: int) -> list[dict]:
 
 def plot_teacher_information(curves: Mapping[str, Sequence[dict]], title: str, provenance: str,
                              until_step: int | None = None, marks: Mapping[str, int] | None = None) -> plt.Figure:
-    """The teacher's information about the image (nats) against the step, a line a run (each
-    its own colour and style, the legend under the panel), with vertical lines at ``marks``
-    (label -> step); ``title`` is the one-sentence caption, ``provenance`` the smaller line."""
+    """The teacher's information (nats) against the step, a line a run; ``marks``: label -> step."""
     fig, ax = plt.subplots(figsize=(10, 4.2 + 0.12 * len(curves)), layout="constrained")
     for (name, records), style in zip(curves.items(), line_styles(len(curves))):
         shown = [r for r in records if until_step is None or r["step"] <= until_step]
         ax.plot([r["step"] for r in shown], [r["teacher_information"] for r in shown], label=name, lw=1.2, **style)
     for (label, step), grey in zip((marks or {}).items(), ("0.3", "0.6")):
         ax.axvline(step, color=grey, lw=2, alpha=0.5, label=f"{label} (step {step})")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("teacher information (nats)")
-    ax.set_ylim(bottom=0)
+    ax.set(xlabel="training step", ylabel="teacher information (nats)", ylim=(0, None))
     ax.grid(alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3, fontsize="x-small")  # under the axes, off the data
     fig.suptitle(title, fontsize="medium")
     add_caption(fig, provenance)
     return fig
-
-
-def former_tier_findings(rows: Sequence[NoteRow]) -> dict[str, Value]:
-    """The former tier (ViT-S on the synthetic worlds): the highest teacher entropy share of
-    :math:`\\log K` over its runs' last tenth, and the largest fall of the k-NN accuracy."""
-    entropy = min(row.recipe.teacher_entropy for row in rows)
-    fall = max(-row.recipe.gain for row in rows)
-    return {"former_entropy": Value(entropy, f"{entropy:.0%}"), "former_fall": Value(fall, f"{fall:.1f}")}
-
-
-def unfloored_findings(rows: Sequence[NoteRow]) -> dict[str, Value]:
-    """The recipe rows before the floors: how many learned by the rule, and which."""
-    learned = [row.name for row in rows if row.rule.learned]
-    se = [knn_standard_error({"top1": row.recipe.knn_cls[-1], "n_eval": row.n_eval}) for row in rows if row.n_eval]
-    return {"unfloored_runs": Value(len(rows), str(len(rows))),
-            "unfloored_learned": Value(len(learned), str(len(learned))),
-            "unfloored_learned_names": Value(", ".join(learned), ", ".join(f"`{n}`" for n in learned) or "none"),
-            "unfloored_se": Value(max(se), f"{min(se):.1f}-{max(se):.1f}")}
 
 
 def longest(rows: Sequence[NoteRow]) -> NoteRow:
@@ -321,7 +259,7 @@ def longest(rows: Sequence[NoteRow]) -> NoteRow:
 
 def rows_spread(rows: Sequence[NoteRow], dataset: str = "tiny-imagenet") -> tuple[float, float]:
     """The largest difference between two rows' last CLS k-NN accuracies on ``dataset``, and two
-    standard errors of a difference of two independent accuracies at those two values."""
+    standard errors of a difference of two independent accuracies at those values."""
     last = sorted(row.recipe.knn_cls[-1] for row in rows if row.recipe.dataset.split(":")[0] == dataset)
     n_eval = min(row.n_eval for row in rows if row.recipe.dataset.split(":")[0] == dataset)
     errors = [knn_standard_error({"top1": value, "n_eval": n_eval}) for value in (last[0], last[-1])]
@@ -332,18 +270,14 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
     """The values the floors' rows' paragraph states, each a mean of the logged steps it names
     (rows read at ``at_step``; ``former_row``: the tier before the floors, for as many steps or more)."""
     by = {row.name: row for row in rows}
-    former = former_row.train
-
-    def knn(name):
-        return " -> ".join(f"{v:.1f}" for v in by[name].recipe.knn_cls)
-
-    low = min((r for r in former if r["step"] <= 300), key=lambda r: r["teacher_information"])
+    low = min((r for r in former_row.train if r["step"] <= 300), key=lambda r: r["teacher_information"])
     base, faster = by["r1-base"], by["r2-lr-x4"]
     gap = max(abs(a["teacher_information"] - b["teacher_information"])
               for a, b in zip(base.train, faster.train) if a["step"] == b["step"] <= at_step)
     found = {
-        "old_low": low["teacher_information"], "old_low_step": low["step"], "old_end": _mean_information(former, 900, at_step),
-        "old_early": _mean_information(former, 0, 300), "base_early": base.information(0, 300),
+        "old_low": low["teacher_information"], "old_low_step": low["step"],
+        "old_end": former_row.information(900, at_step), "old_early": former_row.information(0, 300),
+        "base_early": base.information(0, 300),
         "base_low": min(r["teacher_information"] for r in base.train), "base_end": base.information(900),
         "lr_gap": gap, "sharp_ratio": by["r4-sharp-teacher"].information() / faster.information(),
         "free_change": by["r3-free-gains"].information() - faster.information(),
@@ -351,14 +285,14 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
         "colour_after": by["r8-colour-half"].information(600), "momentum_after": by["r9-momentum-0.99"].information(600),
         "r12_after": by["r12-colour-2"].information(600), "r13_after": by["r13-every-hue"].information(600),
         "r14_info": by["r14-dtd-every-hue"].recipe.teacher_information,
-        "others_after": max([_mean_information(former, 600, at_step)] + [row.information(600) for row in rows
-                                                   if not row.name.startswith(("r4-", "r8-"))]),
+        "others_after": max([former_row.information(600, at_step)]
+                            + [row.information(600) for row in rows if not row.name.startswith(("r4-", "r8-"))]),
     }
     values = {key: Value(v, f"{v:+.2f}" if key == "free_change" else f"{v:.1f}" if key == "sharp_ratio"
                          else str(v) if isinstance(v, int) else f"{v:.2f}") for key, v in found.items()}
     for name in ("r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14"):
-        full = next(n for n in by if n.split("-")[0] == name)
-        values[f"{name}_knn"] = Value(by[full].recipe.gain, knn(full))
+        recipe = next(row.recipe for row in by.values() if row.name.split("-")[0] == name)
+        values[f"{name}_knn"] = Value(recipe.gain, " -> ".join(f"{v:.1f}" for v in recipe.knn_cls))
     frozen = [r["teacher_information"] for r in by["r7-prototypes-frozen"].train]
     peak = frozen.index(max(frozen))
     values["frozen_dip"] = Value(frozen[peak] - min(frozen[peak:]), f"{frozen[peak] - min(frozen[peak:]):.2f}")
@@ -375,8 +309,8 @@ def floor_findings(rows: Sequence[NoteRow], former_row: NoteRow, at_step: int) -
 
 
 def long_findings(rows: Sequence[NoteRow], cores_hours: float = 2.0) -> dict[str, Value]:
-    """The longer runs: the best one's gains, steps and minutes, which learned by the rule, and
-    what the best one's average pace would gain in ``cores_hours`` of one core."""
+    """The longer runs: the best one's gains, steps and minutes, which learned, and what the best
+    one's average pace would gain in ``cores_hours`` of one core."""
     best = max(rows, key=lambda row: row.recipe.gain)
     mean_gain = best.recipe.knn_mean[-1] - best.recipe.knn_mean[0]
     cpu_steps = int(cores_hours * 3600 * best.recipe.images_per_s / best.batch_size)
@@ -398,8 +332,8 @@ TIER_RUNS = {"tier16_tiny": (16, "tiny-imagenet"), "tier16_dtd": (16, "dtd"), "t
 
 
 def tier_findings(rows: Mapping[int, Sequence[NoteRow]]) -> dict[str, Value]:
-    """The tier's own runs (``rows``: epochs -> rows): what the paragraph states of each of
-    :data:`TIER_RUNS`, and the two seeds' spread against one standard error."""
+    """What the paragraph states of each of :data:`TIER_RUNS` (``rows``: epochs -> rows), and the
+    two seeds' spread against one standard error."""
     values: dict[str, Value] = {}
     for key, (epochs, name) in TIER_RUNS.items():
         row = next(row for row in rows[epochs] if row.name == name)
@@ -455,8 +389,7 @@ NOTES_ENTRIES = ("dino-former-tier", "dino-first-recipes", "dino-tier-6", "dino-
 
 
 def committed_notes() -> DinoNotes | None:
-    """The notes' runs committed under ``results/``, each read against its investigation's
-    reference (the ``laptop`` tier, or the floors' ``r1-base``); None where they are absent."""
+    """The notes' runs committed under ``results/``, each against its investigation's reference."""
     if not all(stored_entry(key).exists() for key in NOTES_ENTRIES + ("dino-floor-reference",)):
         return None
     tier = preset_recipe(get_preset("laptop"), "tiny-imagenet")
@@ -479,22 +412,31 @@ def _absent() -> ResultSection:
 
 
 def former_notes(notes: DinoNotes | None) -> ResultSection:
-    """The former tier (ViT-S on the synthetic worlds): how far each fell, and its teacher's entropy."""
+    """The former tier (ViT-S on the synthetic worlds): the largest fall of a run's k-NN, and the
+    lowest share of :math:`\\log K` its teacher's entropy kept over a run's last tenth."""
     if notes is None:
         return _absent()
-    found = former_tier_findings(notes.former)
+    entropy = min(row.recipe.teacher_entropy for row in notes.former)
+    fall = max(-row.recipe.gain for row in notes.former)
+    found = {"former_entropy": Value(entropy, f"{entropy:.0%}"), "former_fall": Value(fall, f"{fall:.1f}")}
     return _section(notes_table(notes.former, base_dataset=""), found, {
         "every run ended below its initialisation": all(row.recipe.gain < 0 for row in notes.former),
-        "the teacher's entropy stayed above 80 % of log K": found["former_entropy"].raw > 0.8})
+        "the teacher's entropy stayed above 80 % of log K": entropy > 0.8})
 
 
 def unfloored_notes(notes: DinoNotes | None) -> ResultSection:
-    """The recipe rows before the floors: one learned by the rule, the longest."""
+    """The recipe rows before the floors: which learned (one, the longest), and their errors."""
     if notes is None:
         return _absent()
-    found = unfloored_findings(notes.unfloored)
-    return _section(notes_table(notes.unfloored), found, {
-        "one run learned, the longest": found["unfloored_learned"].raw == 1 and longest(notes.unfloored).rule.learned})
+    rows = notes.unfloored
+    learned = [row.name for row in rows if row.rule.learned]
+    se = [knn_standard_error({"top1": row.recipe.knn_cls[-1], "n_eval": row.n_eval}) for row in rows if row.n_eval]
+    found = {"unfloored_runs": Value(len(rows), str(len(rows))),
+             "unfloored_learned": Value(len(learned), str(len(learned))),
+             "unfloored_learned_names": Value(", ".join(learned), ", ".join(f"`{n}`" for n in learned) or "none"),
+             "unfloored_se": Value(max(se), f"{min(se):.1f}-{max(se):.1f}")}
+    return _section(notes_table(rows), found,
+                    {"one run learned, the longest": len(learned) == 1 and longest(rows).rule.learned})
 
 
 def floor_notes(notes: DinoNotes | None) -> ResultSection:
@@ -523,8 +465,7 @@ def floor_notes(notes: DinoNotes | None) -> ResultSection:
 
 
 def floor_figure(notes: DinoNotes | None) -> plt.Figure | None:
-    """The teacher's information over the floors' rows' first :data:`FLOOR_ROWS_AT` steps,
-    beside the former tier's (None without the runs)."""
+    """The teacher's information over the floors' rows' first steps, beside the former tier's."""
     if notes is None:
         return None
     curves = {"former tier, 78 warm-up steps, no freeze": longest(notes.unfloored).train}
@@ -537,8 +478,7 @@ def floor_figure(notes: DinoNotes | None) -> plt.Figure | None:
 
 
 def long_notes(notes: DinoNotes | None) -> ResultSection:
-    """The longer runs: the best learned by the rule, the other not; the mean patch token
-    gained more than the CLS token in each."""
+    """The longer runs: only the best learned; the mean patch token gained more than the CLS token."""
     if notes is None:
         return _absent()
     found = long_findings(notes.long)
@@ -550,8 +490,7 @@ def long_notes(notes: DinoNotes | None) -> ResultSection:
 
 
 def tier_notes(notes: DinoNotes | None) -> ResultSection:
-    """The tier's own runs at 16 and 48 epochs (:func:`tier_findings`), with the gain of the
-    same recipe before the floors."""
+    """The tier's own runs at 16 and 48 epochs, with the gain of the same recipe before the floors."""
     if notes is None:
         return _absent()
     found = tier_findings(notes.tier)
@@ -578,8 +517,7 @@ def tier_notes(notes: DinoNotes | None) -> ResultSection:
 
 
 def tier_figure(notes: DinoNotes | None) -> plt.Figure | None:
-    """The teacher's information in the tier's runs, with the release of the last layer and the
-    end of the warm-up marked (None without the runs)."""
+    """The teacher's information in the tier's runs, the release of the last layer and the warm-up marked."""
     if notes is None:
         return None
     runs = notes.tier[16] + notes.tier[48]

@@ -1,8 +1,5 @@
-"""Figures of the synthetic worlds (:mod:`ib_tutorial.data.synthetic`) for the Data chapter:
-the object classes' outlines, the texture classes' spectra, sample images of a world, the
-same images along the texture knob, and the probes that say where the label lives
-(:mod:`ib_tutorial.data.cues`).
-"""
+"""The Data chapter's figures of the synthetic worlds (:mod:`ib_tutorial.data.synthetic`) and of
+the probes that say where the label lives (:mod:`ib_tutorial.data.cues`)."""
 from __future__ import annotations
 
 import textwrap
@@ -32,8 +29,7 @@ def plot_shape_outlines(num_classes: int) -> plt.Figure:
 
 
 def plot_world_samples(name: str, preset: Preset, columns: int = 8, **options) -> plt.Figure:
-    """The first ``columns`` train images of each class of world ``name`` at ``preset``'s
-    settings, one row per class."""
+    """The first ``columns`` train images of each class of world ``name``, a row a class."""
     settings = preset.worlds
     world = get_dataset(name, "train", img_size=settings.img_size, num_classes=settings.num_classes,
                         size=settings.num_classes * columns, seed=preset.seed, **options)
@@ -65,11 +61,8 @@ def plot_texture_spectra(num_classes: int, size: int = 64) -> plt.Figure:
         spectrum = np.fft.fftshift(np.abs(np.fft.fft2(np.fft.irfft2(texture_class(k).spectrum(size), s=(size, size)))))
         ax.imshow(spectrum, cmap="magma", extent=(-0.5, 0.5, 0.5, -0.5))
         first_column, last_row = k % columns == 0, k // columns == rows - 1
-        ax.set(xticks=[-0.4, 0, 0.4] if last_row else [], yticks=[-0.4, 0, 0.4] if first_column else [])
-        if last_row:
-            ax.set_xlabel("$f_x$ (cycles/px)")
-        if first_column:
-            ax.set_ylabel("$f_y$ (cycles/px)")
+        ax.set(xticks=[-0.4, 0, 0.4] if last_row else [], yticks=[-0.4, 0, 0.4] if first_column else [],
+               xlabel="$f_x$ (cycles/px)" if last_row else "", ylabel="$f_y$ (cycles/px)" if first_column else "")
         ax.set_title(textwrap.fill(texture_class(k).name, 18), fontsize=8)
     add_caption(fig, f"|FFT| of TextureClass.spectrum on a {size} x {size} grid, zero frequency at the centre",
                 what="The texture classes' amplitude spectra, frequency in cycles per pixel.")
@@ -77,8 +70,7 @@ def plot_texture_spectra(num_classes: int, size: int = 64) -> plt.Figure:
 
 
 def plot_knob_images(preset: Preset, weights: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> plt.Figure:
-    """One train image per class of ``synthetic-mix`` at each ``texture_weight``: the same
-    object and texture draws, mixed in the proportion w."""
+    """One train image per class of ``synthetic-mix`` at each ``texture_weight``, the same draws."""
     settings = preset.worlds
     classes = settings.num_classes
     fig, axes = plt.subplots(classes, len(weights), figsize=(1.3 * len(weights) + 0.8, 1.3 * classes + 0.5),
@@ -98,8 +90,7 @@ def plot_knob_images(preset: Preset, weights: Sequence[float] = (0.0, 0.25, 0.5,
 
 
 def plot_cue_accuracies(sweep: Sequence[float], accuracies: Mapping[str, Sequence[float]], preset: Preset) -> plt.Figure:
-    """Each probe's accuracy on the val split (:func:`ib_tutorial.data.cues.cue_accuracies`)
-    against ``texture_weight``, with chance."""
+    """Each probe's val accuracy (:func:`ib_tutorial.data.cues.cue_accuracies`) against ``texture_weight``."""
     settings = preset.worlds
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
     for (feature, values), marker in zip(accuracies.items(), "os"):

@@ -170,8 +170,7 @@ def availability_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
 
 def plot_converged(profiles: Mapping[str, Mapping[str, Mapping[str, ProfileRecord]]],
                    trained: Mapping[str, DatasetRun]) -> plt.Figure:
-    """A panel per dataset: each published model's profile, the paper's ranges, and our longest
-    trained runs on it."""
+    """A panel per dataset: each published model's profile, the paper's ranges, our longest runs."""
     measurement = DEFAULT_MEASUREMENT
     fig, axes = panel_grid(len(profiles), 5.0, 3.8)
     captions = []

@@ -43,8 +43,8 @@ from ..measure.variants import VARIANTS, get_variant
 from ..schema import from_json
 from ..training.runs import RunDirectory
 from .paper import REPORTED
-from .records import Provenance, provenance
-from .run_profiles import profile_device, profile_images, profile_settings, seeded_subset
+from .records import Provenance
+from .run_profiles import profile_device, profile_images, profile_settings, run_provenance
 from .tables import markdown_table
 
 
@@ -134,8 +134,7 @@ def _interval_dict(interval: Interval) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class MeasurementResult:
-    """One network measured on every input and every way; ``provenance`` is None for a network
-    measured outside a run."""
+    """One network measured on every input and every way (no ``provenance`` outside a run)."""
 
     label: str
     img_size: int
@@ -191,28 +190,25 @@ def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:
             "noise": GaussianNoiseImages.matching(dataset, seed=seed)}
 
 
-def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, images: int | None = None,
-                     measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
-                     replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
-                     max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu", progress: bool = True
-                     ) -> MeasurementResult:
-    """``model`` (a timm ViT) on each of :data:`INPUTS` made of ``images`` of ``dataset`` (drawn
-    with ``seed``; default all), with bootstrap intervals
-    (:func:`~ib_tutorial.measure.bootstrap.bootstrap_blocks`), beside their raw patches.
-    The images are measured every way of ``measured`` (default: :func:`measurements`), the
-    controls every way of ``controls``."""
-    subset = dataset if images is None or images >= len(dataset) else seeded_subset(dataset, images, seed)
+def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, measured: Sequence[Measurement] | None = None,
+                     controls: Sequence[Measurement] = (DEFAULT,), replicates: int = REPLICATES, level: float = LEVEL,
+                     seed: int = 0, batch_size: int = 64, max_bytes: int = 16 * MAX_BYTES,
+                     device: torch.device | str = "cpu", progress: bool = True) -> MeasurementResult:
+    """``model`` (a timm ViT) on each of :data:`INPUTS` made of ``dataset``, with bootstrap intervals
+    (:func:`~ib_tutorial.measure.bootstrap.bootstrap_blocks`), beside their raw patches. The
+    images are measured every way of ``measured`` (default: :func:`measurements`), the controls
+    every way of ``controls``."""
     measured = measurements() if measured is None else list(measured)
     patch_size = int(model.patch_embed.patch_size[0])
     raw, profiles = {}, []
-    for name, inputs in tqdm(control_inputs(subset, seed).items(), desc=label, disable=not progress, leave=False):
+    for name, inputs in tqdm(control_inputs(dataset, seed).items(), desc=label, disable=not progress, leave=False):
         chosen = measured if name == INPUTS[0] else list(controls)
         raw[name] = raw_patch_statistics(DataLoader(inputs, batch_size=batch_size), patch_size)
         found = bootstrap_blocks(model, inputs, chosen, replicates, level, seed, batch_size, max_bytes, device)
         profiles += [MeasuredProfile(name, variant, tokens, profile) for (variant, tokens), profile in found.items()]
-    first = subset[0]
+    first = dataset[0]
     image_side = int((first[0] if isinstance(first, (tuple, list)) else first).shape[-1])
-    return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))
+    return MeasurementResult(label, image_side, patch_size, len(dataset), replicates, level, seed, raw, tuple(profiles))
 
 
 def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: int = IMAGES,
@@ -235,16 +231,15 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
                               measured=measured, controls=controls, replicates=replicates, level=level,
                               seed=config.seed, batch_size=profile_settings(config).batch_size, max_bytes=max_bytes,
                               device=device, progress=progress)
-    origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=result.images,
-                        n_tokens=result.images * (config.view.img_size // config.view.patch_size) ** 2, device=str(device))
+    origin = run_provenance(config, result.images, result.images * (config.view.img_size // config.view.patch_size) ** 2,
+                            device)
     path = measurement_path(run.path, epoch, images)
     dataclasses.replace(result, provenance=origin).save(path)
     return path
 
 
 def measurement_path(run_dir: str | os.PathLike, epoch: int, images: int = IMAGES) -> Path:
-    """``measurement/<epoch>.json`` on the default :data:`IMAGES`, else
-    ``measurement/<epoch>-<images>-images.json``."""
+    """``measurement/<epoch>.json``, or ``<epoch>-<images>-images.json`` off the default :data:`IMAGES`."""
     name = f"{epoch}.json" if images == IMAGES else f"{epoch}-{images}-images.json"
     return Path(run_dir) / "measurement" / name
 

@@ -59,8 +59,7 @@ def pruning_caption(record: dict) -> str:
 
 
 def bundle_caption(bundle: Bundle) -> str:
-    """The newest profile of the bundle's first run (:func:`profile_caption`), with each run's
-    held-out images and width where the runs differ in them."""
+    """The bundle's first run's newest profile, and each run's images and width where they differ."""
     newest = next(iter(bundle.runs.values())).profiles[-1]
     counts = {spec: run.profiles[-1].provenance.n_images for spec, run in bundle.runs.items()}
     images = ("" if len(set(counts.values())) == 1 else
@@ -149,15 +148,9 @@ def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4", t
             label=f"paper's value (±{ABOUT_TOLERANCE:g} around an \"about\": our tolerance)" if ours else "paper's reported range")
 
 
-def plot_block_profile(
-    profiles: Mapping[str, Profile],
-    caption: str,
-    ax: plt.Axes | None = None,
-    title: str = "Effective Encoding Dimension per block",
-    reported: ReportedProfile | None = None,
-    full_range: bool = False,
-    what: str | None = None,
-) -> plt.Axes:
+def plot_block_profile(profiles: Mapping[str, Profile], caption: str, ax: plt.Axes | None = None,
+                       title: str = "Effective Encoding Dimension per block", reported: ReportedProfile | None = None,
+                       full_range: bool = False) -> plt.Axes:
     """EED% against block index, one line per labelled profile, the legend beside the axes.
 
     A label containing "random init" is drawn grey, dashed and above the others, so it stays
@@ -180,8 +173,8 @@ def plot_block_profile(
     if reported is not None:
         draw_reported(ax, reported, top=ax.get_ylim()[1])
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if caption or what:
-        add_caption(ax.figure, caption, what)
+    if caption:
+        add_caption(ax.figure, caption)
     return ax
 
 
@@ -211,8 +204,7 @@ def epoch_label(record: ProfileRecord) -> str:
 
 
 def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figure:
-    """Runs of one dataset that differ in one setting: EED% (left) and N_eff (right) per block,
-    each run's last teacher solid and its random initialisation dashed in the same colour."""
+    """Runs that differ in one setting: EED% and N_eff per block, last solid, random init dashed."""
     fig, (percent, directions) = panel_grid(2, 5.0, 3.8)
     for index, (label, run) in enumerate(runs.items()):
         color = f"C{index}"
@@ -232,11 +224,8 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
 
 
 def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str = "",
-                    reported: ReportedProfile | None = None,
-                    what: str = "EED of every block at every saved epoch of one run, as lines and as a heatmap.",
-                    ) -> plt.Figure:
-    """One run's profile at every saved epoch: EED% per block, one line an epoch, over the
-    block x epoch heatmap of the same numbers."""
+                    reported: ReportedProfile | None = None) -> plt.Figure:
+    """One run's EED% per block at every saved epoch, a line an epoch, over their heatmap."""
     # One panel a row, each the page's width: side by side, the heatmap's numbers shrank below legibility.
     fig, (curves, heatmap) = plt.subplots(2, 1, figsize=(7.5, 9.5), layout="constrained")
     plot_block_profile({epoch_label(r): r.profile for r in records}, caption="", ax=curves,
@@ -244,23 +233,21 @@ def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str =
                        reported=reported)
     plot_eed_heatmap([r.epoch for r in records], [r.profile.eed_percent for r in records], caption="",
                      ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
-    add_caption(fig, caption, what)
+    add_caption(fig, caption, "EED of every block at every saved epoch of one run, as lines and as a heatmap.")
     return fig
 
 
-def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11),
-                 what: str = "k-NN accuracy after projecting each block's tokens onto their top k principal "
-                             "directions, and the fewest directions that keep most of it.") -> plt.Figure:
+def plot_pruning(records: Mapping[str, dict], caption: str) -> plt.Figure:
     """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record: k-NN
-    accuracy against the principal directions kept for ``blocks``, N_eff dotted; and per block,
-    the fewest directions that keep most of the accuracy beside N_eff."""
+    accuracy against the principal directions kept for blocks 0, 3, 6 and 11, N_eff dotted; and
+    per block, the fewest directions that keep most of the accuracy beside N_eff."""
     fig = plt.figure(figsize=(10, 3.6 * len(records)), layout="constrained")
     rows = np.atleast_1d(fig.subfigures(len(records), 1))
     for row, (label, record) in zip(rows, records.items()):
         curves, sufficient = row.subplots(1, 2)
         row.suptitle(label, fontsize="medium")
         by_block = {b["block"]: b for b in record["blocks"]}
-        for index, block in enumerate(blocks):
+        for index, block in enumerate((0, 3, 6, 11)):
             entry = by_block[block]
             line, = curves.plot(entry["ks"], entry["accuracy"], label=f"L{block}", color=f"C{index}")
             curves.axvline(entry["n_eff"], color=line.get_color(), linestyle=":", lw=1)
@@ -282,14 +269,14 @@ def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int
             axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
             axis.set_minor_formatter(ticker.NullFormatter())
             ax.grid(alpha=0.3, which="both")
-    add_caption(fig, caption, what)
+    add_caption(fig, caption, "k-NN accuracy after projecting each block's tokens onto their top k principal "
+                "directions, and the fewest directions that keep most of it.")
     return fig
 
 
 def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: str, ax: plt.Axes | None = None,
                       title: str = "") -> plt.Axes:
-    """The same teachers measured several ways (label -> records by epoch): EED% per block at
-    the random initialisation (dashed) and the last epoch (solid), a colour a measurement."""
+    """The same teachers measured several ways: EED% per block at init (dashed) and at the end."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
     for colour, (label, records) in zip(distinct_colours(len(profiles)), profiles.items()):
@@ -410,9 +397,7 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
 
 def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,
                      ax: plt.Axes | None = None, title: str = "EED over training") -> plt.Axes:
-    """Block x epoch heatmap of EED% (``eed_by_epoch[i][l]``: block ``l`` at ``epochs[i]``).
-
-    The colour range follows the data; the numbers are printed where the epochs are few enough."""
+    """Block x epoch heatmap of EED% (``eed_by_epoch[i][l]``: block ``l`` at ``epochs[i]``)."""
     values = np.asarray(eed_by_epoch, dtype=float).T  # [blocks, epochs]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
@@ -432,12 +417,8 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
     return ax
 
 
-def plot_knn_curves(
-    curves: Mapping[str, Sequence[Mapping]],
-    caption: str,
-    chance: Mapping[str, float] | None = None,
-    what: str = "k-NN top-1 accuracy of each run's frozen features at every evaluation, from the random initialisation.",
-) -> plt.Figure:
+def plot_knn_curves(curves: Mapping[str, Sequence[Mapping]], caption: str, chance: Mapping[str, float] | None = None
+                    ) -> plt.Figure:
     """k-NN top-1 against epoch, a panel per run (label -> its ``"knn"`` records): the CLS token
     (solid), mean-pooled patch tokens (dashed), the random initialisation dotted, and chance
     (label -> percent) in grey."""
@@ -454,13 +435,13 @@ def plot_knn_curves(
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("k-NN accuracy over training (of the teacher, for DINO runs)")
-    add_caption(fig, caption, what)
+    add_caption(fig, caption, "k-NN top-1 accuracy of each run's frozen features at every evaluation, from the "
+                "random initialisation.")
     return fig
 
 
 def panel_grid(count: int, width: float, height: float) -> tuple[plt.Figure, list[plt.Axes]]:
-    """``count`` panels of ``width`` x ``height`` inches, at most two a row (legible at the
-    page's width); unused cells are hidden."""
+    """``count`` panels of ``width`` x ``height`` inches, at most two a row; unused cells hidden."""
     columns = min(count, 2)
     rows = -(-count // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), layout="constrained",

@@ -110,8 +110,7 @@ def code_version() -> str:
 
 
 def source_fingerprint() -> str:
-    """SHA-256 (first 16 hex digits) of the package's source files and the versions of the
-    packages it runs on: equal fingerprints, equal code, whatever git says."""
+    """SHA-256 (first 16 hex digits) of the package's source and the versions of what it runs on."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(json.dumps(_package_versions(), sort_keys=True).encode())
     for path in sorted(package.rglob("*.py")):
@@ -131,17 +130,10 @@ def _package_versions() -> dict[str, str]:
 
 def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_tokens: int, device: str) -> Provenance:
     """The :class:`Provenance` of a measurement made now by this code."""
-    return Provenance(
-        code_version=code_version(),
-        preset=preset,
-        config_hash=config_hash(config),
-        packages=_package_versions(),
-        device=device,
-        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        dataset=dataset,
-        n_images=n_images,
-        n_tokens=n_tokens,
-    )
+    return Provenance(code_version=code_version(), preset=preset, config_hash=config_hash(config),
+                      packages=_package_versions(), device=device,
+                      date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), dataset=dataset,
+                      n_images=n_images, n_tokens=n_tokens)
 
 
 def validate_profile_record(data: dict) -> None:

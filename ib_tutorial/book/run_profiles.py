@@ -42,7 +42,7 @@ from ..training.augment import eval_transform
 from ..training.data import knn_image_sets
 from ..training.run_config import RunConfig
 from ..training.runs import RunDirectory
-from .records import ProfileRecord, load_profile_record, provenance, save_profile_record
+from .records import ProfileRecord, Provenance, load_profile_record, provenance, save_profile_record
 
 
 PROFILE_SEED_OFFSET = 1000  # the profile images differ from the k-NN subsets drawn from the same seed
@@ -65,8 +65,7 @@ def variant_label(tokens: str, center: bool) -> str:
 
 
 def profile_images(config: RunConfig, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
-    """A seeded subset of ``images`` of the run's held-out split at its input size (or
-    ``img_size``): the same images for every epoch."""
+    """A seeded subset of ``images`` of the run's held-out split at its input size (or ``img_size``)."""
     dataset = get_dataset(config.dataset, config.held_out_split, root=root, download=download,
                           transform=eval_transform(img_size or config.view.img_size), **config.dataset_options)
     if images > len(dataset):
@@ -94,6 +93,12 @@ def profile_device(config: RunConfig) -> torch.device:
     return torch.device(config.device)
 
 
+def run_provenance(config: RunConfig, n_images: int, n_tokens: int, device: torch.device) -> Provenance:
+    """The :func:`~ib_tutorial.book.records.provenance` of a measurement of a run made now."""
+    return provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=n_images,
+                      n_tokens=n_tokens, device=str(device))
+
+
 def default_profile_count(config: RunConfig, root=None, download: bool = False) -> int:
     """The run's number of profile images, or with a note the whole held-out split when smaller
     (DTD's 144 test images of the 6-class subset)."""
@@ -118,22 +123,11 @@ def _is_done(path: Path, n_images: int, companions, bootstrapped: bool = False) 
             and (record.bootstrap is not None or not bootstrapped))
 
 
-def profile_run(
-    run_dir: str | os.PathLike,
-    tokens: str = "all",
-    center: bool = True,
-    images: int | None = None,
-    companions=COMPANIONS,
-    root=None,
-    download: bool = False,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-) -> list[Path]:
-    """Profile each saved teacher of ``run_dir`` (as
-    :func:`~ib_tutorial.measure.block_profile.profile_model`); return the profile files.
-
-    The rest comes from the run's :func:`profile_settings`; a centred measurement is
-    bootstrapped over its images, seeded with the run's seed."""
+def profile_run(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True, images: int | None = None,
+                companions=COMPANIONS, root=None, download: bool = False, device: str | torch.device | None = None,
+                progress: bool = True) -> list[Path]:
+    """Profile each saved teacher of ``run_dir`` with the run's :func:`profile_settings`; return
+    the profile files. A centred measurement is bootstrapped over its images."""
     return _profile_teachers(run_dir, [(tokens, center)], images, companions, root, download, device,
                              progress)[(tokens, center)]
 
@@ -148,8 +142,7 @@ def profile_variants(run_dir: str | os.PathLike, root=None, download: bool = Fal
 def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[str, bool]], images: int | None,
                       companions, root, download: bool, device: str | torch.device | None, progress: bool
                       ) -> dict[tuple[str, bool], list[Path]]:
-    """Each ``(tokens, center)`` of ``measurements`` not yet made of every saved teacher, each
-    teacher loaded once and measured every way in one pass."""
+    """Every ``(tokens, center)`` of ``measurements`` not yet made, each teacher loaded once."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     settings = profile_settings(config)
@@ -157,14 +150,12 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
     device = torch.device(device) if device is not None else profile_device(config)
     epochs = run.backbone_epochs()
     folders = {measurement: profile_folder(run, *measurement) for measurement in measurements}
-
-    def replicates(center: bool) -> int:
-        return settings.replicates if center else 0  # the bootstrap's covariance is centred
+    bootstrap_centred = settings.replicates > 0  # the bootstrap's covariance is centred: none for the uncentred
 
     todo: dict[int, list[tuple[str, bool]]] = {}  # epoch -> what it still lacks
     for epoch in epochs:
-        measured = [(tokens, center) for tokens, center in measurements
-                    if not _is_done(folders[(tokens, center)] / f"{epoch}.json", images, companions, replicates(center) > 0)]
+        measured = [(tokens, center) for tokens, center in measurements if not _is_done(
+                    folders[(tokens, center)] / f"{epoch}.json", images, companions, center and bootstrap_centred)]
         if measured:
             todo[epoch] = measured
     if todo:
@@ -174,13 +165,12 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
         model = run.load_backbone(epoch, device)
         profiles = profile_measurements(model, loader, measured, companions=companions, device=device,
                                         twonn_samples=settings.twonn_samples, seed=config.seed, progress=False)
-        bootstrapped = [("tokens", tokens) for tokens, center in measured if replicates(center)]
+        bootstrapped = [("tokens", tokens) for tokens, center in measured if center and bootstrap_centred]
         bootstraps = bootstrap_blocks(model, dataset, bootstrapped, settings.replicates, seed=config.seed,
                                       batch_size=settings.batch_size, device=device) if bootstrapped else {}
         for (tokens, center), profile in zip(measured, profiles):
             bootstrap = bootstraps.get(("tokens", tokens)) if center else None
-            origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                                n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
+            origin = run_provenance(config, profile.n_images, profile.n_tokens, device)
             record = ProfileRecord(label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
                                    profile=profile, provenance=origin,
                                    bootstrap=bootstrap.stored() if bootstrap is not None else None)
@@ -208,8 +198,8 @@ def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: b
 PRETRAINED_SIZE = 224  # the input size timm's DINO ViT-S/16 was trained at
 
 
-def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False,
-                       device: str | torch.device | None = None) -> Path | None:
+def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
+                       ) -> Path | None:
     """Profile timm's pretrained DINO ViT-S/16 on the run's profile images at 224 px into
     ``controls/pretrained-dino.json``; None when its weights cannot be fetched."""
     run = RunDirectory(run_dir)
@@ -221,7 +211,7 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     model = pretrained_dino_vit_small()
     if model is None:
         return None
-    device = torch.device(device) if device is not None else profile_device(config)
+    device = profile_device(config)
     loader = DataLoader(profile_images(config, images, root, download, img_size=PRETRAINED_SIZE),
                         batch_size=profile_settings(config).batch_size)
     profile = profile_model(model.to(device), loader, device=device, progress=False)
@@ -234,8 +224,7 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     return path
 
 
-def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, download: bool = False,
-              device: str | torch.device | None = None) -> Path:
+def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, download: bool = False) -> Path:
     """The pruning curves of the teacher of ``epoch`` (default: the last) on the run's k-NN images,
     into ``pruning/<pool>-<epoch>.json`` (skipped when it exists)."""
     run = RunDirectory(run_dir)
@@ -244,13 +233,12 @@ def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, 
     path = run.path / "pruning" / f"{pool}-{epoch}.json"
     if path.exists():
         return path
-    device = torch.device(device) if device is not None else profile_device(config)
+    device = profile_device(config)
     train_set, held_out_set = knn_image_sets(config, root, download)
     classes = len(train_set.dataset.classes)
     curves = prune_blocks(run.load_backbone(epoch, device), train_set, held_out_set, classes, pool,
                           k_neighbours=config.train.knn_k, temperature=config.train.knn_temperature, device=device)
-    origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                        n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens, device=str(device))
+    origin = run_provenance(config, len(train_set) + len(held_out_set), curves[0].n_tokens, device)
     write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin.to_dict())})
     return path
 
@@ -338,8 +326,7 @@ def measure_factors(run_dir, epochs: list[int] | None = None, root=None, downloa
     images = len(train_set) + len(held_out_set)
     record |= {"chance": splits.chance(), "held_out": len(held_out_set), "constant": splits.constant,
                "thresholds": splits.thresholds,
-               "provenance": provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                                        n_images=images, n_tokens=images, device=str(device)).to_dict()}
+               "provenance": run_provenance(config, images, images, device).to_dict()}
     for epoch in todo:
         backbone = run.load_backbone(epoch, device)
         train_features, train_classes = extract_features(backbone, train_set, **extract)

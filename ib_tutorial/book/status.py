@@ -159,8 +159,7 @@ def knob_status() -> tuple[Tested, list[Network]]:
 
 
 def claim_status() -> ClaimStatus:
-    """Every test the chapters ask of the committed networks; a seed that is also a longest run
-    keeps that run's row."""
+    """Every test the chapters ask of the committed networks, each network once."""
     found = longest_runs()
     networks = [Network.of(run_label(key, entry), entry.run) for key, entry in found.items()]
     supervised = seed_group("supervised-seeds", "tiny-imagenet")

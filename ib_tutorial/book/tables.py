@@ -50,8 +50,7 @@ class ResultSection:
                                  + ". Rewrite the paragraph after this cell.")
 
     def show(self, glue: Callable[[str, float | str], None]) -> None:
-        """Check the statements, glue the values with ``glue`` (the chapter's
-        :func:`~ib_tutorial.notebook.glue_number`), and display the table and the figures."""
+        """Check the statements, glue the values with ``glue``, and display the table and figures."""
         self.check()
         for name, value in self.values.items():
             glue(name, value)

@@ -149,13 +149,8 @@ def knob_status() -> tuple[Tested, list[Network]]:
     """Every test of the knob chapter: the supervised sweep and the DINO sweeps, with their seeds."""
     sweeps = {"supervised knob": widest_sweep("supervised")}
     sweeps |= {f"DINO knob ({views})": recipe_sweep(recipe) for views, recipe in DINO_KNOB_RECIPES.items()}
-    tested, networks = [], []
-    for name, sweep in sweeps.items():
-        if sweep is not None:
-            more_tests, more_networks = _sweep_status(name, sweep)
-            tested += more_tests
-            networks += more_networks
-    return tested, networks
+    found = [_sweep_status(name, sweep) for name, sweep in sweeps.items() if sweep is not None]
+    return [test for tests, _ in found for test in tests], [network for _, networks in found for network in networks]
 
 
 def claim_status() -> ClaimStatus:
@@ -169,7 +164,8 @@ def claim_status() -> ClaimStatus:
     for group in groups:
         for run in group.runs:
             network = Network.of(group.seed_label(run.config.seed), run)
-            if _identity(network) not in {_identity(known) for known in networks}:
+            # Two networks are one where their objective and last profile are.
+            if (network.objective, network.last.n_eff) not in {(n.objective, n.last.n_eff) for n in networks}:
                 networks.append(network)
                 tested += [(network.label, claims.on_learned(test, network.rule.learned))
                            for seed, test in group.per_seed if seed == f"seed {run.config.seed}"]
@@ -185,11 +181,6 @@ def claim_status() -> ClaimStatus:
             tested += [(network.label, test) for test in run_tests(run)]
     knob_tests, knob_networks = knob_status()
     return ClaimStatus(tested + knob_tests, networks + knob_networks)
-
-
-def _identity(network: Network) -> tuple:
-    """What tells two networks apart: their objective and last profile."""
-    return network.objective, network.last.n_eff
 
 
 def status_summary(status: ClaimStatus) -> str:

@@ -38,9 +38,8 @@ TRAINING = {
 
 def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
                        live: str | os.PathLike | None = None) -> dict[str, dict[str, dict[str, ProfileRecord]]]:
-    """Dataset name (so ``dtd`` and ``dtd:folder=dtd`` meet) -> model -> measurement -> record, from
-    ``bundles`` (default: every committed one) and, newer where both hold a model, the folder
-    ``live`` (default: :func:`converged_folder`)."""
+    """Dataset name (``dtd`` and ``dtd:folder=dtd`` meet) -> model -> measurement -> record, from
+    ``bundles`` (default: all committed) and, newer, the folder ``live`` (:func:`converged_folder`)."""
     loaded = load_bundles(bundles)
     found: dict[str, dict[str, dict[str, ProfileRecord]]] = {}
     sources = [bundle.pretrained for bundle in loaded] + [load_published(converged_folder() if live is None else live)]

@@ -288,9 +288,8 @@ def _rows_figure(by_rows: Mapping[str, Mapping[int, float]], by_tokens: Mapping[
 # --- 4. the paper's early level ------------------------------------------------------------------
 
 def paper_early_level(results: Sequence[MeasurementResult] | None = None, tolerance: float = TOLERANCE) -> ResultSection:
-    """Every measurement of the learned networks (default: the committed last epochs) whose early
-    level comes :func:`~ib_tutorial.book.measurement.near` the paper's on every seed, and the
-    closest on the images."""
+    """Every measurement of the learned networks whose early level comes
+    :func:`~ib_tutorial.book.measurement.near` the paper's on every seed, and the closest on the images."""
     results = committed_measurements("last") if results is None else list(results)
     if not results:
         return ResultSection("No measurement of the learned networks is committed.\n")

@@ -65,9 +65,8 @@ LEVEL_HEADERS = ("early EED%", "middle (min) EED%", "late (max) EED%")
 
 def measurements(variants: Sequence[str] = tuple(VARIANTS), tokens: Sequence[str] = TOKEN_CHOICES
                  ) -> list[Measurement]:
-    """Every (variant, tokens) pair that is defined and distinct: a variant that reads the tokens
-    within an image (``per_image``, ``position_centred``) is left out for ``cls`` and ``mean``,
-    one token per image."""
+    """Every (variant, tokens) pair that is defined and distinct: a variant that reads the tokens within
+    an image (``per_image``, ``position_centred``) is left out for ``cls`` and ``mean``."""
     for name in variants:
         get_variant(name)
     if unknown := set(tokens) - set(TOKEN_CHOICES):

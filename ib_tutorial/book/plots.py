@@ -298,9 +298,8 @@ def knob_colours(weights: Sequence[float]) -> list:
 
 
 def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: str) -> plt.Figure:
-    """A knob sweep (``texture_weight`` -> records by epoch), a colour a weight: EED% of the last
-    profile (solid) and the random initialisation (dashed), and what training changed in each
-    block (:func:`draw_block_changes`), which sets learning apart from the input's statistics."""
+    """A knob sweep (``texture_weight`` -> records by epoch): EED% at the end (solid) and at init
+    (dashed), and what training changed in each block, apart from the input's own statistics."""
     fig, (levels, changes) = panel_grid(2, 5.2, 4.0)
     level = None
     for colour, (weight, records) in zip(knob_colours(list(runs)), runs.items()):
@@ -420,8 +419,7 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
 def plot_knn_curves(curves: Mapping[str, Sequence[Mapping]], caption: str, chance: Mapping[str, float] | None = None
                     ) -> plt.Figure:
     """k-NN top-1 against epoch, a panel per run (label -> its ``"knn"`` records): the CLS token
-    (solid), mean-pooled patch tokens (dashed), the random initialisation dotted, and chance
-    (label -> percent) in grey."""
+    (solid), mean-pooled patch tokens (dashed), the random initialisation dotted, chance grey."""
     fig, axes = panel_grid(len(curves), 6.5 if len(curves) == 1 else 4.5, 3.2)  # one panel: the page's width
     for ax, (label, records) in zip(axes, curves.items()):
         epochs = [r["epoch"] for r in records]

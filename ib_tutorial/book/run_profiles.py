@@ -302,9 +302,8 @@ def read_factors(run_dir) -> dict | None:
 
 def measure_factors(run_dir, epochs: list[int] | None = None, root=None, download: bool = False,
                     progress: bool = True) -> Path:
-    """k-NN accuracy of each factor's median split, and of the class, from the CLS and mean patch
-    tokens of the run's networks at ``epochs`` (default: every saved one), into ``factors.json``;
-    epochs already there are kept."""
+    """k-NN accuracy of each factor's median split, and of the class, of the run's networks at
+    ``epochs`` (default: every saved one), into ``factors.json``; epochs already there are kept."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     saved = run.backbone_epochs()

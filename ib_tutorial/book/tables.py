@@ -85,8 +85,7 @@ def comparison_markdown(rows: list[ComparisonRow]) -> str:
 
 def bundle_markdown(bundle: Bundle) -> str:
     """One row per run, labelled by what sets it apart (:func:`run_labels`): k-NN top-1 and EED%
-    from the random initialisation to the end, the raw-patch baseline, wall time and median
-    throughput. What the runs share is said once, above the table."""
+    from init to the end, the raw-patch baseline, wall time and median throughput."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
     labels, shared = run_labels([run.spec for run in bundle.runs.values()])
     rows = []
@@ -182,9 +181,8 @@ def estimate_markdown(estimate: RunTimeEstimate) -> str:
 
 
 def write_comparison_table(out: str | os.PathLike) -> Path:
-    """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.book.reproduce.reproduce`):
-    the final profile of each run its ``summary.json`` compares, against the paper's values as
-    :data:`~ib_tutorial.book.paper.REPORTED` holds them now."""
+    """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.book.reproduce.reproduce`): each
+    compared run's final profile against :data:`~ib_tutorial.book.paper.REPORTED` as it is now."""
     out = Path(out)
     summary = json.loads((out / "summary.json").read_text())
     rows = [row for spec, entry in summary["datasets"].items() if entry["comparison"]

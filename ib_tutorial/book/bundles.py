@@ -1,12 +1,8 @@
 """Results bundles read back whole, and the manifest of the committed results the book reads.
 
-A bundle is what ``ib-tutorial reproduce`` writes and ``--export`` commits under ``results/``:
-``summary.json`` and one run folder per dataset (``config.json``, ``metrics.jsonl``,
-``profiles/``). :func:`load_bundle` finds a committed bundle from the package's location, so a
-notebook reads the same files whatever its working directory.
-
-:data:`ENTRIES` is the one place a bundle's or a run's folder name is written: a chapter asks
-for an entry by its key (:func:`stored_entry`).
+A bundle is what ``ib-tutorial reproduce --export`` commits under ``results/``: ``summary.json``
+and one run folder per dataset. :data:`ENTRIES` is the one place a bundle's or a run's folder
+name is written: a chapter asks for an entry by its key (:func:`stored_entry`).
 """
 from __future__ import annotations
 
@@ -28,14 +24,8 @@ from .run_profiles import VARIANTS, load_run_profiles, read_factors, variant_lab
 
 @dataclass(frozen=True)
 class Entry:
-    """One committed bundle (or one run inside it) the book reads.
-
-    Attributes:
-        key: the name chapters ask for.
-        folder: the path under ``results/``.
-        purpose: what the book reads it for, in one line.
-        chapters: the chapters (notebook stems) that read it.
-    """
+    """One committed bundle (or one run inside it): the key chapters ask for, its folder under
+    ``results/``, what the book reads it for, and the chapters (notebook stems) that read it."""
 
     key: str
     folder: str
@@ -102,7 +92,7 @@ ENTRIES: tuple[Entry, ...] = (
 
 
 def manifest_entry(key: str) -> Entry:
-    """The entry named ``key``; a clear error lists the keys there are."""
+    """The entry named ``key``; the error lists the keys there are."""
     for entry in ENTRIES:
         if entry.key == key:
             return entry
@@ -110,30 +100,16 @@ def manifest_entry(key: str) -> Entry:
 
 
 def stored_entry(key: str) -> Path:
-    """The folder of entry ``key`` under the repository's ``results/`` (check ``.exists()``:
-    an installed package has no committed results)."""
+    """The folder of entry ``key`` under ``results/`` (absent from an installed package)."""
     return stored_results(manifest_entry(key).folder)
 
 
 @dataclass(frozen=True)
 class BundleRun:
-    """One dataset of a bundle.
-
-    Attributes:
-        spec: the run as ``reproduce`` named it (``NAME[:KEY=VALUE,...][@SETTING=VALUE,...]``),
-            parsed once as the bundle is read.
-        config: the run's configuration.
-        summary: its entry in ``summary.json`` (raw-patch baseline, comparison, ...).
-        profiles: its profile records by epoch; the first is the random initialisation.
-        knn: its k-NN records (``metrics.jsonl``), epoch 0 first.
-        train: its training records, for throughput and the teacher's state.
-        pruning: its pruning records (:func:`~ib_tutorial.book.run_profiles.prune_run`), if any.
-        variants: the profile records of each other measurement
-            (:data:`~ib_tutorial.book.run_profiles.VARIANTS`) that the run holds, by its label
-            (:class:`StoredVariants` for a bundle on disk).
-        factors: what its networks learned besides the class, on a world with objects
-            (``factors.json``, :func:`~ib_tutorial.book.run_profiles.measure_factors`), if measured.
-    """
+    """One dataset of a bundle: its spec, config, entry of ``summary.json``, profile records by
+    epoch (the random initialisation first), k-NN and training records of ``metrics.jsonl``,
+    pruning records, the records of each other measurement by label (:class:`StoredVariants`)
+    and its ``factors.json`` (:func:`~ib_tutorial.book.run_profiles.measure_factors`), if any."""
 
     spec: RunSpec
     config: RunConfig
@@ -147,9 +123,7 @@ class BundleRun:
 
     @property
     def chance(self) -> float | None:
-        """Chance k-NN accuracy in percent, 100 / classes: the classes the run's ``config.json``
-        lists, or for a run that predates that list, those its pruning record counted; None
-        when neither is there."""
+        """Chance k-NN accuracy in percent, 100 / classes (for an older run, its pruning record's)."""
         if self.config.train_data is not None:
             return 100 / len(self.config.train_data.classes)
         return self.pruning[-1]["chance"] if self.pruning else None
@@ -169,9 +143,7 @@ class Bundle:
 
 
 class StoredVariants(Mapping):
-    """A run's other measurements, read from its folder when first asked for: they are four
-    records in five, and one chapter reads them, so the others load a bundle in a quarter
-    of the time."""
+    """A run's other measurements, read when first asked for: four records in five, read by one chapter."""
 
     def __init__(self, run_dir: Path):
         self._run_dir = run_dir
@@ -193,14 +165,9 @@ class StoredVariants(Mapping):
 
 
 def load_bundle(where: str | os.PathLike) -> Bundle:
-    """The bundle in folder ``where``, or the committed one of that name under ``results/``
-    (e.g. ``"laptop-real"``). A committed bundle is read once per process while its
-    ``summary.json`` is unchanged: a chapter finds its runs, sweeps and published models among
-    all of them, many times over.
+    """The bundle in folder ``where``, or the committed one of that name (``"laptop-real"``).
 
-    Raises:
-        FileNotFoundError: naming the folder and how a bundle is made.
-    """
+    A committed bundle is read once per process while its ``summary.json`` is unchanged."""
     path = Path(where)
     if not (path / "summary.json").exists():
         path = stored_results(str(where))
@@ -230,9 +197,8 @@ def _read_bundle(path: Path) -> Bundle:
 
 
 def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, BundleRun]]:
-    """The runs of ``bundle`` made with ``setting`` overridden (``tiny-imagenet@objective=supervised``),
-    each beside the plain run of the same dataset: dataset spec -> {value of ``setting``: run},
-    the plain run first."""
+    """Dataset spec -> {value of ``setting``: run}: the plain run first, then each run of
+    ``bundle`` with only ``setting`` overridden (``tiny-imagenet@objective=supervised``)."""
     groups: dict[str, dict[str, BundleRun]] = {}
     for run in bundle.runs.values():
         plain = bundle.runs.get(run.spec.dataset_spec)
@@ -243,18 +209,16 @@ def runs_differing_in(bundle: Bundle, setting: str) -> dict[str, dict[str, Bundl
 
 
 def load_bundles(bundles: Iterable[str | os.PathLike | Bundle] | None = None) -> list[Bundle]:
-    """``bundles`` (folders, names under ``results/`` or loaded bundles) as loaded bundles;
-    default: every bundle committed under ``results/``."""
+    """``bundles`` (folders, names or bundles) loaded; default: every committed bundle."""
     return [b if isinstance(b, Bundle) else load_bundle(b) for b in (stored_bundles() if bundles is None else bundles)]
 
 
 def stored_bundles() -> list[str]:
-    """The names of the bundles committed under ``results/`` (none for an installed package)."""
+    """The names of the bundles committed under ``results/``."""
     return sorted(p.parent.name for p in stored_results().glob("*/summary.json"))
 
 
 def middle_eed(record: ProfileRecord) -> float:
-    """Mean EED% of the middle blocks (:data:`~ib_tutorial.book.paper.MIDDLE`), where the paper
-    finds its minimum."""
+    """Mean EED% of the middle blocks (:data:`~ib_tutorial.book.paper.MIDDLE`)."""
     eed = record.profile.eed_percent
     return sum(eed[block] for block in MIDDLE) / len(MIDDLE)

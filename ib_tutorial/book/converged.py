@@ -1,9 +1,7 @@
 """Converged, published ViTs against the paper, and what the chapter "Converged ViTs" renders.
 
-Profiles of published models come from the bundles committed under ``results/``
-(``reproduce --pretrained``) and from :func:`~ib_tutorial.book.pretrained.converged_folder` on
-this machine (``ib-tutorial profile-pretrained`` writes there). They are keyed by dataset name,
-so ``dtd`` and ``dtd:folder=dtd`` meet.
+Profiles of published models come from the committed bundles (``reproduce --pretrained``) and
+from :func:`~ib_tutorial.book.pretrained.converged_folder` (``ib-tutorial profile-pretrained``).
 """
 from __future__ import annotations
 
@@ -21,6 +19,7 @@ from .claims import ClaimTest, ShapeSummary, deeper_for_objects, late_reexpansio
 from .dataset_runs import DatasetRun
 from .paper import REPORTED, late_value
 from .plots import add_caption, panel_grid, plot_block_profile, published_caption
+from .tables import markdown_table
 from .pretrained import converged_folder, load_published
 from .records import ProfileRecord
 
@@ -39,9 +38,8 @@ TRAINING = {
 
 def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
                        live: str | os.PathLike | None = None) -> dict[str, dict[str, dict[str, ProfileRecord]]]:
-    """Dataset name -> model -> measurement -> record, from ``bundles`` (default: every
-    committed one) and the folder ``live`` (default: :func:`converged_folder`); a model
-    profiled in both is taken from ``live``, the newer measurement."""
+    """Dataset name (``dtd`` and ``dtd:folder=dtd`` meet) -> model -> measurement -> record, from
+    ``bundles`` (default: all committed) and, newer, the folder ``live`` (:func:`converged_folder`)."""
     loaded = load_bundles(bundles)
     found: dict[str, dict[str, dict[str, ProfileRecord]]] = {}
     sources = [bundle.pretrained for bundle in loaded] + [load_published(converged_folder() if live is None else live)]
@@ -54,8 +52,7 @@ def converged_profiles(bundles: Iterable[str | Path | Bundle] | None = None,
 
 @dataclass(frozen=True)
 class RangeCheck:
-    """One statistic of a profile (EED%) against the paper's reported (low, high) for its dataset:
-    ``"early"`` (mean of the early blocks), ``"minimum"`` (lowest middle block) or ``"late"``."""
+    """One statistic of a profile (EED%) against the paper's reported (low, high) for its dataset."""
 
     statistic: str
     value: float
@@ -73,8 +70,8 @@ class RangeCheck:
 
 
 def range_checks(dataset: str, record: ProfileRecord) -> list[RangeCheck]:
-    """The statistics the paper reports for ``dataset`` (none where it did not study it),
-    measured on ``record``; a flat profile's bound is checked at every block's minimum."""
+    """The statistics the paper reports for ``dataset``, measured on ``record``: the early
+    blocks' mean, the lowest middle block, the late value, and a flat profile's lowest block."""
     reported = REPORTED.get(dataset)
     if reported is None:
         return []
@@ -92,32 +89,25 @@ def range_checks(dataset: str, record: ProfileRecord) -> list[RangeCheck]:
     return checks
 
 
-def shape_claims(profiles: dict[str, dict[str, dict[str, ProfileRecord]]],
-                 measurement: str = DEFAULT_MEASUREMENT) -> list[tuple[str, ClaimTest]]:
-    """The claims a single profile can test (mid-depth minimum, late re-expansion), for
-    every dataset and model with ``measurement``."""
-    tested = []
-    for dataset, models in profiles.items():
-        for model, records in models.items():
-            if measurement in records:
-                shape = profile_shape(records[measurement])
-                tested += [(f"{model} on {dataset}", mid_depth_minimum(shape)),
-                           (f"{model} on {dataset}", late_reexpansion(shape))]
-    return tested
+def shapes(profiles: dict, dataset: str) -> dict[str, ShapeSummary]:
+    """Model -> :class:`~ib_tutorial.book.claims.ShapeSummary` on ``dataset``, by :data:`DEFAULT_MEASUREMENT`."""
+    models = profiles.get(dataset, {})
+    return {model: profile_shape(records[DEFAULT_MEASUREMENT]) for model, records in models.items()
+            if DEFAULT_MEASUREMENT in records}
 
 
-def shapes(profiles: dict, dataset: str, measurement: str = DEFAULT_MEASUREMENT) -> dict[str, ShapeSummary]:
-    """Model -> :class:`~ib_tutorial.book.claims.ShapeSummary` on ``dataset``."""
-    return {model: profile_shape(records[measurement]) for model, records in profiles.get(dataset, {}).items()
-            if measurement in records}
+def shape_claims(profiles: dict[str, dict[str, dict[str, ProfileRecord]]]) -> list[tuple[str, ClaimTest]]:
+    """The claims a single profile can test, for every dataset and model."""
+    return [(f"{model} on {dataset}", test(shape)) for dataset in profiles
+            for model, shape in shapes(profiles, dataset).items()
+            for test in (mid_depth_minimum, late_reexpansion)]
 
 
-def objects_against_textures(profiles: dict, objects: str = "tiny-imagenet", textures: str = "dtd",
-                             measurement: str = DEFAULT_MEASUREMENT) -> list[tuple[str, ClaimTest]]:
-    """For each model profiled on both: is its U deeper on the object data?"""
-    on_objects, on_textures = shapes(profiles, objects, measurement), shapes(profiles, textures, measurement)
-    return [(f"{model}: {objects} against {textures}", deeper_for_objects(on_objects[model], on_textures[model]))
-            for model in on_objects if model in on_textures]
+def objects_against_textures(profiles: dict) -> list[tuple[str, ClaimTest]]:
+    """For each model profiled on both Tiny ImageNet and DTD: is its U deeper on the objects?"""
+    objects, textures = shapes(profiles, "tiny-imagenet"), shapes(profiles, "dtd")
+    return [(f"{model}: tiny-imagenet against dtd", deeper_for_objects(objects[model], textures[model]))
+            for model in objects if model in textures]
 
 
 @dataclass(frozen=True)
@@ -135,29 +125,18 @@ class Comparison:
         return self.first_dip - self.second_dip
 
 
-def training_comparisons(profiles: dict, measurement: str = DEFAULT_MEASUREMENT) -> list[Comparison]:
-    """DINO ViT-S/16 against each supervised ViT-S and against DINOv2, on every dataset
-    where both were profiled: does the objective change the middle dip at the same width?"""
+def training_comparisons(profiles: dict) -> list[Comparison]:
+    """DINO ViT-S/16 against each supervised ViT-S and DINOv2 on every dataset where both were
+    profiled: does the objective change the middle dip at the same width?"""
     out = []
     for dataset in profiles:
-        measured = shapes(profiles, dataset, measurement)
+        measured = shapes(profiles, dataset)
         if PRETRAINED_DINO not in measured:
             continue
         for model, training in TRAINING.items():
             if training in ("supervised", "DINOv2") and model in measured:
                 out.append(Comparison(dataset, PRETRAINED_DINO, model, measured[PRETRAINED_DINO].middle_dip, measured[model].middle_dip))
     return out
-
-
-def closest_measurement(dataset: str, records: dict[str, ProfileRecord]) -> tuple[str, float] | None:
-    """The measurement whose profile lies nearest the paper's ranges for ``dataset`` (the
-    sum of points outside them) and that sum; None where the paper reports no range."""
-    distances = {measurement: sum(abs(check.off_by) for check in range_checks(dataset, record))
-                 for measurement, record in records.items() if range_checks(dataset, record)}
-    if not distances:
-        return None
-    best = min(distances, key=distances.get)
-    return best, distances[best]
 
 
 def profile_command(dataset: str, models=PUBLISHED_VIT_SMALL) -> str:
@@ -170,12 +149,11 @@ def profile_command(dataset: str, models=PUBLISHED_VIT_SMALL) -> str:
 
 
 def availability_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
-    """A table of which model was profiled on which dataset, and for every dataset with a
-    model missing, the command that profiles it (nothing stands in for it here)."""
+    """Which model was profiled on which dataset, and the commands that profile those missing."""
     # A row per model: its long name wraps in the first column, the datasets' short names head the others.
-    lines = ["| model | " + " | ".join(CONVERGED_DATASETS) + " |", "| --- |" + " --- |" * len(CONVERGED_DATASETS)]
-    lines += [f"| `{model}` | " + " | ".join("profiled" if model in profiles.get(dataset, {}) else "-"
-                                             for dataset in CONVERGED_DATASETS) + " |" for model in PUBLISHED_VIT_SMALL]
+    table = markdown_table(["model", *CONVERGED_DATASETS],
+                           [[f"`{model}`", *("profiled" if model in profiles.get(dataset, {}) else "-"
+                                             for dataset in CONVERGED_DATASETS)] for model in PUBLISHED_VIT_SMALL])
     missing = []
     for dataset in CONVERGED_DATASETS:
         absent = [model for model in PUBLISHED_VIT_SMALL if model not in profiles.get(dataset, {})]
@@ -183,17 +161,16 @@ def availability_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
             missing.append(f"- **{dataset}**: {len(absent)} of {len(PUBLISHED_VIT_SMALL)} models not profiled; on a "
                            f"machine with a network (the weights and the data are downloaded once):\n\n"
                            f"  ```bash\n  {profile_command(dataset, absent).replace(chr(10), chr(10) + '  ')}\n  ```")
-    text = "\n".join(lines)
-    if missing:
-        text += ("\n\nWhat is not here is not shown, and nothing stands in for it. To fill the gaps:\n\n"
-                 + "\n".join(missing))
-    return text
+    if not missing:
+        return table
+    return (table + "\n\nWhat is not here is not shown, and nothing stands in for it. To fill the gaps:\n\n"
+            + "\n".join(missing))
 
 
-def plot_converged(profiles: Mapping[str, Mapping[str, Mapping[str, ProfileRecord]]], trained: Mapping[str, DatasetRun],
-                   measurement: str = DEFAULT_MEASUREMENT) -> plt.Figure:
-    """One panel per dataset: each published model's profile (``measurement``), the paper's
-    reported ranges, and the longest trained run of ours on that dataset (by objective)."""
+def plot_converged(profiles: Mapping[str, Mapping[str, Mapping[str, ProfileRecord]]],
+                   trained: Mapping[str, DatasetRun]) -> plt.Figure:
+    """A panel per dataset: each published model's profile, the paper's ranges, our longest runs."""
+    measurement = DEFAULT_MEASUREMENT
     fig, axes = panel_grid(len(profiles), 5.0, 3.8)
     captions = []
     for ax, (dataset, models) in zip(axes, profiles.items()):
@@ -211,16 +188,18 @@ def plot_converged(profiles: Mapping[str, Mapping[str, Mapping[str, ProfileRecor
     return fig
 
 
-def ranges_markdown(profiles: Mapping[str, Mapping[str, dict]], measurement: str = DEFAULT_MEASUREMENT) -> str:
+def ranges_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
     """Each model's statistics against the paper's reported ranges, per dataset it studied."""
-    lines = ["| dataset | model | statistic | ours (EED%) | paper | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for dataset, models in profiles.items():
         for model, records in models.items():
-            for check in range_checks(dataset, records[measurement]) if measurement in records else []:
+            for check in range_checks(dataset, records[DEFAULT_MEASUREMENT]) if DEFAULT_MEASUREMENT in records else []:
                 verdict = "inside" if check.inside else f"{check.off_by:+.1f} points outside"
-                lines.append(f"| {dataset} | `{model}` | {check.statistic} | {check.value:.1f} | "
-                             f"{check.reported[0]:g}-{check.reported[1]:g} | {verdict} |")
-    return "\n".join(lines) if len(lines) > 2 else "The paper reports no range for the datasets profiled here."
+                rows.append([dataset, f"`{model}`", check.statistic, f"{check.value:.1f}",
+                             f"{check.reported[0]:g}-{check.reported[1]:g}", verdict])
+    if not rows:
+        return "The paper reports no range for the datasets profiled here."
+    return markdown_table(["dataset", "model", "statistic", "ours (EED%)", "paper", "verdict"], rows)
 
 
 def comparisons_markdown(comparisons: list[Comparison]) -> str:
@@ -228,35 +207,35 @@ def comparisons_markdown(comparisons: list[Comparison]) -> str:
     if not comparisons:
         return (f"No dataset has both `{PRETRAINED_DINO}` and a supervised or DINOv2 ViT-S profiled, so the "
                 "objectives cannot be compared here.")
-    lines = ["| dataset | DINO ViT-S/16 middle dip | compared with | its middle dip | DINO minus it |",
-             "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {c.dataset} | {c.first_dip:.1f} | `{c.second}` | {c.second_dip:.1f} | {c.difference:+.1f} |"
-              for c in comparisons]
-    return "\n".join(lines) + ("\n\nA middle dip is the lower of the early (L0-L1) and late (L9-L11) blocks' mean N_eff "
-                               "minus the middle blocks' (L2-L4), in effective directions, signed (negative where "
-                               "the middle lies above either end).")
+    header = ["dataset", "DINO ViT-S/16 middle dip", "compared with", "its middle dip", "DINO minus it"]
+    rows = [(c.dataset, f"{c.first_dip:.1f}", f"`{c.second}`", f"{c.second_dip:.1f}", f"{c.difference:+.1f}")
+            for c in comparisons]
+    return markdown_table(header, rows) + (
+        "\n\nA middle dip is the lower of the early (L0-L1) and late (L9-L11) blocks' mean N_eff minus the middle "
+        "blocks' (L2-L4), in effective directions, signed (negative where the middle lies above either end).")
 
 
-def measurement_markdown(profiles: Mapping[str, Mapping[str, dict]], model: str = PRETRAINED_DINO) -> str:
-    """For ``model`` on each dataset the paper studied: every measurement's distance from
-    the paper's ranges, and the one that comes nearest."""
+def measurement_markdown(profiles: Mapping[str, Mapping[str, dict]]) -> str:
+    """For DINO ViT-S/16 on each dataset the paper studied: every measurement's distance from the
+    paper's ranges (the points outside them, summed), and the one that comes nearest."""
     lines = ["| dataset | measurement | early | minimum | late | points outside the ranges |",
              "| --- | --- | --- | --- | --- | --- |"]
     sentences = []
     for dataset, models in profiles.items():
-        records = models.get(model, {})
-        for measurement, record in records.items():
+        distances = {}
+        for measurement, record in models.get(PRETRAINED_DINO, {}).items():
             checks = {check.statistic: check for check in range_checks(dataset, record)}
             if not checks:
                 continue
+            distances[measurement] = sum(abs(c.off_by) for c in checks.values())
             cells = [f"{checks[s].value:.1f}" if s in checks else "-" for s in ("early", "minimum", "late")]
             lines.append(f"| {dataset} | {measurement} | " + " | ".join(cells)
-                         + f" | {sum(abs(c.off_by) for c in checks.values()):.1f} |")
-        nearest = closest_measurement(dataset, records)
-        if nearest is not None:
-            measurement, distance = nearest
+                         + f" | {distances[measurement]:.1f} |")
+        if distances:
+            measurement = min(distances, key=distances.get)
+            distance = distances[measurement]
             sentences.append(f"On {dataset}, {measurement} comes nearest, {distance:.1f} points outside the ranges in all"
                              + (": inside every range the paper reports." if distance == 0 else "."))
     if not sentences:
-        return f"`{model}` was not profiled on a dataset the paper reports ranges for."
+        return f"`{PRETRAINED_DINO}` was not profiled on a dataset the paper reports ranges for."
     return "\n".join(lines) + "\n\n" + " ".join(sentences)

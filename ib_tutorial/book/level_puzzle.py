@@ -2,20 +2,11 @@ r"""The level puzzle: why the EED levels measured here sit far below the paper's
 
 The paper reads about 58-60 % EED in the early blocks of a converged DINO ViT-S, a minimum of
 23-31 % in the middle and up to 92.5 % late; the supervised ViT-Ti networks the book trained
-(which learned by the book's rule, :mod:`~ib_tutorial.book.learned`) and their random
-initialisations sit far lower at every depth. Four sections, one function each, each returning a
-:class:`~ib_tutorial.book.tables.ResultSection` (a Markdown table, its figures, and the values a chapter glues):
-
-* :func:`input_levels`: a random network on real images, on the same images phase-scrambled
-  (:class:`~ib_tutorial.data.controls.PhaseScrambled`) and on white noise with their
-  per-channel moments, measured live, beside the committed measurements of the learned
-  networks (``measurement/<epoch>.json`` of :mod:`~ib_tutorial.book.measurement`).
-* :func:`variant_levels`: the 16 measurement variants of the committed measurements: how far
-  they move each level (their spread, the largest over the smallest) against the gap to the paper.
-* :func:`rows_and_tokens`: how the early level moves with the number of rows (images) and with
-  the tokens per image (the patch side), on images and on noise.
-* :func:`paper_early_level`: which input and measurement, if any, brings a learned network to
-  the paper's early 58-60 %.
+(which learned, :mod:`~ib_tutorial.book.learned`) and their random initialisations sit far
+lower at every depth. The chapter's four sections, each a
+:class:`~ib_tutorial.book.tables.ResultSection`: the inputs (:func:`input_levels`), the ways
+of measuring (:func:`variant_levels`), rows and tokens (:func:`rows_and_tokens`), and what
+reaches the paper's early level (:func:`paper_early_level`).
 """
 from __future__ import annotations
 
@@ -62,10 +53,9 @@ STYLES = {"images": ("tab:blue", "o"), "phase-scrambled": ("tab:orange", "s"), "
 # --- the images ------------------------------------------------------------------------------
 
 def real_images(images: int, seed: int = 0, img_size: int = IMG_SIZE, root=None) -> tuple[Dataset, str]:
-    """``images`` Tiny ImageNet validation images at ``img_size`` (image tensors as a model
-    receives them, drawn with ``seed``) and where they came from: ``root`` when given, else
-    :func:`~ib_tutorial.book.dataset_chapters.shared_samples` when present, else the data root (``$IB_TUTORIAL_DATA``); where
-    none holds Tiny ImageNet, the generated objects world (``synthetic-objects``)."""
+    """``images`` Tiny ImageNet validation images at ``img_size``, drawn with ``seed``, and where
+    they came from: ``root``, else :func:`~ib_tutorial.book.dataset_chapters.shared_samples`,
+    else the data root; where none holds them, the ``synthetic-objects`` world."""
     roots = [root] if root is not None else [shared_samples(), None]
     transform = eval_transform(img_size)
     for candidate in roots:
@@ -81,7 +71,7 @@ def real_images(images: int, seed: int = 0, img_size: int = IMG_SIZE, root=None)
 
 
 def stacked(dataset: Dataset) -> torch.Tensor:
-    """The images of ``dataset`` (image tensors or ``(image, label)`` items) as one tensor [B, C, H, W]."""
+    """The images of ``dataset`` (tensors or ``(image, label)`` items) as one tensor [B, C, H, W]."""
     return torch.stack([item[0] if isinstance(item, (tuple, list)) else item for item in dataset])
 
 
@@ -92,7 +82,7 @@ def random_network(patch_size: int = PATCH, seed: int = 0) -> torch.nn.Module:
 
 
 def eed_profile(model: torch.nn.Module, images: torch.Tensor, batch_size: int = 64) -> list[float]:
-    """EED% per block of ``model`` on ``images`` [B, C, H, W], all tokens, centred (the default)."""
+    """EED% per block of ``model`` on ``images`` [B, C, H, W], all tokens, centred."""
     (profile,) = profile_measurements(model, torch.split(images, batch_size), [("all", True)], progress=False)
     return list(profile.eed_percent)
 
@@ -100,9 +90,8 @@ def eed_profile(model: torch.nn.Module, images: torch.Tensor, batch_size: int = 
 # --- the committed networks -------------------------------------------------------------------
 
 def committed_measurements(epoch: str = "last", folder: Path | None = None) -> list[MeasurementResult]:
-    """The committed measurements (on the default number of images) of every run of the
-    :data:`BUNDLE` bundle (or of ``folder``), at its last measured epoch (``"last"``) or at
-    its random initialisation (``"first"``), seed by seed; empty where none is committed."""
+    """The committed measurements of every run of :data:`BUNDLE` (or ``folder``), seed by seed, at
+    the last measured epoch (``"last"``) or the random initialisation (``"first"``)."""
     folder = stored_entry(BUNDLE) if folder is None else folder
     results = []
     for run in sorted(path.parent for path in folder.glob("*/config.json")):
@@ -112,15 +101,14 @@ def committed_measurements(epoch: str = "last", folder: Path | None = None) -> l
 
 
 def seed_rules(folder: Path | None = None) -> list[Learned]:
-    """The book's rule (:func:`~ib_tutorial.book.learned.learned_rule`) applied to each
-    run of the :data:`BUNDLE` bundle (or of ``folder``), seed by seed."""
+    """:func:`~ib_tutorial.book.learned.learned_rule` of every run of :data:`BUNDLE` (or ``folder``)."""
     folder = stored_entry(BUNDLE) if folder is None else folder
     return [learned_rule(RunDirectory(config.parent)) for config in sorted(folder.glob("*/config.json"))]
 
 
 def mean_levels(results: Sequence[MeasurementResult], input: str = INPUTS[0], measurement=DEFAULT
                 ) -> tuple[float, float, float]:
-    """The paper's three levels (EED%) of ``input`` measured by ``measurement``, averaged over ``results``."""
+    """The paper's three levels (EED%) of ``input`` measured by ``measurement``, averaged over results."""
     levels = [paper_levels(result.get(input, measurement).profile.eed_percent) for result in results]
     return tuple(sum(column) / len(column) for column in zip(*levels))
 
@@ -136,9 +124,8 @@ def _row(cells: Sequence) -> str:
 # --- 1. inputs ----------------------------------------------------------------------------------
 
 def input_levels(preset: Preset, dataset: Dataset, source: str) -> ResultSection:
-    """A random :data:`ARCH` on the images of ``dataset`` (from :func:`real_images`, which names
-    their ``source``), phase-scrambled and as noise, live, beside the committed random
-    initialisations and learned networks on the same three inputs (averaged over seeds)."""
+    """A random :data:`ARCH` on the images of ``dataset`` (named by ``source``), phase-scrambled
+    and as noise, live, beside the committed initialisations and learned networks (seeds averaged)."""
     model = random_network(seed=preset.seed)
     live = {name: eed_profile(model, stacked(inputs), preset.profile.batch_size)
             for name, inputs in control_inputs(dataset, preset.seed).items()}
@@ -187,14 +174,9 @@ def _inputs_figure(live: Mapping[str, Sequence[float]], learned: Sequence[Measur
 
 @dataclass(frozen=True)
 class VariantSpan:
-    """How far the ways of measuring move one level, against the gap to the paper's.
-
-    Attributes:
-        spread: the highest over the lowest variant's level (averaged over seeds; a factor).
-        gap: from the default measurement to the paper's range (its nearer end over the
-            default, or the default over its upper end; a factor).
-        lowest, highest: the variants (covariance variant, tokens) at either end.
-    """
+    """How far the ways of measuring move one level (``spread``: the highest over the lowest
+    variant's level), against the ``gap`` from the default measurement to the paper's range
+    (its nearer end over the default, or the default over its upper end); both factors."""
 
     spread: float
     gap: float
@@ -203,8 +185,7 @@ class VariantSpan:
 
 
 def variant_spans(results: Sequence[MeasurementResult]) -> tuple[dict[str, VariantSpan], dict]:
-    """By level, :class:`VariantSpan` of the images' measurement variants in ``results``; and
-    the mean levels of every variant, by variant."""
+    """By level, the :class:`VariantSpan` of the images' variants; and every variant's mean levels."""
     measured = [(m.variant, m.tokens) for m in results[0].profiles if m.input == INPUTS[0]]
     levels = {measurement: mean_levels(results, measurement=measurement) for measurement in measured}
     spans = {}
@@ -218,8 +199,7 @@ def variant_spans(results: Sequence[MeasurementResult]) -> tuple[dict[str, Varia
 
 
 def variants_sentence(spans: Mapping[str, VariantSpan]) -> str:
-    """What the spans say, level by level: the choices move each level by their factor, and
-    by less or more than the gap to the paper's."""
+    """What the spans say: how far the choices move each level, against the gap to the paper's."""
     def said(which: str, span: VariantSpan) -> str:
         compared = "less than" if span.spread < span.gap else "more than"
         return f"the {which} level by a factor of {span.spread:.1f}, {compared} the factor of {span.gap:.1f} to the paper's"
@@ -231,8 +211,8 @@ def variants_sentence(spans: Mapping[str, VariantSpan]) -> str:
 
 
 def variant_levels(results: Sequence[MeasurementResult] | None = None) -> ResultSection:
-    """The measurement variants of the learned networks' images (``results``: default the
-    committed last epochs), per level (:func:`variant_spans`, in words :func:`variants_sentence`)."""
+    """The measurement variants of the learned networks' images (default: the committed last
+    epochs), per level (:func:`variant_spans`)."""
     results = committed_measurements("last") if results is None else list(results)
     if not results:
         return ResultSection("No measurement of the learned networks is committed.\n")
@@ -252,9 +232,8 @@ def variant_levels(results: Sequence[MeasurementResult] | None = None) -> Result
 # --- 3. rows and tokens ----------------------------------------------------------------------------
 
 def rows_and_tokens(preset: Preset, dataset: Dataset, source: str) -> ResultSection:
-    """The early level of a random :data:`ARCH` on the images of ``dataset`` (named by
-    ``source``) and on noise, live: against the rows (:data:`ROW_FRACTIONS` of the images) and
-    against the tokens per image (:data:`PATCHES`)."""
+    """The early level of a random :data:`ARCH` on images and noise, live, against the rows
+    (:data:`ROW_FRACTIONS` of the images) and the tokens per image (:data:`PATCHES`)."""
     inputs = {name: stacked(data) for name, data in control_inputs(dataset, preset.seed).items() if name in ROW_INPUTS}
     rows_model = random_network(PATCH, preset.seed)
     tokens_per_image = (IMG_SIZE // PATCH) ** 2 + 1
@@ -309,9 +288,8 @@ def _rows_figure(by_rows: Mapping[str, Mapping[int, float]], by_tokens: Mapping[
 # --- 4. the paper's early level ------------------------------------------------------------------
 
 def paper_early_level(results: Sequence[MeasurementResult] | None = None, tolerance: float = TOLERANCE) -> ResultSection:
-    """Every committed measurement of the learned networks (``results``: default the last
-    epochs) whose early level comes near the paper's on every seed's interval
-    (:func:`~ib_tutorial.book.measurement.near`), with the closest on the images beside them."""
+    """Every measurement of the learned networks whose early level comes
+    :func:`~ib_tutorial.book.measurement.near` the paper's on every seed, and the closest on the images."""
     results = committed_measurements("last") if results is None else list(results)
     if not results:
         return ResultSection("No measurement of the learned networks is committed.\n")

@@ -1,13 +1,10 @@
 r"""Which input and which measurement give a network's profile its levels, and one network in front of its controls.
 
-* **Controls** (input against learning): the same network on the images, the images
-  phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`: their spectra without
-  objects or edges) and white Gaussian noise with their per-channel moments, beside the rank
-  and :math:`N_\mathrm{eff}` of each input's raw pixel patches, a reference, not a bound.
-* **Measurement** (how the paper may have measured): every variant
-  (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every token choice, each with bootstrap
-  intervals, and whether its three levels come near the paper's
-  (:data:`~ib_tutorial.book.paper.REPORTED`).
+* **Controls** (input against learning): the same network on the images, on them
+  phase-scrambled (:class:`~ib_tutorial.data.controls.PhaseScrambled`) and on white noise with
+  their per-channel moments, beside the rank and :math:`N_\mathrm{eff}` of each input's raw patches.
+* **Measurement**: every variant (:data:`~ib_tutorial.measure.variants.VARIANTS`) with every
+  token choice, with bootstrap intervals, and whether its levels come near the paper's.
 
 The paper's three levels are read from a profile :math:`v_0, \dots, v_{L-1}` (EED%) over the
 regions of :func:`~ib_tutorial.measure.shape.depth_regions`:
@@ -26,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Sequence, Mapping
+from collections.abc import Sequence, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -46,11 +43,10 @@ from ..measure.variants import VARIANTS, get_variant
 from ..schema import from_json
 from ..training.runs import RunDirectory
 from .paper import REPORTED
-from .records import Provenance, provenance
-from .run_profiles import profile_device, profile_images, profile_settings, seeded_subset
+from .records import Provenance
+from .run_profiles import profile_device, profile_images, profile_settings, run_provenance
+from .tables import markdown_table
 
-
-Tensor = torch.Tensor
 
 #: The inputs, the images first: the images, their phase-scrambled versions, matched noise.
 INPUTS = ("images", "phase-scrambled", "noise")
@@ -62,15 +58,15 @@ REPLICATES = 200
 IMAGES = 512
 #: How far, in EED points, a level may lie from the paper's range and still count as near it.
 TOLERANCE = 10.0
-#: The paper's three levels, in the order tables show them.
+#: The paper's three levels, in the order tables show them, and their columns' headers.
 LEVELS = ("early", "middle", "late")
+LEVEL_HEADERS = ("early EED%", "middle (min) EED%", "late (max) EED%")
+
 
 def measurements(variants: Sequence[str] = tuple(VARIANTS), tokens: Sequence[str] = TOKEN_CHOICES
                  ) -> list[Measurement]:
-    """Every (variant, tokens) pair that is defined and distinct: a variant that reads the
-    tokens within an image (``per_image``, ``position_centred``) needs several tokens per
-    image, so it is left out for ``cls`` and ``mean`` (one token per image; ``position_centred``
-    would equal ``tokens`` there)."""
+    """Every (variant, tokens) pair that is defined and distinct: a variant that reads the tokens within
+    an image (``per_image``, ``position_centred``) is left out for ``cls`` and ``mean``."""
     for name in variants:
         get_variant(name)
     if unknown := set(tokens) - set(TOKEN_CHOICES):
@@ -81,20 +77,15 @@ def measurements(variants: Sequence[str] = tuple(VARIANTS), tokens: Sequence[str
 
 
 def paper_levels(values: Sequence[float]) -> tuple[float, float, float]:
-    """The early mean, the middle minimum and the late maximum of one value per block
-    (see the module docstring)."""
+    """The early mean, the middle minimum and the late maximum of one value per block."""
     regions = depth_regions(len(values))
     early = sum(values[block] for block in regions.early) / len(regions.early)
     return early, min(values[block] for block in regions.middle), max(values[block] for block in regions.late)
 
 
-def _level(index: int) -> Callable[[Sequence[float]], float]:
-    return lambda values: paper_levels(values)[index]
-
-
 @dataclass(frozen=True)
 class MeasuredProfile:
-    """One input (of :data:`INPUTS`) measured one way: its bootstrap profile and the summaries tables show."""
+    """One input (of :data:`INPUTS`) measured one way, and the summaries tables show."""
 
     input: str
     variant: str
@@ -102,22 +93,21 @@ class MeasuredProfile:
     profile: BootstrapProfile
 
     def levels(self) -> dict[str, Interval]:
-        """The paper's three levels (EED%) with their intervals, by name (:data:`LEVELS`)."""
-        return {name: self.profile.interval(_level(index), percent=True) for index, name in enumerate(LEVELS)}
+        """The paper's three levels (EED%) with their intervals, by name."""
+        return {name: self.profile.interval(lambda values, index=index: paper_levels(values)[index], percent=True)
+                for index, name in enumerate(LEVELS)}
 
     def middle_dip(self) -> Interval:
-        """The middle dip (:func:`~ib_tutorial.measure.shape.middle_dip`) in EED points, with its interval."""
+        """The middle dip (:func:`~ib_tutorial.measure.shape.middle_dip`) in EED points."""
         return self.profile.interval(middle_dip, percent=True)
 
     def shape(self) -> tuple[str, float]:
-        """The profile's shape (one effective direction of tolerance) and the share of
-        replicates that give it."""
+        """The profile's shape (one direction of tolerance) and the share of replicates that give it."""
         shape = classify_shape(self.profile.n_eff, DIRECTIONS)
         return str(shape), self.profile.shape_shares(DIRECTIONS).get(shape, 0.0)
 
     def to_dict(self) -> dict:
-        """Every number, with the replicates the intervals come from (``bootstrap``) and, for
-        a reader of the file, the intervals and summaries at the result's level."""
+        """Every number, the replicates included, and for a reader of the file the intervals."""
         shape, share = self.shape()
         return {
             "input": self.input, "variant": self.variant, "tokens": self.tokens, "dim": self.profile.dim,
@@ -131,7 +121,7 @@ class MeasuredProfile:
 
     @classmethod
     def from_dict(cls, data: dict, level: float, method: str = METHODS[0]) -> MeasuredProfile:
-        """The profile :meth:`to_dict` wrote, its intervals read at ``level`` with ``method``."""
+        """The profile :meth:`to_dict` wrote, its intervals read at ``level``."""
         stored = StoredReplicates(**data["bootstrap"])
         profile = BootstrapProfile.from_stored(data["n_eff"], data["dim"], stored, level, method)
         return cls(data["input"], data["variant"], data["tokens"], profile)
@@ -143,15 +133,7 @@ def _interval_dict(interval: Interval) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class MeasurementResult:
-    """One network measured on every input and every way.
-
-    Attributes:
-        label: what was measured (network, weights, data), for tables.
-        images: how many images (and control images) were measured.
-        replicates, level, seed: the bootstrap's.
-        provenance: as a profile record states it (:func:`~ib_tutorial.book.records.provenance`);
-            None for a network measured outside a run.
-    """
+    """One network measured on every input and every way (no ``provenance`` outside a run)."""
 
     label: str
     img_size: int
@@ -172,8 +154,7 @@ class MeasurementResult:
         raise KeyError(f"{self.label}: no profile of {input!r} measured as {measurement}")
 
     def to_dict(self) -> dict:
-        """A JSON-ready dictionary of every number, replicates included (:meth:`from_dict`
-        reads it back)."""
+        """Every number, replicates included."""
         return {
             "label": self.label, "img_size": self.img_size, "patch_size": self.patch_size, "images": self.images,
             "replicates": self.replicates, "level": self.level, "seed": self.seed,
@@ -203,51 +184,38 @@ class MeasurementResult:
 
 
 def control_inputs(dataset: Dataset, seed: int = 0) -> dict[str, Dataset]:
-    """The images of ``dataset``, their phase-scrambled versions and noise with their
-    per-channel moments, by :data:`INPUTS` name; the controls are functions of ``seed``."""
+    """The images, phase-scrambled and as noise with their moments, by :data:`INPUTS` name."""
     return {"images": dataset, "phase-scrambled": PhaseScrambled(dataset, seed=seed),
             "noise": GaussianNoiseImages.matching(dataset, seed=seed)}
 
 
-def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, images: int | None = None,
-                     measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
-                     replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
-                     max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu", progress: bool = True
-                     ) -> MeasurementResult:
-    """``model`` (a timm ViT) on the images of ``dataset``, phase-scrambled and as noise
-    (:data:`INPUTS`), each measured with bootstrap intervals, beside their raw patches' rank and
-    :math:`N_\\mathrm{eff}`.
-
-    Args:
-        dataset: image tensors as the model receives them
-            (e.g. :func:`~ib_tutorial.book.run_profiles.profile_images`).
-        label: names the result in tables.
-        images: measure this many of ``dataset``'s images, drawn with ``seed``
-            (:func:`~ib_tutorial.book.run_profiles.seeded_subset`); default all.
-        measured: the images' measurements (default: every one of :func:`measurements`).
-        controls: the phase-scrambled images' and the noise's (default: :data:`DEFAULT` only).
-        replicates, level, seed, batch_size, max_bytes, device: see :func:`~ib_tutorial.measure.bootstrap.bootstrap_blocks`.
-    """
-    subset = dataset if images is None or images >= len(dataset) else seeded_subset(dataset, images, seed)
+def measure_controls(model: torch.nn.Module, dataset: Dataset, label: str, measured: Sequence[Measurement] | None = None,
+                     controls: Sequence[Measurement] = (DEFAULT,), replicates: int = REPLICATES, level: float = LEVEL,
+                     seed: int = 0, batch_size: int = 64, max_bytes: int = 16 * MAX_BYTES,
+                     device: torch.device | str = "cpu", progress: bool = True) -> MeasurementResult:
+    """``model`` (a timm ViT) on each of :data:`INPUTS` made of ``dataset``, with bootstrap intervals
+    (:func:`~ib_tutorial.measure.bootstrap.bootstrap_blocks`), beside their raw patches. The
+    images are measured every way of ``measured`` (default: :func:`measurements`), the controls
+    every way of ``controls``."""
     measured = measurements() if measured is None else list(measured)
     patch_size = int(model.patch_embed.patch_size[0])
     raw, profiles = {}, []
-    for name, inputs in tqdm(control_inputs(subset, seed).items(), desc=label, disable=not progress, leave=False):
+    for name, inputs in tqdm(control_inputs(dataset, seed).items(), desc=label, disable=not progress, leave=False):
         chosen = measured if name == INPUTS[0] else list(controls)
         raw[name] = raw_patch_statistics(DataLoader(inputs, batch_size=batch_size), patch_size)
         found = bootstrap_blocks(model, inputs, chosen, replicates, level, seed, batch_size, max_bytes, device)
         profiles += [MeasuredProfile(name, variant, tokens, profile) for (variant, tokens), profile in found.items()]
-    image_side = int(_first_image(subset).shape[-1])
-    return MeasurementResult(label, image_side, patch_size, len(subset), replicates, level, seed, raw, tuple(profiles))
+    first = dataset[0]
+    image_side = int((first[0] if isinstance(first, (tuple, list)) else first).shape[-1])
+    return MeasurementResult(label, image_side, patch_size, len(dataset), replicates, level, seed, raw, tuple(profiles))
 
 
 def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: int = IMAGES,
                 measured: Sequence[Measurement] | None = None, controls: Sequence[Measurement] = (DEFAULT,),
                 replicates: int = REPLICATES, level: float = LEVEL, root=None, download: bool = False,
                 max_bytes: int = 16 * MAX_BYTES, progress: bool = True) -> Path:
-    """:func:`measure_controls` of the network a run saved at ``epoch`` (0: its random
-    initialisation; default: the last saved) on ``images`` of its own profile images, with the
-    run's seed, written to :func:`measurement_path`; returns that file."""
+    """:func:`measure_controls` of the network a run saved at ``epoch`` (default: the last) on
+    ``images`` of its profile images, with the run's seed, written to :func:`measurement_path`."""
     if images < 1:
         raise ValueError(f"{argument('images', images)}: it must be at least 1.")
     run = RunDirectory(run_dir)
@@ -262,32 +230,24 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
                               measured=measured, controls=controls, replicates=replicates, level=level,
                               seed=config.seed, batch_size=profile_settings(config).batch_size, max_bytes=max_bytes,
                               device=device, progress=progress)
-    origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=result.images,
-                        n_tokens=result.images * (config.view.img_size // config.view.patch_size) ** 2, device=str(device))
+    origin = run_provenance(config, result.images, result.images * (config.view.img_size // config.view.patch_size) ** 2,
+                            device)
     path = measurement_path(run.path, epoch, images)
     dataclasses.replace(result, provenance=origin).save(path)
     return path
 
 
 def measurement_path(run_dir: str | os.PathLike, epoch: int, images: int = IMAGES) -> Path:
-    """Where :func:`measure_run` keeps the measurement of a run's network at ``epoch``:
-    ``measurement/<epoch>.json`` on the default :data:`IMAGES`, else
-    ``measurement/<epoch>-<images>-images.json``, beside the default one."""
+    """``measurement/<epoch>.json``, or ``<epoch>-<images>-images.json`` off the default :data:`IMAGES`."""
     name = f"{epoch}.json" if images == IMAGES else f"{epoch}-{images}-images.json"
     return Path(run_dir) / "measurement" / name
 
 
 def measured_epochs(run_dir: str | os.PathLike, images: int = IMAGES) -> list[int]:
-    """The epochs at which :func:`measure_run` measured a run's network on ``images`` images
-    (:func:`measurement_path`), in order; empty for a run never measured."""
+    """The epochs at which :func:`measure_run` measured a run's network on ``images`` images, in order."""
     folder = Path(run_dir) / "measurement"
     found = (int(path.stem.split("-")[0]) for path in folder.glob("*.json") if path.stem.split("-")[0].isdigit())
     return sorted(epoch for epoch in set(found) if measurement_path(run_dir, epoch, images).exists())
-
-
-def _first_image(dataset: Dataset) -> Tensor:
-    item = dataset[0]
-    return item[0] if isinstance(item, (tuple, list)) else item
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -297,27 +257,23 @@ def _cell(interval: Interval) -> str:
 
 
 def controls_table(results: Sequence[MeasurementResult], measurement: Measurement = DEFAULT) -> str:
-    """A Markdown table, one row per network and input: raw patch statistics, the three levels,
-    the shape and the middle dip."""
-    rows = ["| network | input | raw patches: rank / N_eff (of dim) | early EED% | middle (min) EED% "
-            "| late (max) EED% | shape (share) | middle dip |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """A Markdown table, one row per network and input: raw patches, the levels, the shape and the middle dip."""
+    rows = []
     for result in results:
         for name in INPUTS:
-            measured = result.get(name, measurement)
-            patches = result.raw_patches[name]
-            levels = measured.levels()
-            shape, share = measured.shape()
-            rows.append(f"| {result.label} | {name} | {patches.rank} / {patches.n_eff:.1f} ({patches.dim}) | "
-                        + " | ".join(_cell(levels[level]) for level in LEVELS)
-                        + f" | {shape} ({share:.0%}) | {_cell(measured.middle_dip())} |")
-    return "\n".join(rows) + "\n"
+            measured, patches = result.get(name, measurement), result.raw_patches[name]
+            levels, (shape, share) = measured.levels(), measured.shape()
+            rows.append([result.label, name, f"{patches.rank} / {patches.n_eff:.1f} ({patches.dim})",
+                         *(_cell(levels[level]) for level in LEVELS), f"{shape} ({share:.0%})",
+                         _cell(measured.middle_dip())])
+    return markdown_table(["network", "input", "raw patches: rank / N_eff (of dim)", *LEVEL_HEADERS,
+                           "shape (share)", "middle dip"], rows) + "\n"
 
 
 def near(interval: Interval, reported: tuple[float | None, float | None] | None, tolerance: float = TOLERANCE
          ) -> bool | None:
-    """Whether ``interval`` comes within ``tolerance`` points of the ``reported`` range (low,
-    high; either end ``None`` for an open one); ``None`` where nothing is reported."""
+    """Whether ``interval`` comes within ``tolerance`` points of the ``reported`` (low, high; an
+    end None where open); None where nothing is reported."""
     if reported is None:
         return None
     low = -math.inf if reported[0] is None else reported[0]
@@ -326,45 +282,38 @@ def near(interval: Interval, reported: tuple[float | None, float | None] | None,
 
 
 def paper_ranges(reference: str = "tiny-imagenet") -> tuple:
-    """The paper's reported ranges (EED%) for ``reference``, in the order of :data:`LEVELS`; None where it reports none."""
+    """The paper's ranges (EED%) for ``reference``, in the order of :data:`LEVELS`."""
     reported = REPORTED[reference]
     return reported.early_eed, reported.minimum_eed, reported.late_eed
 
 
 def near_paper(measured: MeasuredProfile, reference: str = "tiny-imagenet", tolerance: float = TOLERANCE
                ) -> dict[str, bool | None]:
-    """For each of the paper's levels, whether ``measured`` comes near what the paper reports
-    for ``reference`` (:func:`near`)."""
+    """For each level, whether ``measured`` comes :func:`near` the paper's for ``reference``."""
     ranges = dict(zip(LEVELS, paper_ranges(reference)))
     return {name: near(interval, ranges[name], tolerance) for name, interval in measured.levels().items()}
 
 
 def variants_table(results: Sequence[MeasurementResult], reference: str = "tiny-imagenet",
                    tolerance: float = TOLERANCE) -> str:
-    """A Markdown table, one row per network and measurement of its images: the paper's three
-    levels and how many come near the paper's for ``reference`` (:func:`near_paper`)."""
+    """A Markdown table, one row per network and measurement of its images: the levels and how
+    many come near the paper's for ``reference`` (:func:`near_paper`)."""
     paper = " / ".join("-" if r is None else f"{r[0]:g}-{r[1]:g}" for r in paper_ranges(reference))
-    rows = [f"| network | variant | tokens | early EED% | middle (min) EED% | late (max) EED% "
-            f"| near the paper ({reference}: {paper}, ±{tolerance:g}) |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for result in results:
-        for measured in result.profiles:
-            if measured.input != INPUTS[0]:
-                continue
+        for measured in (m for m in result.profiles if m.input == INPUTS[0]):
             levels = measured.levels()
             flags = [flag for flag in near_paper(measured, reference, tolerance).values() if flag is not None]
-            verdict = "**near**" if all(flags) else f"{sum(flags)} of {len(flags)}"
-            rows.append(f"| {result.label} | {measured.variant} | {measured.tokens} | "
-                        + " | ".join(_cell(levels[level]) for level in LEVELS) + f" | {verdict} |")
-    return "\n".join(rows) + "\n"
+            rows.append([result.label, measured.variant, measured.tokens, *(_cell(levels[level]) for level in LEVELS),
+                         "**near**" if all(flags) else f"{sum(flags)} of {len(flags)}"])
+    return markdown_table(["network", "variant", "tokens", *LEVEL_HEADERS,
+                           f"near the paper ({reference}: {paper}, ±{tolerance:g})"], rows) + "\n"
 
 
 def run_measurements(run_folder: str | os.PathLike, images: int | None = None) -> dict[int, MeasurementResult]:
-    """The measurements of a run's saved networks by epoch, ascending: on the default number
-    of images (``measurement/<epoch>.json``), or on ``images`` where given and measured."""
-    folder = Path(run_folder) / "measurement"
-    epochs = sorted(int(path.stem) for path in folder.glob("*.json") if path.stem.isdigit())
-    paths = {epoch: measurement_path(run_folder, epoch, images or IMAGES) for epoch in epochs}
+    """The measurements of a run's networks by epoch, ascending, of the epochs measured on the
+    default number of images: on it, or on ``images`` where given and measured."""
+    paths = {epoch: measurement_path(run_folder, epoch, images or IMAGES) for epoch in measured_epochs(run_folder)}
     return {epoch: MeasurementResult.load(path) for epoch, path in paths.items() if path.exists()}
 
 
@@ -377,11 +326,9 @@ def level(result: MeasurementResult, source: str, which: str) -> float:
 class ControlFindings:
     """What the controls show of one network, at its random initialisation and trained.
 
-    Attributes:
-        scrambled_gap: the largest gap, in EED points, between the images and their
-            phase-scrambled versions over the three levels, both networks.
-        shapes, levels: by (``"init"`` or ``"trained"``, input[, level]), the shape and EED%.
-        noise_ratio: white noise's early level over the images', at the initialisation.
+    ``scrambled_gap``: the largest gap (EED points) between the images and their phase-scrambled
+    versions over the levels and both networks; ``shapes`` and ``levels`` by (``"init"`` or
+    ``"trained"``, input[, level]); ``noise_ratio``: noise's early level over the images', at init.
     """
 
     scrambled_gap: float
@@ -404,8 +351,7 @@ def control_findings(init: MeasurementResult, trained: MeasurementResult) -> Con
 @dataclass(frozen=True)
 class RowsComparison:
     """One network measured on the default number of images and on fewer: the table, the largest
-    change of any level from many images to few (EED points), whether every epoch keeps its
-    shape, and the two numbers of images."""
+    change of a level (EED points), whether every epoch keeps its shape, and the two numbers."""
 
     markdown: str
     largest_shift: float
@@ -415,7 +361,7 @@ class RowsComparison:
 
 def rows_comparison(many: Mapping[int, MeasurementResult], few: Mapping[int, MeasurementResult]) -> RowsComparison:
     """:class:`RowsComparison` of the epochs measured both ways (``many`` and ``few``, by epoch)."""
-    rows = ["| network | images | early EED% | middle (min) EED% | late (max) EED% | shape (share of replicates) |",
+    rows = ["| network | images | " + " | ".join(LEVEL_HEADERS) + " | shape (share of replicates) |",
             "| --- | ---: | --- | --- | --- | --- |"]
     shifts, same = [], True
     for epoch, fewer in few.items():

@@ -1,12 +1,7 @@
 """Figures and their captions: per-block profiles, the profile explorer, the EED chapter's spectra.
 
-A figure's caption is one sentence of what it shows over one smaller line of provenance
-(what was measured, on which data, by which code, whether the run was reduced):
-:func:`add_caption` draws both; the ``*_caption`` functions write the provenance of stored results.
-
-The explorer renders every epoch's figure to a PNG inside a ``Stack`` linked to the epoch
-slider in the browser (``jslink``), so the slider works in the static book; changing dataset,
-tokens or metric needs a live kernel.
+A caption is one sentence of what a figure shows over a smaller line of provenance
+(:func:`add_caption`); the ``*_caption`` functions write the provenance of stored results.
 """
 from __future__ import annotations
 
@@ -38,14 +33,13 @@ from .records import ProfileRecord
 
 
 def _reduced(preset: str) -> str:
-    """The caption's flag for a run of an illustrative preset (:attr:`~ib_tutorial.presets.Preset.illustrative`)."""
+    """The caption's flag for an illustrative preset (:attr:`~ib_tutorial.presets.Preset.illustrative`)."""
     illustrative = preset in PRESETS and PRESETS[preset].illustrative
     return " (reduced: a few steps, illustrative)" if illustrative else ""
 
 
 def profile_caption(record: ProfileRecord) -> str:
-    """The caption line of a figure drawn from a profile record: preset (flagged when
-    reduced), model and width, images, tokens, centring, and the code that measured it."""
+    """The provenance line of a figure drawn from a profile record."""
     p, profile = record.provenance, record.profile
     reduced = _reduced(p.preset)
     model = MODEL_NAMES.get(profile.dim, "ViT")
@@ -56,8 +50,7 @@ def profile_caption(record: ProfileRecord) -> str:
 
 
 def pruning_caption(record: dict) -> str:
-    """The caption line of a figure drawn from a pruning record: what was pruned, on which
-    images, by which code."""
+    """The provenance line of a figure drawn from a pruning record."""
     p = record["provenance"]
     reduced = _reduced(p["preset"])
     return (f"preset {p['preset']}{reduced}; {p['dataset']}: teacher of epoch {record['epoch']}, {record['pool']}-pooled "
@@ -66,10 +59,7 @@ def pruning_caption(record: dict) -> str:
 
 
 def bundle_caption(bundle: Bundle) -> str:
-    """What made the bundle, from the newest profile of its first run (see
-    :func:`profile_caption`), with each run's held-out images where the runs differ in them,
-    and each run's width where they differ in it (the first run's model would otherwise name
-    them all)."""
+    """The bundle's first run's newest profile, and each run's images and width where they differ."""
     newest = next(iter(bundle.runs.values())).profiles[-1]
     counts = {spec: run.profiles[-1].provenance.n_images for spec, run in bundle.runs.items()}
     images = ("" if len(set(counts.values())) == 1 else
@@ -82,15 +72,12 @@ def bundle_caption(bundle: Bundle) -> str:
 
 
 def run_caption(entry: DatasetRun) -> str:
-    """What made a dataset run's figures: the bundle, the run, and its last profile's
-    provenance (:func:`profile_caption`)."""
+    """The bundle, the run, and its last profile's provenance (:func:`profile_caption`)."""
     return f"bundle {entry.bundle.name}, run {entry.spec}: {profile_caption(entry.run.profiles[-1])}"
 
 
 def published_caption(record: ProfileRecord) -> str:
-    """The caption line of a figure drawn from a published model's profile record: the
-    model, its weights (file or hub, with their SHA-256), input, data, tokens, centring
-    and the code that measured it."""
+    """The provenance line of a figure drawn from a published model's profile record."""
     p, profile = record.provenance, record.profile
     centring = "centred" if profile.center else "uncentred"
     return (f"{p.model} (D = {profile.dim}), weights {p.weights} (SHA-256 {p.weights_sha256[:12]}), "
@@ -104,14 +91,12 @@ CAPTION_KEY = "Description"
 
 
 def add_caption(figure: plt.Figure, provenance: str, what: str | None = None) -> None:
-    """Caption ``figure`` under its axes: ``what`` it shows, one sentence, and under it
-    ``provenance`` (what was run) on a smaller grey line, wrapped only where it is wider than
-    the figure. Without ``what`` the provenance line alone. The constrained layout leaves room
-    for both without squeezing the axes.
+    """Caption ``figure`` under its axes: ``what`` it shows, one sentence, over ``provenance``
+    on a smaller grey line (alone without ``what``).
 
-    On an Agg canvas (pyplot's, and a notebook's inline display) every PNG of the figure
-    also carries the caption as text under :data:`CAPTION_KEY`, so a check of the built
-    book (``tests/book_pages.py``) can tell a captioned figure from one without."""
+    On an Agg canvas every PNG of the figure also carries the caption under
+    :data:`CAPTION_KEY`, so a check of the built book (``tests/book_pages.py``) can tell a
+    captioned figure from one without."""
     width = figure.get_figwidth()
     lines = textwrap.wrap(provenance, width=int(width * 16), break_on_hyphens=False) or [""]
     if what is None:
@@ -133,9 +118,8 @@ def add_caption(figure: plt.Figure, provenance: str, what: str | None = None) ->
 
 
 def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4", top: float = math.inf) -> None:
-    """The paper's reported EED% ranges as a reference over the blocks they refer to: a grey
-    box where the range lies under ``top`` (the axis's upper limit, when it is scaled to the
-    data drawn), and for the ranges above it, their numbers and an arrow over the frame."""
+    """The paper's reported EED% ranges over their blocks: a grey box where a range lies under
+    ``top`` (the axis's upper limit), else its numbers over the frame."""
     spans = [(reported.early_blocks, reported.early_eed), (reported.middle_blocks, reported.minimum_eed),
              (reported.late_blocks, reported.late_eed)]
     above = []
@@ -164,81 +148,63 @@ def draw_reported(ax: plt.Axes, reported: ReportedProfile, color: str = "0.4", t
             label=f"paper's value (±{ABOUT_TOLERANCE:g} around an \"about\": our tolerance)" if ours else "paper's reported range")
 
 
-def plot_block_profile(
-    profiles: Mapping[str, Profile],
-    caption: str,
-    ax: plt.Axes | None = None,
-    title: str = "Effective Encoding Dimension per block",
-    reported: ReportedProfile | None = None,
-    full_range: bool = False,
-    what: str | None = None,
-) -> plt.Axes:
+def plot_block_profile(profiles: Mapping[str, Profile], caption: str, ax: plt.Axes | None = None,
+                       title: str = "Effective Encoding Dimension per block", reported: ReportedProfile | None = None,
+                       full_range: bool = False) -> plt.Axes:
     """EED% against block index, one line per labelled profile, the legend beside the axes.
 
-    Args:
-        profiles: label -> :class:`~ib_tutorial.measure.block_profile.Profile`. A label containing
-            "random init" is drawn dashed and grey, so it stays visible under the others; the
-            others each get a colour of their own (:func:`distinct_colours`).
-        caption: what was run (preset, data, model, number of images); drawn under the axes.
-        ax: axes to draw on; a new figure when omitted.
-        reported: the paper's values for this dataset, drawn as a reference
-            (:func:`draw_reported`): boxes inside the axis, numbers above it.
-        full_range: a 0-100 % axis; by default the axis is scaled to the profiles drawn, so
-            that small differences stay visible.
-        what: the caption's sentence, what the figure shows (:func:`add_caption`).
+    A label containing "random init" is drawn grey, dashed and above the others, so it stays
+    visible under them. The axis is scaled to the profiles drawn (small differences stay
+    visible), or 0-100 % with ``full_range``; ``reported`` is drawn by :func:`draw_reported`.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
     trained = [label for label in profiles if "random init" not in label]
     colours = dict(zip(trained, distinct_colours(len(trained))))
-    highest = 0.0
     for label, profile in profiles.items():
-        style = line_style(label)
         if label in colours:
-            style["color"] = colours[label]
+            style = dict(marker="o", color=colours[label])
+        else:
+            style = dict(color="0.45", linestyle="--", marker="s", markerfacecolor="none", zorder=3)
         ax.plot(range(profile.depth), profile.eed_percent, label=label, **style)
-        highest = max(highest, max(profile.eed_percent))
-    depth = max(p.depth for p in profiles.values())
-    ax.set_xticks(range(depth))
-    ax.set_xlabel("block index l (0 = first transformer block)")
-    ax.set_ylabel("EED (% of width D)")
+    highest = max(max(profile.eed_percent) for profile in profiles.values())
+    block_axes(ax, max(p.depth for p in profiles.values()), EED_LABEL, title)
     ax.set_ylim(0, 100 if full_range else min(100.0, 1.15 * highest + 1.0))
-    ax.set_title(title)
     if reported is not None:
         draw_reported(ax, reported, top=ax.get_ylim()[1])
-    ax.grid(alpha=0.3)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if caption or what:
-        add_caption(ax.figure, caption, what)
+    if caption:
+        add_caption(ax.figure, caption)
     return ax
 
 
+BLOCK_LABEL = "block index l (0 = first transformer block)"
+EED_LABEL = "EED (% of width D)"
+
+
+def block_axes(ax: plt.Axes, depth: int, ylabel: str, title: str | None = None) -> None:
+    """One tick a block, the axes' labels and title, and a light grid."""
+    ax.set_xticks(range(depth))
+    ax.set(xlabel=BLOCK_LABEL, ylabel=ylabel)
+    if title is not None:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+
+
 def distinct_colours(count: int) -> list:
-    """``count`` colours no two alike: the ten of the default cycle, or for more lines, as many
-    evenly spaced along viridis (ordered, as epochs are)."""
+    """``count`` colours no two alike: the default cycle's ten, or beyond, evenly spaced along viridis."""
     if count <= 10:
         return [f"C{index}" for index in range(count)]
     return [plt.cm.viridis(0.95 * index / (count - 1)) for index in range(count)]
 
 
-def line_style(label: str) -> dict:
-    """Matplotlib keywords for a labelled line: the random initialisation grey, dashed and with
-    open squares (drawn above, so it stays visible under a trained line it meets); others
-    the colour cycle with round markers."""
-    if "random init" in label:
-        return dict(color="0.45", linestyle="--", marker="s", markerfacecolor="none", zorder=3)
-    return dict(marker="o")
-
-
 def epoch_label(record: ProfileRecord) -> str:
-    """``epoch N``, with ``(random init)`` for epoch 0: the legend entry of a stored profile."""
+    """``epoch N``, with ``(random init)`` for epoch 0."""
     return f"epoch {record.epoch}" + (" (random init)" if record.epoch == 0 else "")
 
 
 def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figure:
-    """Runs of one dataset that differ in one setting (objective, width), block by block:
-    EED% of the width (left) and N_eff in directions (right), each run's last teacher solid
-    and its random initialisation dashed in the same colour."""
+    """Runs that differ in one setting: EED% and N_eff per block, last solid, random init dashed."""
     fig, (percent, directions) = panel_grid(2, 5.0, 3.8)
     for index, (label, run) in enumerate(runs.items()):
         color = f"C{index}"
@@ -248,26 +214,18 @@ def plot_run_comparison(runs: Mapping[str, BundleRun], caption: str) -> plt.Figu
                 ax.plot(range(len(values)), values, style, color=color, marker="o" if style == "-" else "s",
                         markerfacecolor=None if style == "-" else "none", label=name)
     depth = next(iter(runs.values())).profiles[-1].profile.depth
-    for ax, ylabel in ((percent, "EED (% of width D)"), (directions, "N_eff (directions)")):
-        ax.set_xticks(range(depth))
-        ax.set_xlabel("block index l (0 = first transformer block)")
-        ax.set_ylabel(ylabel)
+    block_axes(percent, depth, EED_LABEL, "EED per block, as a share of the width")
+    block_axes(directions, depth, "N_eff (directions)", "effective directions per block")
+    for ax in (percent, directions):
         ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-    percent.set_title("EED per block, as a share of the width")
-    directions.set_title("effective directions per block")
     fig.legend(*percent.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
     add_caption(fig, caption)
     return fig
 
 
 def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str = "",
-                    reported: ReportedProfile | None = None,
-                    what: str = "EED of every block at every saved epoch of one run, as lines and as a heatmap.",
-                    ) -> plt.Figure:
-    """One run's profile at every saved epoch (``records``, epoch 0 the random
-    initialisation): EED% per block, one line per epoch, beside the block x epoch heatmap of
-    the same numbers; with the paper's ranges when ``reported`` is given."""
+                    reported: ReportedProfile | None = None) -> plt.Figure:
+    """One run's EED% per block at every saved epoch, a line an epoch, over their heatmap."""
     # One panel a row, each the page's width: side by side, the heatmap's numbers shrank below legibility.
     fig, (curves, heatmap) = plt.subplots(2, 1, figsize=(7.5, 9.5), layout="constrained")
     plot_block_profile({epoch_label(r): r.profile for r in records}, caption="", ax=curves,
@@ -275,25 +233,21 @@ def plot_run_epochs(records: Sequence[ProfileRecord], caption: str, title: str =
                        reported=reported)
     plot_eed_heatmap([r.epoch for r in records], [r.profile.eed_percent for r in records], caption="",
                      ax=heatmap, title=f"{title}: EED over training" if title else "EED over training")
-    add_caption(fig, caption, what)
+    add_caption(fig, caption, "EED of every block at every saved epoch of one run, as lines and as a heatmap.")
     return fig
 
 
-def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int] = (0, 3, 6, 11),
-                 what: str = "k-NN accuracy after projecting each block's tokens onto their top k principal "
-                             "directions, and the fewest directions that keep most of it.") -> plt.Figure:
-    """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record, the
-    record's label over its row: k-NN accuracy against the number of principal directions
-    kept for a few blocks, each block's N_eff marked on its curve; and per block, the fewest
-    directions that keep 95 % of the unpruned accuracy beside N_eff. Log axes are labelled in
-    plain numbers (1, 10, 100)."""
+def plot_pruning(records: Mapping[str, dict], caption: str) -> plt.Figure:
+    """Spectral pruning (:mod:`ib_tutorial.measure.pruning`), one row per labelled record: k-NN
+    accuracy against the principal directions kept for blocks 0, 3, 6 and 11, N_eff dotted; and
+    per block, the fewest directions that keep most of the accuracy beside N_eff."""
     fig = plt.figure(figsize=(10, 3.6 * len(records)), layout="constrained")
     rows = np.atleast_1d(fig.subfigures(len(records), 1))
     for row, (label, record) in zip(rows, records.items()):
         curves, sufficient = row.subplots(1, 2)
         row.suptitle(label, fontsize="medium")
         by_block = {b["block"]: b for b in record["blocks"]}
-        for index, block in enumerate(blocks):
+        for index, block in enumerate((0, 3, 6, 11)):
             entry = by_block[block]
             line, = curves.plot(entry["ks"], entry["accuracy"], label=f"L{block}", color=f"C{index}")
             curves.axvline(entry["n_eff"], color=line.get_color(), linestyle=":", lw=1)
@@ -315,15 +269,14 @@ def plot_pruning(records: Mapping[str, dict], caption: str, blocks: Sequence[int
             axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
             axis.set_minor_formatter(ticker.NullFormatter())
             ax.grid(alpha=0.3, which="both")
-    add_caption(fig, caption, what)
+    add_caption(fig, caption, "k-NN accuracy after projecting each block's tokens onto their top k principal "
+                "directions, and the fewest directions that keep most of it.")
     return fig
 
 
 def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: str, ax: plt.Axes | None = None,
                       title: str = "") -> plt.Axes:
-    """The same teachers measured several ways (label -> profile records by epoch): each
-    measurement's EED% per block at the random initialisation (dashed) and at the last
-    epoch (solid), in one colour per measurement."""
+    """The same teachers measured several ways: EED% per block at init (dashed) and at the end."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
     for colour, (label, records) in zip(distinct_colours(len(profiles)), profiles.items()):
@@ -331,9 +284,7 @@ def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: 
         ax.plot(last.profile.eed_percent, marker="o", color=colour, label=f"{label}, epoch {last.epoch}")
         ax.plot(first.profile.eed_percent, linestyle="--", color=colour, alpha=0.7)
     ax.plot([], [], linestyle="--", color="0.4", label="dashed: random init")
-    ax.set(xlabel="block index l (0 = first transformer block)", ylabel="EED (% of width D)", title=title)
-    ax.set_xticks(range(last.profile.depth))
-    ax.grid(alpha=0.3)
+    block_axes(ax, last.profile.depth, EED_LABEL, title)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if caption:
         add_caption(ax.figure, caption)
@@ -341,22 +292,14 @@ def plot_measurements(profiles: Mapping[str, Sequence[ProfileRecord]], caption: 
 
 
 def knob_colours(weights: Sequence[float]) -> list:
-    """One colour per ``texture_weight``, from the object end (dark) to the texture end
-    (light), evenly spaced by rank: weights dense near 0 stay apart."""
+    """One colour per ``texture_weight``, objects dark to textures light, spaced by rank."""
     ranks, steps = sorted(weights), max(len(weights) - 1, 1)
     return [plt.cm.viridis(0.9 * ranks.index(weight) / steps) for weight in weights]
 
 
 def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: str) -> plt.Figure:
-    """A knob sweep block by block, one colour per weight: each ``texture_weight``'s last saved
-    profile (solid) and its random initialisation (dashed), EED% of the width (left), and what
-    training changed in each block (right: last minus initialisation, with its paired
-    bootstrap band where both profiles carry replicates), which sets learning apart from the
-    input's own statistics that the initialisation already shows.
-
-    Args:
-        runs: ``texture_weight`` -> the run's profile records by epoch, ascending in weight.
-    """
+    """A knob sweep (``texture_weight`` -> records by epoch): EED% at the end (solid) and at init
+    (dashed), and what training changed in each block, apart from the input's own statistics."""
     fig, (levels, changes) = panel_grid(2, 5.2, 4.0)
     level = None
     for colour, (weight, records) in zip(knob_colours(list(runs)), runs.items()):
@@ -375,20 +318,16 @@ def plot_knob_profiles(runs: Mapping[float, Sequence[ProfileRecord]], caption: s
 
 
 def style_change_axes(levels: plt.Axes, changes: plt.Axes, depth: int, levels_title: str) -> None:
-    """Blocks, labels and grid of the two panels of EED% (from 0) and its change from the
-    random initialisation (around a zero line)."""
+    """The two panels of EED% and of its change from the random initialisation."""
     changes.axhline(0, color="0.4", lw=1)
-    for ax, title, ylabel in ((levels, levels_title, "EED (% of width D)"),
-                              (changes, "what training changed", "EED change from random init (points)")):
-        ax.set_xticks(range(depth))
-        ax.set(xlabel="block index l (0 = first transformer block)", ylabel=ylabel, title=title)
-        ax.grid(alpha=0.3)
+    block_axes(levels, depth, EED_LABEL, levels_title)
+    block_axes(changes, depth, "EED change from random init (points)", "what training changed")
     levels.set_ylim(bottom=0)
 
 
 def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, color, label: str) -> float | None:
-    """Each block's EED change (points) from ``first`` to ``last`` on ``ax``, with its paired
-    bootstrap band when both profiles carry replicates; returns the band's level (None without)."""
+    """Each block's EED change (points) from ``first`` to ``last``, with its paired bootstrap
+    band when both carry replicates; returns the band's level (None without)."""
     blocks = range(len(last.n_eff))
     level = None
     if first.bootstrap is not None and last.bootstrap is not None:
@@ -400,8 +339,7 @@ def draw_block_changes(ax: plt.Axes, first: ShapeSummary, last: ShapeSummary, co
 
 
 def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | None, caption: str) -> plt.Figure:
-    """k-NN top-1 on the CLS token against epoch for each ``texture_weight`` of a sweep, in
-    the colours of :func:`plot_knob_profiles`, with chance (grey; in percent, when known)."""
+    """CLS k-NN top-1 against epoch for each ``texture_weight`` of a sweep, with chance (%) when known."""
     fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
     for colour, (weight, records) in zip(knob_colours(list(curves)), curves.items()):
         ax.plot([r["epoch"] for r in records], [r["top1"] for r in records], marker="o", color=colour,
@@ -416,41 +354,30 @@ def plot_knob_knn(curves: Mapping[float, Sequence[Mapping]], chance: float | Non
     return fig
 
 
-def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: str, margin: float = MARGIN) -> plt.Figure:
-    """The claims' two statistics at every saved epoch, one line per labelled run: the
-    middle dip (left; the paper's Tiny ImageNet profile: about 107 directions of 384) and the
-    late rise (right), in effective directions, with the margin a claim must exceed
-    shaded."""
+def plot_profile_shapes(shapes: Mapping[str, Sequence[ShapeSummary]], caption: str) -> plt.Figure:
+    """The claims' two statistics at every saved epoch, a line a run, in effective directions:
+    the middle dip (left; the paper's Tiny ImageNet profile: about 107 directions of 384) and
+    the late rise (right), with the :data:`~ib_tutorial.book.claims.MARGIN` a claim must exceed shaded."""
     fig, (dip, rise) = panel_grid(2, 5.0, 3.6)
     for colour, (label, run) in zip(distinct_colours(len(shapes)), shapes.items()):
         epochs = [shape.epoch for shape in run]
         dip.plot(epochs, [shape.middle_dip for shape in run], marker="o", color=colour, label=label)
         rise.plot(epochs, [shape.late_rise for shape in run], marker="o", color=colour, label=label)
-    style_gap_axes(dip, rise, margin, "epoch (0 = random init)")
+    for ax, title, ylabel in ((dip, "middle dip", "min(early, late) - middle (directions)"),
+                              (rise, "late rise", "late - middle (directions)")):
+        ax.axhspan(-MARGIN, MARGIN, color="0.85", lw=0, label=f"within the margin ({MARGIN:g} direction)")
+        ax.axhline(0, color="0.4", lw=1)
+        ax.set(xlabel="epoch (0 = random init)", ylabel=ylabel, title=title)
+        ax.grid(alpha=0.3)
+    fig.legend(*dip.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
     add_caption(fig, caption)
     return fig
 
 
-def style_gap_axes(dip: plt.Axes, rise: plt.Axes, margin: float, xlabel: str) -> None:
-    """Titles, labels, zero line and the shaded margin of the two panels (middle dip and
-    late rise, both signed); the first panel's legend beside the panels, off the data."""
-    for ax, title, ylabel in (
-            (dip, "middle dip", "min(early, late) - middle (directions)"),
-            (rise, "late rise", "late - middle (directions)")):
-        ax.axhspan(-margin, margin, color="0.85", lw=0, label=f"within the margin ({margin:g} direction)")
-        ax.axhline(0, color="0.4", lw=1)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    dip.figure.legend(*dip.get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
-
-
 def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
-    """Runs that differ only in their seed, block by block: each seed's last profile (solid,
-    with its bootstrap band) and random initialisation (dashed) in EED% (left), and what
-    training changed in each block, with its paired bootstrap band (right). Bands wider apart
-    than they are wide are differences between the networks, not between the images."""
+    """Runs that differ only in their seed: each seed's last profile (solid, with its bootstrap
+    band) and random initialisation (dashed) in EED%, and what training changed in each block.
+    Bands wider apart than they are wide are differences between the networks, not the images."""
     fig, (levels, changes) = panel_grid(2, 5.0, 3.8)
     for index, run in enumerate(spread.runs):
         color, blocks = f"C{index}", range(len(run.last.n_eff))
@@ -469,17 +396,10 @@ def plot_seed_profiles(spread: SeedSpread, caption: str) -> plt.Figure:
 
 def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[float]], caption: str,
                      ax: plt.Axes | None = None, title: str = "EED over training") -> plt.Axes:
-    """Block x epoch heatmap of EED%: how the profile changes as training goes on.
-
-    Args:
-        epochs: the epoch of each profile (x axis), ascending.
-        eed_by_epoch: ``eed_by_epoch[i][l]`` is the EED% of block ``l`` at ``epochs[i]``.
-    """
+    """Block x epoch heatmap of EED% (``eed_by_epoch[i][l]``: block ``l`` at ``epochs[i]``)."""
     values = np.asarray(eed_by_epoch, dtype=float).T  # [blocks, epochs]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
-    # The colour range follows the data (small changes stay visible); the numbers are printed
-    # in the cells when there are few enough epochs to read them.
     image = ax.imshow(values, aspect="auto", origin="lower", cmap="viridis")
     if values.shape[1] <= 12:
         middle = (values.min() + values.max()) / 2
@@ -489,29 +409,17 @@ def plot_eed_heatmap(epochs: Sequence[int], eed_by_epoch: Sequence[Sequence[floa
                     color="white" if value < middle else "black")
     ax.set_xticks(range(len(epochs)), [str(e) for e in epochs])
     ax.set_yticks(range(values.shape[0]))
-    ax.set_xlabel("epoch (0 = random initialisation)")
-    ax.set_ylabel("block index l")
-    ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, label="EED (% of width D)")
+    ax.set(xlabel="epoch (0 = random initialisation)", ylabel="block index l", title=title)
+    ax.figure.colorbar(image, ax=ax, label=EED_LABEL)
     if caption:
         add_caption(ax.figure, caption)
     return ax
 
 
-def plot_knn_curves(
-    curves: Mapping[str, Sequence[Mapping]],
-    caption: str,
-    chance: Mapping[str, float] | None = None,
-    what: str = "k-NN top-1 accuracy of each run's frozen features at every evaluation, from the random initialisation.",
-) -> plt.Figure:
-    """k-NN top-1 accuracy against epoch, one panel per labelled run: the CLS token (solid)
-    and mean-pooled patch tokens (dashed), the random initialisation (epoch 0) marked by a
-    dotted line, chance by a grey band edge.
-
-    Args:
-        curves: label -> the run's ``"knn"`` records of ``metrics.jsonl``.
-        chance: label -> chance accuracy in percent (100 / number of classes).
-    """
+def plot_knn_curves(curves: Mapping[str, Sequence[Mapping]], caption: str, chance: Mapping[str, float] | None = None
+                    ) -> plt.Figure:
+    """k-NN top-1 against epoch, a panel per run (label -> its ``"knn"`` records): the CLS token
+    (solid), mean-pooled patch tokens (dashed), the random initialisation dotted, chance grey."""
     fig, axes = panel_grid(len(curves), 6.5 if len(curves) == 1 else 4.5, 3.2)  # one panel: the page's width
     for ax, (label, records) in zip(axes, curves.items()):
         epochs = [r["epoch"] for r in records]
@@ -521,23 +429,21 @@ def plot_knn_curves(
         ax.axhline(records[0]["top1"], color="0.4", linestyle=":", lw=1, label="CLS at random init")
         if chance and label in chance:
             ax.axhline(chance[label], color="0.7", lw=1, label="chance")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("k-NN top-1 (%)")
-        ax.set_title(label)
+        ax.set(xlabel="epoch", ylabel="k-NN top-1 (%)", title=label)
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("k-NN accuracy over training (of the teacher, for DINO runs)")
-    add_caption(fig, caption, what)
+    add_caption(fig, caption, "k-NN top-1 accuracy of each run's frozen features at every evaluation, from the "
+                "random initialisation.")
     return fig
 
 
-def panel_grid(count: int, width: float, height: float, sharey: bool = False) -> tuple[plt.Figure, list[plt.Axes]]:
-    """``count`` panels of ``width`` x ``height`` inches, at most two a row, so a figure of
-    several datasets stays legible at the page's width; unused cells are hidden."""
+def panel_grid(count: int, width: float, height: float) -> tuple[plt.Figure, list[plt.Axes]]:
+    """``count`` panels of ``width`` x ``height`` inches, at most two a row; unused cells hidden."""
     columns = min(count, 2)
     rows = -(-count // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), sharey=sharey,
-                             layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), layout="constrained",
+                             squeeze=False)
     flat = list(axes.flat)
     for ax in flat[count:]:
         ax.set_visible(False)
@@ -545,7 +451,7 @@ def panel_grid(count: int, width: float, height: float, sharey: bool = False) ->
 
 
 METRIC_LABELS = {
-    "eed_percent": "EED (% of width D)",
+    "eed_percent": EED_LABEL,
     "n_eff": "N_eff (dimensions)",
     "rankme": "RankMe (dimensions)",
     "participation_ratio": "participation ratio (dimensions)",
@@ -556,14 +462,6 @@ METRIC_LABELS = {
 def _metric_values(record: ProfileRecord, metric: str) -> list[float]:
     profile = record.profile
     return getattr(profile, metric) if metric in ("eed_percent", "n_eff") else profile.companions[metric]
-
-
-def _index_records(records: Sequence[ProfileRecord]) -> dict[tuple[str, str], dict[int, ProfileRecord]]:
-    """(dataset, tokens) -> {epoch: record}; a record without an epoch counts as epoch 0."""
-    index: dict[tuple[str, str], dict[int, ProfileRecord]] = defaultdict(dict)
-    for record in records:
-        index[(record.provenance.dataset, record.profile.tokens)][record.epoch or 0] = record
-    return dict(index)
 
 
 def render_profile_png(by_epoch: dict[int, ProfileRecord], epoch: int, metric: str, dataset: str) -> bytes:
@@ -579,13 +477,10 @@ def render_profile_png(by_epoch: dict[int, ProfileRecord], epoch: int, metric: s
         draw_reported(ax, REPORTED[dataset])
     ax.plot(values, marker="o", color="C0", label=f"epoch {epoch}")
     ax.plot([], [], color="0.8", label="other epochs")
-    ax.set_xticks(range(len(values)))
-    ax.set_xlabel("block index l (0 = first transformer block)")
-    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+    label = METRIC_LABELS.get(metric, metric)
+    block_axes(ax, len(values), label, f"{dataset}: {label} per block")
     if metric == "eed_percent":
         ax.set_ylim(0, 100)
-    ax.set_title(f"{dataset}: {METRIC_LABELS.get(metric, metric)} per block")
-    ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     add_caption(fig, profile_caption(record))
     buffer = io.BytesIO()
@@ -594,11 +489,15 @@ def render_profile_png(by_epoch: dict[int, ProfileRecord], epoch: int, metric: s
 
 
 def profile_explorer(records: Sequence[ProfileRecord]) -> widgets.VBox:
-    """Explore stored profile records (see :mod:`ib_tutorial.book.records`) by dataset, token
-    choice, metric and epoch."""
+    """Explore profile records by dataset, token choice, metric and epoch.
+
+    Every epoch's figure is rendered to a PNG in a ``Stack`` linked to the epoch slider in the
+    browser (``jslink``), so the slider works in the static book; the other controls need a kernel."""
     if not records:
         raise ValueError("no profile records to explore; run `ib-tutorial profile RUN_DIR` first")
-    index = _index_records(records)
+    index: dict[tuple[str, str], dict[int, ProfileRecord]] = defaultdict(dict)  # no epoch: epoch 0
+    for record in records:
+        index[(record.provenance.dataset, record.profile.tokens)][record.epoch or 0] = record
     dataset = widgets.Dropdown(options=sorted({d for d, _ in index}), description="dataset")
     tokens = widgets.Dropdown(description="tokens")
     metric = widgets.Dropdown(description="metric")
@@ -647,8 +546,7 @@ FLOOR = 1e-8
 
 def plot_spectra(samples: Mapping[str, torch.Tensor]) -> plt.Figure:
     r"""The normalised covariance spectrum :math:`p_k = \lambda_k / \sum_j \lambda_j` of each
-    feature matrix of ``samples`` (name -> [N, D]) on a log axis, labelled with its
-    :math:`N_\mathrm{eff}`; shares below :data:`FLOOR` are drawn at it."""
+    feature matrix (name -> [N, D]) on a log axis, labelled with its :math:`N_\mathrm{eff}`."""
     fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     for name, features in samples.items():
         spectrum = metrics.covariance_spectrum(features)

@@ -9,15 +9,9 @@ A profile file is JSON::
                     dataset, n_images, n_tokens},
      "bootstrap": {variant, seed, n_eff: [[...], ...]} | null}
 
-``bootstrap`` holds the replicates of a bootstrap over the profile's images
-(:class:`~ib_tutorial.measure.bootstrap.StoredReplicates`), from which
-:func:`bootstrap_of` gives intervals; files written before it was kept have none. A
-published model's provenance also names the model, its weights and its input
-(:mod:`~ib_tutorial.book.pretrained`).
-
-:class:`ProfileRecord` is their type: :func:`load_profile_record` reads a file as one and
-:func:`save_profile_record` writes one, and :data:`PROFILE_SCHEMA`, the JSON Schema the
-files validate against, is derived from it (:func:`ib_tutorial.schema.json_schema`).
+``bootstrap`` holds the replicates of a bootstrap over the profile's images, from which
+:func:`bootstrap_of` gives intervals (older files have none). :data:`PROFILE_SCHEMA`, the
+JSON Schema the files validate against, is derived from :class:`ProfileRecord`.
 """
 from __future__ import annotations
 
@@ -39,13 +33,12 @@ from ..schema import from_json, json_schema, schema_error
 
 SCHEMA_ID = "ib-tutorial/profile/1"
 
+
 @dataclass(frozen=True)
 class Provenance:
-    """Where a measurement came from: code, preset, settings (their hash), packages, device,
-    date, and the images and tokens it was computed on. A published model's records
-    (:func:`~ib_tutorial.book.pretrained.profile_published`) also name the model, the
-    dataset spec, its weights (file or hub, and their SHA-256) and its input (side, resize
-    interpolation, normalisation); a run's records leave those None, and their files lack them."""
+    """Where a measurement came from. Only a published model's records
+    (:func:`~ib_tutorial.book.pretrained.profile_published`) name the model, dataset spec,
+    weights and input; a run's leave them None, and its files lack them."""
 
     code_version: str
     preset: str
@@ -66,15 +59,13 @@ class Provenance:
     std: list[float] | None = None
 
     def to_dict(self) -> dict:
-        """JSON-ready data, without the fields that are None (a run's record names no model)."""
+        """JSON-ready data, without the fields that are None."""
         return {key: value for key, value in asdict(self).items() if value is not None}
 
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileRecord:
-    """One profile file: a :class:`~ib_tutorial.measure.block_profile.Profile` with its label,
-    epoch (None for a published model), :class:`Provenance` and, where one was drawn, its
-    bootstrap's replicates."""
+    """One profile file; ``epoch`` is None for a published model."""
 
     schema: str = field(default=SCHEMA_ID, metadata={"schema": {"const": SCHEMA_ID}})
     label: str
@@ -84,7 +75,7 @@ class ProfileRecord:
     bootstrap: StoredReplicates | None = None
 
     def to_dict(self) -> dict:
-        """The file's JSON data (its keys in the order of the fields)."""
+        """The file's JSON data."""
         return {**asdict(self), "provenance": self.provenance.to_dict()}
 
     @classmethod
@@ -100,14 +91,13 @@ _PACKAGES = ("ib-tutorial", "torch", "timm", "numpy")
 
 
 def config_hash(config: dict) -> str:
-    """SHA-256 (first 16 hex digits) of the config as canonical JSON: equal settings, equal hash."""
+    """SHA-256 (first 16 hex digits) of the config as canonical JSON."""
     canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def code_version() -> str:
-    """The git commit of the package's checkout (with ``+dirty`` if it has local
-    changes), else the installed package version."""
+    """The git commit of the package's checkout (``+dirty`` with local changes), else its version."""
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
@@ -120,8 +110,7 @@ def code_version() -> str:
 
 
 def source_fingerprint() -> str:
-    """SHA-256 (first 16 hex digits) of the package's source files and the versions of the
-    packages it runs on: equal fingerprints, equal code, whatever git says."""
+    """SHA-256 (first 16 hex digits) of the package's source and the versions of what it runs on."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(json.dumps(_package_versions(), sort_keys=True).encode())
     for path in sorted(package.rglob("*.py")):
@@ -140,24 +129,15 @@ def _package_versions() -> dict[str, str]:
 
 
 def provenance(*, preset: str, config: dict, dataset: str, n_images: int, n_tokens: int, device: str) -> Provenance:
-    """Everything needed to say where a measurement came from: code, preset, settings,
-    packages, device, date, and the images and tokens it was computed on."""
-    return Provenance(
-        code_version=code_version(),
-        preset=preset,
-        config_hash=config_hash(config),
-        packages=_package_versions(),
-        device=device,
-        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        dataset=dataset,
-        n_images=n_images,
-        n_tokens=n_tokens,
-    )
+    """The :class:`Provenance` of a measurement made now by this code."""
+    return Provenance(code_version=code_version(), preset=preset, config_hash=config_hash(config),
+                      packages=_package_versions(), device=device,
+                      date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), dataset=dataset,
+                      n_images=n_images, n_tokens=n_tokens)
 
 
 def validate_profile_record(data: dict) -> None:
-    """Raise ``ValueError`` naming the first field of a file's JSON ``data`` that breaks
-    :data:`PROFILE_SCHEMA` (:func:`~ib_tutorial.schema.schema_error`)."""
+    """Raise ``ValueError`` naming the first field of ``data`` that breaks :data:`PROFILE_SCHEMA`."""
     error = schema_error(PROFILE_SCHEMA, data)
     if error is not None:
         where = "/".join(str(part) for part in error[0]) or "(top level)"
@@ -183,8 +163,7 @@ def load_profile_record(path: str | os.PathLike) -> ProfileRecord:
 
 
 def bootstrap_of(record: ProfileRecord, level: float = LEVEL, method: str = METHODS[0]) -> BootstrapProfile | None:
-    """The bootstrap over images stored in a profile record, read at ``level`` with
-    ``method``; None for a record without one."""
+    """The record's bootstrap over images read at ``level`` with ``method``; None without one."""
     if record.bootstrap is None:
         return None
     return BootstrapProfile.from_stored(record.profile.n_eff, record.profile.dim, record.bootstrap, level, method)

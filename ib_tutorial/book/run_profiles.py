@@ -1,26 +1,16 @@
 """A run's saved networks measured: every teacher profiled, the last one pruned, what they learned besides the class.
 
-:func:`profile_run` profiles each saved backbone (epoch 0 is the random initialisation) on a
-fixed, seeded, held-out image set into ``profiles/<epoch>.json`` (other token choices and the
-uncentred variant into ``profiles/<variant>/<epoch>.json``), each a schema-valid record
-(:mod:`ib_tutorial.book.records`) with, when centred, a bootstrap over its images. Files that
-already hold the same measurement are skipped, so an interrupted pass resumes. A run is
-measured with the settings it recorded (:func:`profile_settings`), not its preset's of today;
-every epoch sees the same images and bootstrap seed, so two epochs' replicates are paired
-(:func:`~ib_tutorial.measure.bootstrap.joint_interval`).
+:func:`profile_run` profiles each saved backbone (epoch 0 is the random initialisation) into
+``profiles/<epoch>.json`` (other measurements into ``profiles/<variant>/<epoch>.json``), with
+the settings the run recorded; every epoch sees the same images and bootstrap seed, so two
+epochs' replicates are paired (:func:`~ib_tutorial.measure.bootstrap.joint_interval`). Files
+that already hold the measurement are skipped, so an interrupted pass resumes.
 
-:func:`prune_run` writes the last network's spectral pruning curves
-(:mod:`ib_tutorial.measure.pruning`) on the run's own k-NN images::
-
-    <run>/pruning/<pool>-<epoch>.json    {"epoch", "pool", "keep_fraction", "chance", "blocks", "provenance"}
-
-On a world with objects, each factor an image draws besides its class (object value, hue,
-size, place, background value:
-:meth:`~ib_tutorial.data.synthetic.SyntheticWorld.object_factors`) is split at its median over
-the training images, and the run's k-NN classifier (:mod:`ib_tutorial.measure.knn`) predicts
-the side from the network's features; chance is the larger side's share, about 50 %. A network
-that tells the object's value apart while its class accuracy falls has learned the value
-instead of the shape. A factor that does not vary is listed as ``constant`` and not split::
+:func:`prune_run` writes ``pruning/<pool>-<epoch>.json``. On a world with objects,
+:func:`measure_factors` splits each factor an image draws besides its class
+(:meth:`~ib_tutorial.data.synthetic.SyntheticWorld.object_factors`) at its median over the
+training images, and asks the run's k-NN classifier for the side: a network that tells the
+object's value apart while its class accuracy falls has learned the value instead of the shape::
 
     <run>/factors.json   {"epochs": {epoch: {pool: {factor or "class": top-1 %}}},
                           "chance": {factor: %}, "held_out": n, "constant": [factors],
@@ -52,14 +42,14 @@ from ..training.augment import eval_transform
 from ..training.data import knn_image_sets
 from ..training.run_config import RunConfig
 from ..training.runs import RunDirectory
-from .records import ProfileRecord, load_profile_record, provenance, save_profile_record
+from .records import ProfileRecord, Provenance, load_profile_record, provenance, save_profile_record
 
 
 PROFILE_SEED_OFFSET = 1000  # the profile images differ from the k-NN subsets drawn from the same seed
 
 
 def profile_folder(run: RunDirectory, tokens: str, center: bool) -> Path:
-    """``profiles/`` for the default measurement (all tokens, centred), else a named subfolder."""
+    """``profiles/`` for all tokens, centred, else a named subfolder."""
     variant = ("" if tokens == "all" else tokens) + ("" if center else "-uncentred")
     return run.path / "profiles" / variant.strip("-") if variant else run.path / "profiles"
 
@@ -70,16 +60,12 @@ VARIANTS = (("cls", True), ("patch", True), ("mean", True), ("all", False))
 
 
 def variant_label(tokens: str, center: bool) -> str:
-    """``all tokens, centred``, ``cls, uncentred``, ...: how a figure names a measurement."""
+    """``all tokens, centred``, ``cls, uncentred``, ...: a measurement's name in figures."""
     return f"{'all tokens' if tokens == 'all' else tokens}, {'centred' if center else 'uncentred'}"
 
 
 def profile_images(config: RunConfig, images: int, root=None, download: bool = False, img_size: int | None = None) -> Subset:
-    """The run's held-out split at its input size (or ``img_size``), reduced to a seeded
-    subset of ``images``.
-
-    The same run always gets the same images, so every epoch is measured on one set.
-    """
+    """A seeded subset of ``images`` of the run's held-out split at its input size (or ``img_size``)."""
     dataset = get_dataset(config.dataset, config.held_out_split, root=root, download=download,
                           transform=eval_transform(img_size or config.view.img_size), **config.dataset_options)
     if images > len(dataset):
@@ -89,30 +75,33 @@ def profile_images(config: RunConfig, images: int, root=None, download: bool = F
 
 
 def seeded_subset(dataset, images: int, seed: int) -> Subset:
-    """``images`` of ``dataset`` drawn with ``seed`` (offset from the k-NN subsets' draw):
-    the profile images of every run and network measured with that seed."""
+    """``images`` of ``dataset`` drawn with ``seed``, offset from the k-NN subsets' draw."""
     generator = torch.Generator().manual_seed(seed + PROFILE_SEED_OFFSET)
     return Subset(dataset, torch.randperm(len(dataset), generator=generator)[:images].tolist())
 
 
 def profile_settings(config: RunConfig) -> ProfileSettings:
-    """How the run is profiled: the settings it recorded when it started, or, for a run made
-    before they were recorded, its preset's."""
+    """The profile settings the run recorded, or for an older run its preset's."""
     return config.profile if config.profile is not None else get_preset(config.preset).profile
 
 
 def profile_device(config: RunConfig) -> torch.device:
-    """The device the run trained on, or the CPU, with a printed note, when it is not here
-    (a GPU run profiled on a laptop: the same measurement, more slowly)."""
+    """The device the run trained on, or the CPU, with a note, when it is not here."""
     if config.device == "cuda" and not torch.cuda.is_available():
         print(f"{config.dataset}: the run trained on a GPU and none is visible; profiling on the CPU.")
         return torch.device("cpu")
     return torch.device(config.device)
 
 
+def run_provenance(config: RunConfig, n_images: int, n_tokens: int, device: torch.device) -> Provenance:
+    """The :func:`~ib_tutorial.book.records.provenance` of a measurement of a run made now."""
+    return provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=n_images,
+                      n_tokens=n_tokens, device=str(device))
+
+
 def default_profile_count(config: RunConfig, root=None, download: bool = False) -> int:
-    """The run's number of profile images, or the whole held-out split when it is smaller
-    (DTD's 144 test images of the 6-class subset), with a printed note."""
+    """The run's number of profile images, or with a note the whole held-out split when smaller
+    (DTD's 144 test images of the 6-class subset)."""
     wanted = profile_settings(config).images
     split = len(get_dataset(config.dataset, config.held_out_split, root=root, download=download,
                             **config.dataset_options))
@@ -134,38 +123,18 @@ def _is_done(path: Path, n_images: int, companions, bootstrapped: bool = False) 
             and (record.bootstrap is not None or not bootstrapped))
 
 
-def profile_run(
-    run_dir: str | os.PathLike,
-    tokens: str = "all",
-    center: bool = True,
-    images: int | None = None,
-    companions=COMPANIONS,
-    root=None,
-    download: bool = False,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-) -> list[Path]:
-    """Profile each saved teacher backbone of ``run_dir``; return the profile files.
-
-    Args:
-        run_dir: a directory written by :func:`ib_tutorial.training.loop.train`.
-        tokens, center, companions: as for :func:`~ib_tutorial.measure.block_profile.profile_model`.
-        images: profile images (default: the run preset's ``profile.images``).
-        root, download: where the run's dataset lives (for real datasets).
-        device: default: the run's own (:func:`profile_device`).
-
-    Everything else comes from the run's :func:`profile_settings`; a centred measurement is
-    bootstrapped over its images with ``replicates`` of them (seeded with the run's seed).
-    """
+def profile_run(run_dir: str | os.PathLike, tokens: str = "all", center: bool = True, images: int | None = None,
+                companions=COMPANIONS, root=None, download: bool = False, device: str | torch.device | None = None,
+                progress: bool = True) -> list[Path]:
+    """Profile each saved teacher of ``run_dir`` with the run's :func:`profile_settings`; return
+    the profile files. A centred measurement is bootstrapped over its images."""
     return _profile_teachers(run_dir, [(tokens, center)], images, companions, root, download, device,
                              progress)[(tokens, center)]
 
 
 def profile_variants(run_dir: str | os.PathLike, root=None, download: bool = False, progress: bool = True
                      ) -> dict[str, list[Path]]:
-    """:func:`profile_run` for every measurement in :data:`VARIANTS` (EED alone, no
-    companions): the same teachers on the same images, measured each way the paper leaves
-    open, every way from one forward pass per batch."""
+    """:func:`profile_run` for every measurement of :data:`VARIANTS`, without companions."""
     paths = _profile_teachers(run_dir, VARIANTS, None, (), root, download, None, progress)
     return {variant_label(tokens, center): paths[(tokens, center)] for tokens, center in VARIANTS}
 
@@ -173,9 +142,7 @@ def profile_variants(run_dir: str | os.PathLike, root=None, download: bool = Fal
 def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[str, bool]], images: int | None,
                       companions, root, download: bool, device: str | torch.device | None, progress: bool
                       ) -> dict[tuple[str, bool], list[Path]]:
-    """Each ``(tokens, center)`` of ``measurements`` of every saved teacher of ``run_dir`` that
-    is not measured yet (see :func:`profile_run`): each teacher loaded once, and measured every
-    way in one pass (:func:`~ib_tutorial.measure.block_profile.profile_measurements`)."""
+    """Every ``(tokens, center)`` of ``measurements`` not yet made, each teacher loaded once."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     settings = profile_settings(config)
@@ -183,14 +150,12 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
     device = torch.device(device) if device is not None else profile_device(config)
     epochs = run.backbone_epochs()
     folders = {measurement: profile_folder(run, *measurement) for measurement in measurements}
-
-    def replicates(center: bool) -> int:
-        return settings.replicates if center else 0  # the bootstrap's covariance is centred
+    bootstrap_centred = settings.replicates > 0  # the bootstrap's covariance is centred: none for the uncentred
 
     todo: dict[int, list[tuple[str, bool]]] = {}  # epoch -> what it still lacks
     for epoch in epochs:
-        measured = [(tokens, center) for tokens, center in measurements
-                    if not _is_done(folders[(tokens, center)] / f"{epoch}.json", images, companions, replicates(center) > 0)]
+        measured = [(tokens, center) for tokens, center in measurements if not _is_done(
+                    folders[(tokens, center)] / f"{epoch}.json", images, companions, center and bootstrap_centred)]
         if measured:
             todo[epoch] = measured
     if todo:
@@ -200,13 +165,12 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
         model = run.load_backbone(epoch, device)
         profiles = profile_measurements(model, loader, measured, companions=companions, device=device,
                                         twonn_samples=settings.twonn_samples, seed=config.seed, progress=False)
-        bootstrapped = [("tokens", tokens) for tokens, center in measured if replicates(center)]
+        bootstrapped = [("tokens", tokens) for tokens, center in measured if center and bootstrap_centred]
         bootstraps = bootstrap_blocks(model, dataset, bootstrapped, settings.replicates, seed=config.seed,
                                       batch_size=settings.batch_size, device=device) if bootstrapped else {}
         for (tokens, center), profile in zip(measured, profiles):
             bootstrap = bootstraps.get(("tokens", tokens)) if center else None
-            origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                                n_images=profile.n_images, n_tokens=profile.n_tokens, device=str(device))
+            origin = run_provenance(config, profile.n_images, profile.n_tokens, device)
             record = ProfileRecord(label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
                                    profile=profile, provenance=origin,
                                    bootstrap=bootstrap.stored() if bootstrap is not None else None)
@@ -216,9 +180,8 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
 
 def raw_patch_eed(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
                   ) -> tuple[float, int]:
-    r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's profile images, and their
-    dimension :math:`3p^2` (see :func:`~ib_tutorial.measure.block_profile.patch_eed`): the image content that
-    can enter block 0, the data's own part of every profile."""
+    r""":math:`N_\mathrm{eff}` of the raw pixel patches of the run's profile images and their
+    dimension :math:`3p^2` (:func:`~ib_tutorial.measure.block_profile.patch_eed`)."""
     config = RunDirectory(run_dir).read_config()
     images = images or default_profile_count(config, root, download)
     loader = DataLoader(profile_images(config, images, root, download), batch_size=profile_settings(config).batch_size)
@@ -235,11 +198,10 @@ def load_run_profiles(run_dir: str | os.PathLike, tokens: str = "all", center: b
 PRETRAINED_SIZE = 224  # the input size timm's DINO ViT-S/16 was trained at
 
 
-def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False,
-                       device: str | torch.device | None = None) -> Path | None:
-    """Profile timm's pretrained DINO ViT-S/16 on the run's profile images (resized to 224 px)
-    and write ``controls/pretrained-dino.json``; ``None``, with a printed reason, when its
-    weights cannot be fetched."""
+def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, root=None, download: bool = False
+                       ) -> Path | None:
+    """Profile timm's pretrained DINO ViT-S/16 on the run's profile images at 224 px into
+    ``controls/pretrained-dino.json``; None when its weights cannot be fetched."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     images = images or default_profile_count(config, root, download)
@@ -249,7 +211,7 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     model = pretrained_dino_vit_small()
     if model is None:
         return None
-    device = torch.device(device) if device is not None else profile_device(config)
+    device = profile_device(config)
     loader = DataLoader(profile_images(config, images, root, download, img_size=PRETRAINED_SIZE),
                         batch_size=profile_settings(config).batch_size)
     profile = profile_model(model.to(device), loader, device=device, progress=False)
@@ -262,36 +224,27 @@ def profile_pretrained(run_dir: str | os.PathLike, images: int | None = None, ro
     return path
 
 
-def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, download: bool = False,
-              device: str | torch.device | None = None) -> Path:
-    """The pruning curves of the teacher of ``epoch`` (default: the last saved) of a run, on
-    the run's own k-NN images, written to ``pruning/<pool>-<epoch>.json`` in the run
-    directory (skipped when that file exists)."""
+def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, download: bool = False) -> Path:
+    """The pruning curves of the teacher of ``epoch`` (default: the last) on the run's k-NN images,
+    into ``pruning/<pool>-<epoch>.json`` (skipped when it exists)."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     epoch = run.backbone_epochs()[-1] if epoch is None else epoch
     path = run.path / "pruning" / f"{pool}-{epoch}.json"
     if path.exists():
         return path
-    device = torch.device(device) if device is not None else profile_device(config)
+    device = profile_device(config)
     train_set, held_out_set = knn_image_sets(config, root, download)
     classes = len(train_set.dataset.classes)
     curves = prune_blocks(run.load_backbone(epoch, device), train_set, held_out_set, classes, pool,
                           k_neighbours=config.train.knn_k, temperature=config.train.knn_temperature, device=device)
-    origin = provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                        n_images=len(train_set) + len(held_out_set), n_tokens=curves[0].n_tokens, device=str(device))
+    origin = run_provenance(config, len(train_set) + len(held_out_set), curves[0].n_tokens, device)
     write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin.to_dict())})
     return path
 
 
 FILE = "factors.json"
 SYNTHETIC_WORLDS = ("synthetic-objects", "synthetic-mix", "synthetic-textures")
-
-
-def object_world(subset) -> SyntheticWorld | None:
-    """The synthetic world under a k-NN image subset, when its images have an object layer."""
-    world = subset.dataset
-    return world if isinstance(world, SyntheticWorld) and world.texture_weight < 1 else None
 
 
 def has_object_factors(run_dir) -> bool:
@@ -303,10 +256,10 @@ def has_object_factors(run_dir) -> bool:
 
 
 def factor_values(subset) -> dict[str, np.ndarray]:
-    """Each factor of :data:`~ib_tutorial.data.synthetic.OBJECT_FACTORS` for every image of a
-    subset of an object world, in the subset's order."""
-    world = object_world(subset)
-    if world is None:
+    """Each of :data:`~ib_tutorial.data.synthetic.OBJECT_FACTORS` for every image of a subset of
+    an object world, in the subset's order."""
+    world = subset.dataset
+    if not isinstance(world, SyntheticWorld) or world.texture_weight >= 1:
         raise ValueError("the images are not a synthetic world with objects (texture_weight < 1): they have no object factors")
     drawn = [world.object_factors(int(index)) for index in subset.indices]
     return {name: np.array([factors[name] for factors in drawn]) for name in OBJECT_FACTORS}
@@ -314,13 +267,8 @@ def factor_values(subset) -> dict[str, np.ndarray]:
 
 @dataclass(frozen=True)
 class MedianSplits:
-    """Each varying factor's split at its median over the training images.
-
-    Attributes:
-        thresholds: the median of each factor that varies.
-        constant: the factors that do not vary over the training images (not split).
-        train, held_out: each split factor's side (``True``: above the median) for every image.
-    """
+    """Each varying factor's split at its median over the training images (``thresholds``);
+    ``train`` and ``held_out``: each image's side (True: above); ``constant``: factors not split."""
 
     thresholds: dict[str, float]
     constant: list[str]
@@ -335,29 +283,27 @@ class MedianSplits:
                    {name: torch.as_tensor(held_out_values[name] > cut) for name, cut in thresholds.items()})
 
     def chance(self) -> dict[str, float]:
-        """The larger side's share of the held-out images, in percent: a k-NN that reads nothing of the factor."""
+        """The larger side's share of the held-out images, in percent."""
         return {name: 100 * max(share, 1 - share) for name, share in
                 ((name, float(side.float().mean())) for name, side in self.held_out.items())}
 
     def accuracies(self, train_features: torch.Tensor, held_out_features: torch.Tensor, k: int,
                    temperature: float) -> dict[str, float]:
-        """k-NN top-1 (percent) of each split from L2-normalised features of the same images."""
+        """k-NN top-1 (percent) of each split from L2-normalised features."""
         return {name: knn_accuracy(train_features, self.train[name].long(), held_out_features,
                                    self.held_out[name].long(), 2, k, temperature)["top1"] for name in self.thresholds}
 
 
 def read_factors(run_dir) -> dict | None:
-    """What :func:`measure_factors` wrote in ``run_dir`` (``factors.json``), or None when it
-    has not been measured there."""
+    """What :func:`measure_factors` wrote in ``run_dir``, or None."""
     path = Path(run_dir) / FILE
     return read_json(path) if path.exists() else None
 
 
 def measure_factors(run_dir, epochs: list[int] | None = None, root=None, download: bool = False,
                     progress: bool = True) -> Path:
-    """k-NN accuracy of each object factor's median split, and of the class, from the CLS
-    token and the mean patch token of the run's saved networks at ``epochs`` (default: every
-    saved one), written to ``factors.json`` in the run; epochs already there are kept."""
+    """k-NN accuracy of each factor's median split, and of the class, of the run's networks at
+    ``epochs`` (default: every saved one), into ``factors.json``; epochs already there are kept."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     saved = run.backbone_epochs()
@@ -379,8 +325,7 @@ def measure_factors(run_dir, epochs: list[int] | None = None, root=None, downloa
     images = len(train_set) + len(held_out_set)
     record |= {"chance": splits.chance(), "held_out": len(held_out_set), "constant": splits.constant,
                "thresholds": splits.thresholds,
-               "provenance": provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset,
-                                        n_images=images, n_tokens=images, device=str(device)).to_dict()}
+               "provenance": run_provenance(config, images, images, device).to_dict()}
     for epoch in todo:
         backbone = run.load_backbone(epoch, device)
         train_features, train_classes = extract_features(backbone, train_set, **extract)

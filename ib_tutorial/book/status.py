@@ -1,9 +1,8 @@
-"""Where the paper's claims stand on the networks trained here: every test the chapters ask
-of them (the longest run of each data set and objective, the seeds of a setting, the texture
-knob's sweeps and seeds, the GPU run) in one list, and every network read with the book's
-learned rule (:mod:`~ib_tutorial.book.learned`). The claims chapter shows the list as
-one table (:func:`~ib_tutorial.book.claims.status_markdown`) and the introduction states
-its summary (:func:`status_summary`, :func:`learned_summary`), so the two cannot disagree.
+"""Where the paper's claims stand on the networks trained here: every test the chapters ask of
+them in one list, and every network read with the book's learned rule
+(:mod:`~ib_tutorial.book.learned`). The claims chapter shows the list
+(:func:`~ib_tutorial.book.claims.status_markdown`) and the introduction its summary
+(:func:`status_summary`), so the two cannot disagree.
 """
 from __future__ import annotations
 
@@ -43,8 +42,8 @@ class Network:
 
 @dataclass(frozen=True)
 class SeedGroup:
-    """The seeds of one setting (as ``"dino, dtd (textures)"``), ascending, and their claims
-    (:func:`~ib_tutorial.book.claims.seed_tests`): each seed's, then the verdicts over the seeds."""
+    """The seeds of one setting (``"dino, dtd (textures)"``), ascending, and their claims
+    (:func:`~ib_tutorial.book.claims.seed_tests`): each seed's, then the verdicts over them."""
 
     setting_label: str
     spread: SeedSpread
@@ -66,8 +65,7 @@ class SeedGroup:
 
 @dataclass(frozen=True)
 class ClaimStatus:
-    """Every ``(network or group of seeds, test)`` of the chapters, each (network, claim) once,
-    and every network they read, each once."""
+    """Every ``(network or group of seeds, test)`` of the chapters, and every network they read, each once."""
 
     tests: Tested
     networks: list[Network]
@@ -80,8 +78,7 @@ class ClaimStatus:
 
 
 def longest_runs() -> dict[tuple[str, str], DatasetRun]:
-    """The committed run that trained longest for each (data set, objective) of :data:`DATA`
-    and :data:`OBJECTIVES`, where there is one."""
+    """The committed run that trained longest for each (data set, objective), where there is one."""
     found = {(dataset, objective): longest_run(dataset, objective) for dataset in DATA for objective in OBJECTIVES}
     return {key: entry for key, entry in found.items() if entry is not None}
 
@@ -91,19 +88,11 @@ def run_label(key: tuple[str, str], entry: DatasetRun) -> str:
     return f"{objective}, {dataset} ({DATA[dataset]}), seed {entry.run.config.seed}, {entry.run.profiles[-1].epoch} epochs"
 
 
-def seeded_runs(key: str, dataset: str) -> list[BundleRun]:
-    """The runs of manifest entry ``key`` on ``dataset``, ascending in seed; none where the
-    bundle is not committed next to the package."""
-    folder = stored_entry(key)
-    if not folder.exists():
-        return []
-    return sorted((run for run in load_bundle(folder).runs.values() if run.spec.dataset == dataset),
-                  key=lambda run: run.config.seed)
-
-
 def seed_group(key: str, dataset: str) -> SeedGroup | None:
     """The seeds of manifest entry ``key`` on ``dataset`` and their claims; None for fewer than two."""
-    runs = seeded_runs(key, dataset)
+    folder = stored_entry(key)
+    found = load_bundle(folder).runs.values() if folder.exists() else ()
+    runs = sorted((run for run in found if run.spec.dataset == dataset), key=lambda run: run.config.seed)
     if len(runs) < 2:
         return None
     spread = SeedSpread.of(runs)
@@ -113,10 +102,9 @@ def seed_group(key: str, dataset: str) -> SeedGroup | None:
 
 
 def longest_run_tests(found: dict[tuple[str, str], DatasetRun], lenders: Tested = ()) -> Tested:
-    """The claims on each longest run (:func:`longest_runs`) and, per objective, objects
-    against textures. A run profiled without a bootstrap borrows an approximate interval
-    (:func:`~ib_tutorial.book.claims.borrowed_test`) from ``lenders``, the seeds of its
-    own data and objective, where given; a network that did not learn gets ``not applicable``."""
+    """The claims on each longest run and, per objective, objects against textures. The supervised
+    Tiny ImageNet run, profiled without a bootstrap, borrows an interval
+    (:func:`~ib_tutorial.book.claims.borrowed_test`) from ``lenders``, its seeds' tests."""
     by_claim: dict[str, list[ClaimTest]] = {}
     for _, test in lenders:
         by_claim.setdefault(test.claim, []).append(test)
@@ -139,8 +127,8 @@ def longest_run_tests(found: dict[tuple[str, str], DatasetRun], lenders: Tested 
 
 
 def _sweep_status(name: str, sweep: KnobSweep) -> tuple[Tested, list[Network]]:
-    """A knob sweep's tests, as the knob chapter asks them (:func:`~ib_tutorial.book.knob.sweep_claims`),
-    with every seed's own tests and, at each weight trained from more seeds, the verdict over them."""
+    """A knob sweep's tests (:func:`~ib_tutorial.book.knob.sweep_claims`), every seed's own, and at
+    each weight trained from more seeds, the verdict over them."""
     runs = [run for _, run in sweep.runs.values()]
     runs += [run for pair in seeds_by_weight(sweep).values() for run in pair if run.config.seed != runs[0].config.seed]
     networks, tested = [], []
@@ -158,22 +146,15 @@ def _sweep_status(name: str, sweep: KnobSweep) -> tuple[Tested, list[Network]]:
 
 
 def knob_status() -> tuple[Tested, list[Network]]:
-    """Every test of the knob chapter: the supervised sweep and the DINO sweeps of
-    :data:`DINO_KNOB_RECIPES`, each with its seeds."""
+    """Every test of the knob chapter: the supervised sweep and the DINO sweeps, with their seeds."""
     sweeps = {"supervised knob": widest_sweep("supervised")}
     sweeps |= {f"DINO knob ({views})": recipe_sweep(recipe) for views, recipe in DINO_KNOB_RECIPES.items()}
-    tested, networks = [], []
-    for name, sweep in sweeps.items():
-        if sweep is not None:
-            more_tests, more_networks = _sweep_status(name, sweep)
-            tested += more_tests
-            networks += more_networks
-    return tested, networks
+    found = [_sweep_status(name, sweep) for name, sweep in sweeps.items() if sweep is not None]
+    return [test for tests, _ in found for test in tests], [network for _, networks in found for network in networks]
 
 
 def claim_status() -> ClaimStatus:
-    """Every test the chapters ask of the committed networks (:class:`ClaimStatus`), each network
-    once: a seed that is also a longest run keeps that run's row."""
+    """Every test the chapters ask of the committed networks, each network once."""
     found = longest_runs()
     networks = [Network.of(run_label(key, entry), entry.run) for key, entry in found.items()]
     supervised = seed_group("supervised-seeds", "tiny-imagenet")
@@ -183,7 +164,8 @@ def claim_status() -> ClaimStatus:
     for group in groups:
         for run in group.runs:
             network = Network.of(group.seed_label(run.config.seed), run)
-            if _identity(network) not in {_identity(known) for known in networks}:
+            # Two networks are one where their objective and last profile are.
+            if (network.objective, network.last.n_eff) not in {(n.objective, n.last.n_eff) for n in networks}:
                 networks.append(network)
                 tested += [(network.label, claims.on_learned(test, network.rule.learned))
                            for seed, test in group.per_seed if seed == f"seed {run.config.seed}"]
@@ -201,14 +183,8 @@ def claim_status() -> ClaimStatus:
     return ClaimStatus(tested + knob_tests, networks + knob_networks)
 
 
-def _identity(network: Network) -> tuple:
-    """What tells two networks apart: their objective and last profile."""
-    return network.objective, network.last.n_eff
-
-
 def status_summary(status: ClaimStatus) -> str:
-    """How many tests hold, fail and are undetermined on networks that learned, and how many
-    read networks that did not; the ones that hold, named."""
+    """How many tests hold, fail, are undetermined or not applicable; the ones that hold, named."""
     counts = status.counts()
     held = "; ".join(f"{test.claim} on {subject}" for subject, test in status.held())
     return (f"Of {len(status.tests)} tests, {counts[Verdict.HOLDS]} hold, {counts[Verdict.FAILS]} fail and "
@@ -218,8 +194,7 @@ def status_summary(status: ClaimStatus) -> str:
 
 
 def learned_summary(status: ClaimStatus) -> str:
-    """Which networks learned by the rule, objective by objective: every DINO network named,
-    the supervised ones counted."""
+    """Which networks learned, objective by objective: the DINO ones named, the supervised counted."""
     parts = []
     for objective in OBJECTIVES:
         mine = [network for network in status.networks if network.objective == objective]
@@ -237,8 +212,8 @@ def u_profiles(status: ClaimStatus) -> list[Network]:
 
 
 def knn_gains(found: dict[tuple[str, str], DatasetRun], dataset: str) -> str:
-    """One sentence: the CLS k-NN top-1 of each objective's longest run on ``dataset``, from
-    the random initialisation to the last epoch, with one standard error of the last."""
+    """One sentence: the CLS k-NN top-1 of each objective's longest run on ``dataset``, from the
+    random initialisation to the last epoch."""
     gains = []
     for objective in OBJECTIVES:
         if (entry := found.get((dataset, objective))) is not None:

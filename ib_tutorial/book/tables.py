@@ -1,11 +1,9 @@
 """Markdown tables of computed results, and one section of a chapter (:class:`ResultSection`).
 
-A section is a table, a figure, the values its paragraph glues and the statements that
+A section is a table, figures, the values its paragraph glues and the statements that
 paragraph makes, each checked against the data: when committed results change so that a
 statement no longer holds, :meth:`ResultSection.show` raises and ``pytest --nbval`` fails
-until the paragraph is rewritten. The tables (the comparison with the paper, a bundle's runs,
-a run's estimated cost) only format what :mod:`ib_tutorial.book` and
-:mod:`ib_tutorial.training.cost` compute.
+until the paragraph is rewritten.
 """
 from __future__ import annotations
 
@@ -30,15 +28,9 @@ from .paper import ComparisonRow, MIDDLE, run_comparison
 
 @dataclass(frozen=True)
 class ResultSection:
-    """What one section of a chapter shows of a computed result.
-
-    Attributes:
-        table: Markdown shown first (a table, or a sentence where the results are absent).
-        figures: the section's figures, shown after the table.
-        values: name -> value, glued for the paragraph (MyST-NB's ``glue:text`` role).
-        statements: what the paragraph says -> whether the data still says it.
-        details: Markdown a chapter shows folded (long tables of every test).
-    """
+    """What one section of a chapter shows: Markdown, then figures; ``values`` glued for the
+    paragraph; ``statements``: what it says -> whether the data still says it; ``details``:
+    Markdown a chapter shows folded."""
 
     table: str
     figures: tuple[plt.Figure, ...] = ()
@@ -58,8 +50,7 @@ class ResultSection:
                                  + ". Rewrite the paragraph after this cell.")
 
     def show(self, glue: Callable[[str, float | str], None]) -> None:
-        """Check the statements, glue the values with ``glue`` (the chapter's
-        :func:`~ib_tutorial.notebook.glue_number`), and display the table and the figures."""
+        """Check the statements, glue the values with ``glue``, and display the table and figures."""
         self.check()
         for name, value in self.values.items():
             glue(name, value)
@@ -81,9 +72,8 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
 
 
 def comparison_markdown(rows: list[ComparisonRow]) -> str:
-    """The rows as a Markdown table. When no row is like for like
-    (:func:`~ib_tutorial.book.paper.setting_difference`), the paper's values stand
-    beside ours as a reference, under the reason, without verdict or deviation columns."""
+    """The rows as a Markdown table; when no row is like for like
+    (:func:`~ib_tutorial.book.paper.setting_difference`), under the reason and without verdicts."""
     if rows and all(r.unlike for r in rows):
         reasons = "\n\n".join(dict.fromkeys(r.unlike for r in rows))
         table = markdown_table(["dataset", "statistic", "ours", "paper's value, for reference"],
@@ -94,11 +84,8 @@ def comparison_markdown(rows: list[ComparisonRow]) -> str:
 
 
 def bundle_markdown(bundle: Bundle) -> str:
-    """One row per dataset: k-NN top-1 on the CLS token and on mean-pooled patch tokens from
-    the random initialisation to the end (best in brackets), the raw-patch baseline, the
-    middle and last blocks' EED% from the random initialisation to the end, wall time and
-    median throughput. Each row is labelled by what sets its run apart; what the runs share
-    is said once, above the table (:func:`run_labels`)."""
+    """One row per run, labelled by what sets it apart (:func:`run_labels`): k-NN top-1 and EED%
+    from init to the end, the raw-patch baseline, wall time and median throughput."""
     blocks = f"L{MIDDLE[0]}-L{MIDDLE[-1]}"
     labels, shared = run_labels([run.spec for run in bundle.runs.values()])
     rows = []
@@ -122,9 +109,7 @@ def bundle_markdown(bundle: Bundle) -> str:
 
 def run_labels(specs: Sequence[RunSpec]) -> tuple[list[str], str]:
     """Short labels for runs named by their specs (``DATASET[:OPTIONS][@SETTINGS]``): what sets
-    each apart, in the spec's own syntax (its dataset where they differ, then the options and
-    settings whose value differs), and, once, what they all share. A table's first column then stays narrow where
-    full specs, all alike but for one value, would wrap over several lines."""
+    each apart, in the spec's own syntax, and, once, what they all share."""
     def items(values: dict) -> dict[str, str]:
         return {key: f"{key}={_setting(value)}" for key, value in values.items()}
 
@@ -159,6 +144,7 @@ def _setting(value) -> str:
 def duration_text(seconds: float) -> str:
     """``"14 min"`` or ``"1.9 h"``."""
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
 
 def estimate_markdown(estimate: RunTimeEstimate) -> str:
     """The estimate in words, with how it was computed, as a Markdown list."""
@@ -195,10 +181,8 @@ def estimate_markdown(estimate: RunTimeEstimate) -> str:
 
 
 def write_comparison_table(out: str | os.PathLike) -> Path:
-    """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.book.reproduce.reproduce`):
-    the final network of each DINO run, at the setting its ``config.json`` records, against the paper's reported values as
-    :data:`~ib_tutorial.book.paper.REPORTED` holds them now, recomputed from the final
-    profiles its ``summary.json`` records (whose stored rows name the runs compared)."""
+    """``comparison.md`` of a reproduction folder (:func:`ib_tutorial.book.reproduce.reproduce`): each
+    compared run's final profile against :data:`~ib_tutorial.book.paper.REPORTED` as it is now."""
     out = Path(out)
     summary = json.loads((out / "summary.json").read_text())
     rows = [row for spec, entry in summary["datasets"].items() if entry["comparison"]

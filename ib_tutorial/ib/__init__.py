@@ -22,9 +22,9 @@ from .model import (
 )
 
 __all__ = [
-    "ACTIVATIONS", "ESTIMATORS", "LAYER_WIDTHS", "InformationNetwork", "InformationPlane", "bin_codes", "binned_information",
-    "discrete_information", "entropy_bits", "flipped_label_information", "ib_lagrangian", "icosahedron_vertices",
-    "independence_bias_bits", "information_plane", "kde_information", "layer_eed", "logged_epochs",
-    "mutual_information_bits", "run_information_experiment", "saved_information_experiment", "sphere_score",
-    "toy_task", "train_information_network",
+    "ACTIVATIONS", "ESTIMATORS", "LAYER_WIDTHS", "InformationNetwork", "InformationPlane", "bin_codes",
+    "binned_information", "discrete_information", "entropy_bits", "flipped_label_information", "ib_lagrangian",
+    "icosahedron_vertices", "independence_bias_bits", "information_plane", "kde_information", "layer_eed",
+    "logged_epochs", "mutual_information_bits", "run_information_experiment", "saved_information_experiment",
+    "sphere_score", "toy_task", "train_information_network",
 ]

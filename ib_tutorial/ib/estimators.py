@@ -87,7 +87,7 @@ def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, flo
     per-unit bins, numbered :math:`0 \dots K-1` in sorted order.
     """
     if activations.ndim != 2 or bins < 1:
-        raise ValueError(f"need a 2-D [N, d] matrix and bins >= 1, got shape {tuple(activations.shape)}, bins {bins}")
+        raise ValueError(f"need a 2-D [N, d] matrix and bins >= 1, got {tuple(activations.shape)}, bins={bins}")
     a = activations.detach().to(torch.float64)
     low, high = (float(a.min()), float(a.max())) if value_range is None else map(float, value_range)
     if not high > low:  # a constant layer: every row lands in one cell

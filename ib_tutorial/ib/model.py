@@ -52,7 +52,8 @@ def icosahedron_vertices() -> Tensor:
 
 
 def sphere_score(inputs: Tensor) -> Tensor:
-    r"""The rotation-invariant score [N] of binary patterns ``inputs`` [N, 12]: with spins :math:`s_i = 2x_i - 1` placed on the icosahedron vertices :math:`u_i`,
+    r"""The rotation-invariant score [N] of binary patterns ``inputs`` [N, 12]: with spins
+    :math:`s_i = 2x_i - 1` placed on the icosahedron vertices :math:`u_i`,
 
     .. math::
 
@@ -84,9 +85,9 @@ def toy_task(seed: int = 0) -> ToyTask:
 
 class InformationNetwork(torch.nn.Module):
     r"""The 12-10-7-5-4-3-2 network of Shwartz-Ziv & Tishby: five hidden ``tanh`` or ``relu``
-    layers and a softmax output. Initialised as in the code released with Saxe et al.: hidden weights from a normal
-    distribution with standard deviation :math:`1/\sqrt{\text{width}}` truncated at two
-    standard deviations, output weights Glorot-uniform, biases zero.
+    layers and a softmax output. Initialised as in the code released with Saxe et al.: hidden weights
+    normal with standard deviation :math:`1/\sqrt{\text{width}}` truncated at two standard deviations,
+    output weights Glorot-uniform, biases zero.
     """
 
     def __init__(self, activation: str = "tanh", generator: torch.Generator | None = None):

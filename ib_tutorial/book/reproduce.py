@@ -35,6 +35,7 @@ curves are kept.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -48,7 +49,7 @@ from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_config import RunSpec
 from ..training.runs import RunDirectory
-from .paper import PAPER_DATASETS, comparison_records, run_comparison
+from .paper import PAPER_DATASETS, run_comparison
 from .pretrained import profile_published
 from .records import load_profile_record
 from .run_profiles import FILE as FACTORS_FILE
@@ -96,7 +97,7 @@ def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = Fals
         "knn_accuracy_first": knn[0] if knn else None,
         "raw_patch_n_eff": raw_n_eff,
         "raw_patch_dim": raw_dim,
-        "comparison": comparison_records(rows),
+        "comparison": [dataclasses.asdict(row) for row in rows],
         "provenance": last.provenance.to_dict(),
     }
 

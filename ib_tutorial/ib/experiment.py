@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
@@ -116,17 +116,14 @@ class InformationExperiment:
     def state(self) -> dict:
         """Everything, activations included, as ``torch.load(weights_only=True)`` reads it back."""
         run = self.trajectory
-        return {
-            "activation": run.activation, "settings": asdict(run.settings), "epochs": run.epochs,
-            "layers": run.layers, "labels": run.labels, "train_accuracy": run.train_accuracy,
-            "test_accuracy": run.test_accuracy, "train_loss": run.train_loss, "eed": self.eed,
-            "planes": {name: {"estimator": p.estimator, "i_xt": p.i_xt, "i_ty": p.i_ty} for name, p in self.planes.items()},
-        }
+        planes = {name: {"estimator": p.estimator, "i_xt": p.i_xt, "i_ty": p.i_ty} for name, p in self.planes.items()}
+        return {**{f.name: getattr(run, f.name) for f in fields(run)}, "settings": asdict(run.settings),
+                "eed": self.eed, "planes": planes}
 
     @classmethod
     def from_state(cls, state: dict) -> "InformationExperiment":
-        run = Trajectory(state["activation"], IBSettings(**state["settings"]), state["epochs"], state["layers"],
-                         state["labels"], state["train_accuracy"], state["test_accuracy"], state["train_loss"])
+        run = Trajectory(**{f.name: state[f.name] for f in fields(Trajectory)})
+        run.settings = IBSettings(**state["settings"])
         planes = {name: InformationPlane(run.activation, p["estimator"], run.epochs, p["i_xt"], p["i_ty"])
                   for name, p in state["planes"].items()}
         return cls(run, planes, state["eed"])

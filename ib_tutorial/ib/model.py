@@ -17,8 +17,6 @@ Tensor = torch.Tensor
 INPUT_BITS = 12
 LAYER_WIDTHS = (10, 7, 5, 4, 3, 2)
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
-TRAIN_FRACTION = 0.85
-DIPOLE_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def sphere_score(inputs: Tensor) -> Tensor:
     """
     spins = 2 * inputs.to(torch.float64) - 1
     dipole = spins @ icosahedron_vertices()
-    return spins.sum(1) - DIPOLE_WEIGHT * (dipole * dipole).sum(1)
+    return spins.sum(1) - 0.3 * (dipole * dipole).sum(1)
 
 
 def toy_task(seed: int = 0) -> ToyTask:
@@ -79,7 +77,7 @@ def toy_task(seed: int = 0) -> ToyTask:
     score = sphere_score(inputs)
     labels = (score > score.median()).long()
     order = torch.randperm(len(codes), generator=torch.Generator().manual_seed(seed))
-    n_train = round(TRAIN_FRACTION * len(codes))
+    n_train = round(0.85 * len(codes))
     return ToyTask(inputs, labels, order[:n_train].sort().values, order[n_train:].sort().values)
 
 

@@ -168,32 +168,28 @@ def compare_profile(dataset: str, eed_percent: list[float], setting: Setting) ->
     """
     reported: ReportedProfile | None = REPORTED.get(dataset)
     ref = reported or REPORTED["tiny-imagenet"]  # block ranges are the same for every dataset
-    rows = []
-
-    def add(statistic, ours, ours_text, bounds, key):
-        paper, verdict, deviation = _against_range(ours, bounds) if reported else ("not studied", "not reported", "-")
-        note = reported.band_note(key, bounds) if reported else ""
-        paper = f"{paper} ({note})" if note else paper
-        rows.append(ComparisonRow(dataset, statistic, ours, ours_text, paper, verdict, deviation))
-
     early = sum(eed_percent[b] for b in ref.early_blocks) / len(ref.early_blocks)
-    add(f"early EED% (mean of L{ref.early_blocks[0]}-L{ref.early_blocks[-1]})", early, f"{early:.1f} %",
-        reported.early_eed if reported else None, "early")
-
     minimum = min(eed_percent)
     where = eed_percent.index(minimum)
-    add("minimum EED%", minimum, f"{minimum:.1f} % at L{where}", reported.minimum_eed if reported else None, "minimum")
+    late = late_value(ref, eed_percent)
+    rows = []
+    for key, statistic, ours, ours_text in (
+            ("early", f"early EED% (mean of L{ref.early_blocks[0]}-L{ref.early_blocks[-1]})", early, f"{early:.1f} %"),
+            ("minimum", "minimum EED%", minimum, f"{minimum:.1f} % at L{where}"),
+            ("late", f"late EED% ({late_label(ref)})", late, f"{late:.1f} %")):
+        bounds = getattr(reported, f"{key}_eed") if reported else None
+        paper, verdict, deviation = _against_range(ours, bounds) if reported else ("not studied", "not reported", "-")
+        note = reported.band_note(key, bounds) if reported else ""
+        rows.append(ComparisonRow(dataset, statistic, ours, ours_text, f"{paper} ({note})" if note else paper, verdict,
+                                  deviation))
     if reported and reported.minimum_eed is not None:
         in_middle = where in reported.middle_blocks
-        rows.append(ComparisonRow(
+        rows.insert(2, ComparisonRow(
             dataset, "block of the minimum", float(where), f"L{where}",
             f"L{reported.middle_blocks[0]}-L{reported.middle_blocks[-1]}",
             "within" if in_middle else "differs",
             "inside the reported blocks" if in_middle else f"minimum at L{where}, outside the reported blocks",
         ))
-
-    late = late_value(ref, eed_percent)
-    add(f"late EED% ({late_label(ref)})", late, f"{late:.1f} %", reported.late_eed if reported else None, "late")
     if reported and reported.late_eed is None and reported.minimum_eed is not None:
         rises = where < min(ref.late_blocks) and late > minimum  # a minimum inside the late blocks is no rise
         rows[-1] = ComparisonRow(

@@ -93,12 +93,9 @@ def plot_layer_eed(epochs: Sequence[int], eed: np.ndarray, caption: str, ax: plt
     return ax
 
 
-#: Bin counts per unit over (-1, 1) that :func:`plot_binning_bias` sweeps.
-BIN_COUNTS = (2, 3, 5, 8, 12, 20, 30, 50, 80, 130, 200, 400, 1000)
-
-
 def plot_binning_bias(layers: Sequence, labels, shuffled, caption: str, shown: Sequence[int] = (0, 4),
-                      bin_counts: Sequence[int] = BIN_COUNTS) -> tuple[plt.Figure, dict[tuple[int, int], float]]:
+                      bin_counts: Sequence[int] = (2, 3, 5, 8, 12, 20, 30, 50, 80, 130, 200, 400, 1000),
+                      ) -> tuple[plt.Figure, dict[tuple[int, int], float]]:
     r"""The binning estimator's bias against the number of bins, on an untrained tanh network's
     layers of ``shown``: :math:`I(X;T)`, and :math:`I(T;Y)` with ``shuffled`` labels (truth: 0)
     beside the independence bias; returns the figure and that spurious :math:`I(T;Y)` (bits)
@@ -108,14 +105,14 @@ def plot_binning_bias(layers: Sequence, labels, shuffled, caption: str, shown: S
     for layer in shown:
         values = layers[layer]
         label = f"T{layer + 1} (D = {values.shape[1]})"
-        i_xt, spurious, predicted = [], [], []
+        i_xt, predicted = [], []
         for bins in bin_counts:
             i_xt.append(binned_information(values, labels, bins, value_range=(-1.0, 1.0)).i_xt)
             spurious_at[layer, bins] = binned_information(values, shuffled, bins, value_range=(-1.0, 1.0)).i_ty
-            spurious.append(spurious_at[layer, bins])
             occupied = int(bin_codes(values, bins, value_range=(-1.0, 1.0)).max()) + 1
             predicted.append(independence_bias_bits(occupied, 2, len(labels)))
         ax_x.plot(bin_counts, i_xt, marker="o", label=label)
+        spurious = [spurious_at[layer, b] for b in bin_counts]
         line = ax_y.plot(bin_counts, spurious, marker="o", label=f"{label}: measured")[0]
         ax_y.plot(bin_counts, predicted, ls="--", color=line.get_color(), label=f"{label}: (K_T - 1)/(2N ln 2)")
     ax_x.axhline(np.log2(len(labels)), color="0.4", ls=":", label="log2 N")
@@ -129,12 +126,8 @@ def plot_binning_bias(layers: Sequence, labels, shuffled, caption: str, shown: S
     return fig, spurious_at
 
 
-#: Noise variances :math:`\sigma^2` that :func:`plot_kde_scale` sweeps.
-NOISE_VARIANCES = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
-
-
 def plot_kde_scale(layers: Sequence, shuffled, noise_variance: float, caption: str, shown: Sequence[int] = (0, 4),
-                   variances: Sequence[float] = NOISE_VARIANCES) -> plt.Figure:
+                   variances: Sequence[float] = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)) -> plt.Figure:
     r"""The kernel estimate against its noise variance :math:`\sigma^2`, on an untrained network's
     layers of ``shown``: the bound on :math:`I(X;T)`, and :math:`I(T;Y)` with ``shuffled`` labels
     (truth: 0); a dotted line marks the preset's ``noise_variance``."""
@@ -154,12 +147,8 @@ def plot_kde_scale(layers: Sequence, shuffled, noise_variance: float, caption: s
     return fig
 
 
-#: Gains :math:`k` of the invertible squashing :math:`t \mapsto \tanh(k t)` that :func:`plot_squashing` applies.
-SQUASH_GAINS = (1, 3, 10, 30, 100)
-
-
 def plot_squashing(layer, labels, bins: int, noise_variance: float, caption: str,
-                   gains: Sequence[int] = SQUASH_GAINS) -> tuple[plt.Figure, dict[int, tuple[float, float]]]:
+                   gains: Sequence[int] = (1, 3, 10, 30, 100)) -> tuple[plt.Figure, dict[int, tuple[float, float]]]:
     r"""Both estimates of :math:`I(X;T)` of ``layer`` squashed through the invertible
     :math:`t \mapsto \tanh(k t)` (the true information does not change), against the gain
     :math:`k`; returns the figure and (binned, kernel) bits by gain."""

@@ -137,11 +137,9 @@ def kde_information(activations: Tensor, labels: Tensor, noise_variance: float =
     """
     if activations.ndim != 2:
         raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
-    if noise_variance <= 0:
-        raise ValueError(f"noise_variance must be positive, got {noise_variance}")
     scale = {"upper": 2.0, "lower": 8.0}.get(bound)
-    if scale is None:
-        raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
+    if scale is None or noise_variance <= 0:
+        raise ValueError(f"need bound 'upper' or 'lower' and noise_variance > 0, got {bound!r} and {noise_variance}")
     h = activations.detach().to(torch.float32)
     n = h.shape[0]
     labels = _check_labels(labels, n)

@@ -153,19 +153,28 @@ def train_information_network(activation: str, settings: IBSettings, task: ToyTa
     network = InformationNetwork(activation, generator)
     # fused: one kernel updates all twelve tiny parameter tensors, the cheapest step on a CPU.
     optimizer = torch.optim.Adam(network.parameters(), lr=settings.learning_rate, fused=True)
-    x_train, y_train = task.train
+    (x_train, y_train), (x_test, y_test) = task.train, task.test
     n = x_train.shape[0]
     batch = n if settings.batch_size is None else min(settings.batch_size, n)
     record_at = logged_epochs(settings.epochs, settings.logged_epochs)
     records: list[list[Tensor]] = []
     trajectory = Trajectory(activation, settings, record_at, [], y_train)
 
+    @torch.no_grad()
+    def record() -> None:
+        outputs = network.layer_outputs(x_train)
+        probabilities = outputs[-1]
+        trajectory.train_accuracy.append(float((probabilities.argmax(1) == y_train).float().mean()))
+        trajectory.test_accuracy.append(float((network(x_test).argmax(1) == y_test).float().mean()))
+        trajectory.train_loss.append(float(F.nll_loss(probabilities.clamp_min(1e-12).log(), y_train)))
+        records.append(outputs)
+
     bar = tqdm(range(settings.epochs), desc=f"training ({activation})", unit="epoch", disable=not progress,
                mininterval=0.5)
     with one_thread():
         for epoch in bar:
             if epoch == record_at[len(records)]:  # the network as it enters this epoch
-                records.append(_record(network, task, trajectory))
+                record()
                 bar.set_postfix(train_acc=f"{trajectory.train_accuracy[-1]:.3f}", refresh=False)
             order = torch.randperm(n, generator=generator) if batch < n else None
             for start in range(0, n, batch):
@@ -174,18 +183,6 @@ def train_information_network(activation: str, settings: IBSettings, task: ToyTa
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
-        records.append(_record(network, task, trajectory))  # after the last epoch (the last of record_at)
+        record()  # after the last epoch (the last of record_at)
     trajectory.layers = [torch.stack(per_layer) for per_layer in zip(*records)]
     return trajectory
-
-
-@torch.no_grad()
-def _record(network: InformationNetwork, task: ToyTask, trajectory: Trajectory) -> list[Tensor]:
-    x_train, y_train = task.train
-    x_test, y_test = task.test
-    outputs = network.layer_outputs(x_train)
-    probabilities = outputs[-1]
-    trajectory.train_accuracy.append(float((probabilities.argmax(1) == y_train).float().mean()))
-    trajectory.test_accuracy.append(float((network(x_test).argmax(1) == y_test).float().mean()))
-    trajectory.train_loss.append(float(F.nll_loss(probabilities.clamp_min(1e-12).log(), y_train)))
-    return outputs

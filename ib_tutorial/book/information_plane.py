@@ -46,12 +46,9 @@ def experiment_caption(preset: Preset, experiment: InformationExperiment) -> str
 
 def plot_information_planes(planes: Mapping[str, InformationPlane], caption: str,
                             axes: Sequence[plt.Axes] | None = None) -> list[plt.Axes]:
-    r"""Information-plane trajectories, one panel per titled plane (on ``axes``, else a new row).
-
-    Each layer's path :math:`(I(X;T_l), I(T_l;Y))` is a grey line with one dot per recorded
-    epoch, coloured by epoch on a shared log scale, its end labelled with the layer's name.
-    ``caption`` "" leaves the caption to the caller.
-    """
+    r"""Information-plane trajectories, one panel per titled plane (on ``axes``, else a new row):
+    each layer's path a grey line with one dot per recorded epoch, coloured by epoch on a log scale
+    (``caption`` "": the caller's)."""
     if axes is None:
         _, axes = plt.subplots(1, len(planes), figsize=(5.2 * len(planes), 4.2), layout="constrained", squeeze=False)
         axes = list(axes[0])

@@ -159,13 +159,9 @@ def _against_range(value: float, bounds: tuple[float, float] | None) -> tuple[st
 
 
 def compare_profile(dataset: str, eed_percent: list[float], setting: Setting) -> list[ComparisonRow]:
-    """Early-block, minimum and late-block EED%, and flatness, of a profile (block 0 first)
-    measured at ``setting``, against the paper.
-
-    Datasets the paper did not study get the same rows with the verdict "not reported"; a
-    setting unlike the paper's (:func:`setting_difference`) gets the paper's values as a
-    reference, the verdict "reference only" and no deviation.
-    """
+    """Early-block, minimum and late-block EED%, and flatness, of a profile measured at ``setting``,
+    against the paper: the verdict "not reported" for a dataset it did not study, "reference only"
+    for a setting unlike the paper's (:func:`setting_difference`)."""
     reported: ReportedProfile | None = REPORTED.get(dataset)
     ref = reported or REPORTED["tiny-imagenet"]  # block ranges are the same for every dataset
     early = sum(eed_percent[b] for b in ref.early_blocks) / len(ref.early_blocks)

@@ -80,12 +80,9 @@ def one_thread():
 
 
 def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, float] | None = None) -> Tensor:
-    r"""The index [N] of the cell that holds each row of ``activations`` [N, d].
-
-    Each unit is cut into ``bins`` equal bins over ``value_range`` (default: the layer's
-    smallest to largest value; values outside go to the edge bins); a cell is a tuple of
-    per-unit bins, numbered :math:`0 \dots K-1` in sorted order.
-    """
+    r"""The cell [N] of each row of ``activations`` [N, d], numbered :math:`0 \dots K-1` in sorted
+    order: a tuple of per-unit bins, ``bins`` equal ones over ``value_range`` (default: the layer's
+    range; values outside go to the edge bins)."""
     if activations.ndim != 2 or bins < 1:
         raise ValueError(f"need a 2-D [N, d] matrix and bins >= 1, got {tuple(activations.shape)}, bins={bins}")
     a = activations.detach().to(torch.float64)

@@ -47,13 +47,10 @@ class InformationPlane:
 def information_plane(trajectory: Trajectory, estimator: str = "binning", bins: int | None = None,
                       noise_variance: float | None = None, bin_range: str = "run",
                       progress: bool = True) -> InformationPlane:
-    r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch.
-
-    ``"binning"`` cuts each layer into ``bins`` bins spanning its range over the whole run
-    (``bin_range="run"``: one grid for every epoch, near :math:`(-1, 1)` for tanh as in
-    Shwartz-Ziv & Tishby) or at each epoch (``"epoch"``); ``"kde"`` uses the upper bound.
-    ``bins`` and ``noise_variance`` default to the run's settings.
-    """
+    r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch:
+    ``"binning"`` with bins spanning each layer's range over the whole run (``bin_range="run"``,
+    as Shwartz-Ziv & Tishby) or at each epoch (``"epoch"``), ``"kde"`` with the upper bound.
+    ``bins`` and ``noise_variance`` default to the run's settings."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
     if bin_range not in ("run", "epoch"):

@@ -65,13 +65,9 @@ def sphere_score(inputs: Tensor) -> Tensor:
 
 
 def toy_task(seed: int = 0) -> ToyTask:
-    r"""All :math:`2^{12} = 4096` binary inputs with the label :math:`y = [f(x) > \theta]`, 85 %
-    of them drawn for training as in the original.
-
-    A reconstruction of the data of Shwartz-Ziv & Tishby (2017), who did not publish their
-    spherically symmetric function: :math:`f` is :func:`sphere_score` and :math:`\theta` its
-    median, so the classes are balanced up to ties (2,012 of 4,096 positive).
-    """
+    r"""All :math:`2^{12} = 4096` binary inputs labelled :math:`y = [f(x) > \theta]`, 85 % drawn for
+    training as in Shwartz-Ziv & Tishby (2017), who did not publish their function: :math:`f` is
+    :func:`sphere_score` and :math:`\theta` its median (2,012 of 4,096 positive)."""
     codes = torch.arange(2**INPUT_BITS)
     inputs = ((codes[:, None] >> torch.arange(INPUT_BITS)) & 1).to(torch.float32)
     score = sphere_score(inputs)

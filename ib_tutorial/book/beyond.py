@@ -1,7 +1,6 @@
 """What the chapter "Beyond the paper" reads off its runs: one list of statements a section
 (pruning, objective, measurement, width), each read from the runs' records and the book's rule
-for whether a run learned (:func:`~ib_tutorial.book.learned.run_learned`), and the
-figures that put its runs side by side, so that the chapter computes nothing itself."""
+for whether a run learned, and the figures that put its runs side by side."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -13,9 +12,7 @@ from .paper import MIDDLE
 from .plots import (add_caption, bundle_caption, panel_grid, plot_knn_curves, plot_measurements, plot_pruning,
     plot_run_comparison, profile_caption, pruning_caption)
 
-#: The committed bundles whose last teachers' pruning the chapter reads (manifest keys): the
-#: laptop tier's real-image runs, and the runs that learned (DINO for 48 epochs, the
-#: supervised control for 30).
+#: The manifest keys of the committed bundles whose last teachers' pruning the chapter reads.
 PRUNED = ("beyond-real", "beyond-dino-48", "beyond-tier-48", "beyond-supervised-real")
 
 
@@ -25,13 +22,13 @@ def pruning_of(bundle: Bundle) -> dict[str, dict]:
 
 
 def plot_last_pruning(records: dict[str, dict]) -> plt.Figure:
-    """The pruning curves of the records of :func:`pruning_of`, each record's provenance in the caption."""
+    """The pruning curves of :func:`pruning_of`'s records, their provenance in the caption."""
     return plot_pruning(records, "; ".join(pruning_caption(record) for record in records.values()))
 
 
 def committed_pruning(keys=PRUNED) -> tuple[dict[str, dict], dict[str, BundleRun]]:
-    """The last pruning record and the run of every run of the committed bundles ``keys``
-    that has one, labelled ``"<bundle>: <spec>"``."""
+    """The last pruning record and the run of each run of the committed bundles ``keys`` that has
+    one, by ``"<bundle>: <spec>"``."""
     records, runs = {}, {}
     for key in keys:
         folder = stored_entry(key)
@@ -51,8 +48,7 @@ def gain_text(run: BundleRun) -> str:
 
 
 def pruning_statements(records, runs):
-    """One line per run on the middle blocks, then the answer from the runs that learned;
-    ``runs`` holds each record's run."""
+    """One line per run on the middle blocks, then the answer from the runs that learned."""
     lines, ratios = [], {}
     for spec, record in records.items():
         blocks = {b["block"]: b for b in record["blocks"]}
@@ -94,8 +90,7 @@ def mid_minimum(record) -> bool:
 
 
 def objective_statements(groups):
-    """Per dataset: what each objective did to the k-NN accuracy and to the middle blocks,
-    then which of the two made a mid-depth minimum."""
+    """Per dataset: what each objective did to the k-NN accuracy and the middle blocks."""
     lines = []
     for dataset, runs in groups.items():
         for objective, run in runs.items():
@@ -111,8 +106,8 @@ def objective_statements(groups):
 
 
 def plot_setting_comparison(groups, setting: str) -> list[plt.Figure]:
-    """Per dataset of ``groups`` (:func:`~ib_tutorial.book.bundles.runs_differing_in`),
-    two figures of its runs, one per value of ``setting``: their k-NN curves and their profiles."""
+    """Per dataset of ``groups`` (:func:`~ib_tutorial.book.bundles.runs_differing_in`), its runs'
+    k-NN curves and profiles, one per value of ``setting``."""
     figures = []
     for dataset, runs in groups.items():
         labelled = {f"{dataset}, {setting} {value}": run for value, run in runs.items()}
@@ -123,8 +118,7 @@ def plot_setting_comparison(groups, setting: str) -> list[plt.Figure]:
 
 
 def plot_all_measurements(bundle: Bundle) -> plt.Figure:
-    """One panel a run of ``bundle``: its profile under every measurement (all tokens centred,
-    and each variant), at the random initialisation and at the last epoch."""
+    """One panel a run: its first and last profile under every measurement."""
     fig, axes = panel_grid(len(bundle.runs), 5.5, 4.2)
     for ax, (spec, run) in zip(axes, bundle.runs.items()):
         plot_measurements({"all tokens, centred": run.profiles, **run.variants}, caption="", ax=ax, title=spec)
@@ -133,8 +127,8 @@ def plot_all_measurements(bundle: Bundle) -> plt.Figure:
 
 
 def measurement_table(bundle):
-    """Per run and measurement: middle-block EED% from the random init to the end, and
-    the block where the trained profile is lowest; then what every measurement agrees on."""
+    """Per run and measurement: middle-block EED% from the random init to the end, and the
+    lowest block at the end; then what every measurement agrees on."""
     specs = list(bundle.runs)
     measured = {spec: {"all tokens, centred": run.profiles, **run.variants} for spec, run in bundle.runs.items()}
     labels = list(measured[specs[0]])
@@ -175,8 +169,7 @@ def measurement_table(bundle):
 
 
 def width_statements(groups):
-    """Per dataset and width: middle blocks' N_eff and EED%, then whether the wider network
-    uses more directions or only a smaller share of its width."""
+    """Per dataset and width: middle blocks' N_eff and EED%, then what width did to them."""
     lines = []
     for dataset, runs in groups.items():
         middle, middle_init = {}, {}
@@ -187,8 +180,7 @@ def width_statements(groups):
             middle_init[last.profile.dim] = sum(run.profiles[0].profile.n_eff[b] for b in MIDDLE) / len(MIDDLE)
             lines.append(f"- **{dataset}, {arch}** (D = {last.profile.dim}): middle blocks N_eff {n_eff:.1f}, "
                          f"EED {middle_eed(last):.1f} %, lowest block {lowest_text(profile_shape(last))}; "
-                         f"{knn_text(run)} "
-                         f"({gain_text(run)}).")
+                         f"{knn_text(run)} ({gain_text(run)}).")
         (narrow, (n_small, d_small)), (wide, (n_large, d_large)) = sorted(middle.items(), key=lambda item: item[1][1])
         ratio = n_large / n_small
         init_ratio = middle_init[d_large] / middle_init[d_small]

@@ -1,6 +1,5 @@
 """What the DINO chapter renders: the views of a few images, the two forces of the loss on a
-toy teacher, the schedules, a live run's curves, and what DINO needs to learn (committed runs
-and published points as k-NN gain against compute)."""
+toy teacher, the schedules, a live run's curves, and what DINO needs to learn."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +18,7 @@ from .plots import add_caption
 
 
 def plot_views(images, view, seed: int, preset: str, count: int = 3, local_crops: int = 4) -> plt.Figure:
-    """The first ``count`` images of ``images`` beside their two global and ``local_crops`` local
-    views, as :class:`~ib_tutorial.training.augment.MultiCropDataset` makes them at epoch 0."""
+    """The first ``count`` images beside their two global and ``local_crops`` local views at epoch 0."""
     crops = augment.MultiCropDataset(images, augment.MultiCropAugmentation(view, local_crops_number=local_crops), seed=seed)
     mean, std = (torch.tensor(v)[:, None, None] for v in (augment.IMAGENET_MEAN, augment.IMAGENET_STD))
     titles = ["image", "global 1", "global 2"] + [f"local {i + 1}" for i in range(local_crops)]
@@ -44,10 +42,8 @@ def plot_views(images, view, seed: int, preset: str, count: int = 3, local_crops
 
 def centring_sharpening(temperatures: Sequence[float] = (0.02, 0.04, 0.1, 1.0), k: int = 256,
                         images: int = 512) -> list[tuple[bool, float, float, float]]:
-    """A toy teacher: logits made of a large part shared by all ``images`` and a small part of
-    each one's own; for each temperature, without and with centring, the mean entropy of one
-    image's distribution and the entropy of the mean distribution (nats; 0 one-hot, log K uniform).
-    Rows: (centred, temperature, entropy per image, entropy of the mean)."""
+    """A toy teacher, logits a large part shared by all ``images`` plus a small part of each one's
+    own: rows of (centred, temperature, mean entropy per image, entropy of the mean), in nats."""
     generator = torch.Generator().manual_seed(0)
     logits = torch.randn(1, k, generator=generator) * 0.3 + torch.randn(images, k, generator=generator) * 0.1
     rows = []
@@ -69,7 +65,7 @@ def centring_table(temperatures: Sequence[float] = (0.02, 0.04, 0.1, 1.0), k: in
 
 
 def run_provenance(config, preset: str) -> str:
-    """What a run was (its ``config.json`` read back): the provenance line of its figures."""
+    """The provenance line of a run's figures, from its ``config.json``."""
     return (f"preset {preset}: {config.dataset}, {config.train_images_used} training images, "
             f"{config.train.epochs} epochs x {config.steps_per_epoch} steps of batch {config.train.batch_size}, "
             f"{config.view.img_size} px / patch {config.view.patch_size}, K = {config.train.out_dim}, "
@@ -77,8 +73,7 @@ def run_provenance(config, preset: str) -> str:
 
 
 def profile_change(before, after) -> str:
-    """One sentence of how far training moved the EED profile (``before`` and ``after``: block
-    profiles), at the block it moved most and on average over the blocks."""
+    """How far training moved the EED profile, at the block it moved most and on average."""
     change = [b - a for a, b in zip(before.eed_percent, after.eed_percent)]
     moved = max(range(len(change)), key=lambda block: abs(change[block]))
     return (f"Training moved the profile by at most {abs(change[moved]):.2f} EED points, at block L{moved} "
@@ -87,8 +82,7 @@ def profile_change(before, after) -> str:
 
 
 def plot_schedules(preset: Preset, train_images: int = 50_000) -> plt.Figure:
-    """The learning rate, weight decay, teacher momentum and teacher temperature every step of
-    ``preset`` would use on ``train_images`` images (CIFAR-100's training set by default)."""
+    """Every schedule of ``preset`` on ``train_images`` images (CIFAR-100's training set by default)."""
     train = preset.train
     per_epoch = train_images // train.batch_size
     schedules = Schedules.of(train, per_epoch)
@@ -111,8 +105,7 @@ def plot_schedules(preset: Preset, train_images: int = 50_000) -> plt.Figure:
 
 
 def plot_live_run(steps: Sequence[dict], knn: Sequence[dict], out_dim: int, chance: float, provenance: str) -> plt.Figure:
-    """A run's loss and its two parts, the entropies between the two collapses, and its k-NN
-    accuracy (CLS and mean patch token) against chance."""
+    """A run's loss and its two parts, the entropies between the two collapses, and its k-NN accuracy."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
     step = [r["step"] for r in steps]
     for key, label in (("loss", "loss = H(P_t) + KL"), ("teacher_entropy", "teacher entropy H(P_t)"), ("kl", "KL(P_t || P_s)")):
@@ -139,9 +132,8 @@ def plot_live_run(steps: Sequence[dict], knn: Sequence[dict], out_dim: int, chan
 
 
 def plot_compute(curves: Sequence[ComputeCurve], published: Sequence[PublishedPoint], provenance: str) -> plt.Figure:
-    """k-NN gain (points) against images seen times student tokens per image, log scale: each
-    committed run a line from its random initialisation (its own colour and style; a filled end
-    where it learned by the book's rule), each published point a star at its gain over chance."""
+    """k-NN gain against images seen times student tokens per image: each committed run a line (a
+    filled end where it learned by the book's rule), each published point a star (gain over chance)."""
     fig, ax = plt.subplots(figsize=(9, 6.5), layout="constrained")
     for curve, style in zip(curves, line_styles(len(curves))):
         shown = [(x, y) for x, y in zip(curve.compute, curve.gains) if x > 0]
@@ -153,9 +145,7 @@ def plot_compute(curves: Sequence[ComputeCurve], published: Sequence[PublishedPo
         ax.plot(point.compute, point.gain_bound, marker="*", markersize=14, linestyle="none", color="k",
                 label=f"{point.label} ({point.dataset}, {point.tokens_per_image} tokens): points over chance")
     ax.axhline(0, color="0.5", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("images seen x student tokens per image")
-    ax.set_ylabel("CLS k-NN gain (points)")
+    ax.set(xscale="log", xlabel="images seen x student tokens per image", ylabel="CLS k-NN gain (points)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2, fontsize="x-small")  # under the axes, off the data
     fig.suptitle("What DINO needs to learn: the k-NN points a run gained against the tokens it read.", fontsize="medium")
@@ -164,8 +154,8 @@ def plot_compute(curves: Sequence[ComputeCurve], published: Sequence[PublishedPo
 
 
 def preset_differences(presets: Mapping[str, Preset] = PRESETS, dataset: str = "tiny-imagenet") -> tuple[str, list[str]]:
-    """Every training setting in which a preset differs from ``paper``, and each preset's input
-    and patch size on ``dataset``: a Markdown table and the settings that differ."""
+    """A Markdown table of every training setting in which a preset differs from ``paper``, and
+    each preset's input and patch size on ``dataset``; and the settings that differ."""
     paper = presets["paper"].train
     names = [f.name for f in dataclasses.fields(paper)]
     differing = [n for n in names if any(getattr(p.train, n) != getattr(paper, n) for p in presets.values())]
@@ -191,8 +181,8 @@ _FRACTIONS = {20: "twentieth", 25: "twenty-fifth", 30: "thirtieth", 40: "fortiet
 
 def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteRow], floor_rows: Sequence[NoteRow],
                  dataset: str = "tiny-imagenet") -> dict[str, Value]:
-    """What the "what DINO needs" paragraph states of the published point, the ``laptop`` tier
-    (``tier``: its committed runs at its length) and the recipe rows (``floor_rows``)."""
+    """What the "what DINO needs" paragraph states of the published point, the ``laptop`` tier's
+    runs and the recipe rows."""
     train, view = laptop.train, laptop.view(dataset)
     images = train.epochs * (train.train_images // train.batch_size) * train.batch_size
     tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
@@ -219,9 +209,8 @@ def needs_values(published: PublishedPoint, laptop: Preset, tier: Sequence[NoteR
 
 def gpu_plan_values(paper: Preset, batch: int, min_steps: int, published: PublishedPoint, laptop_compute: float,
                     gpu_run: ComputeCurve | None, dataset: str = "tiny-imagenet") -> dict[str, Value]:
-    """What the device plan trains, the ``paper`` recipe in batches of ``batch`` for at least
-    ``min_steps`` steps, against the ``laptop`` tier's compute and the published point; and the
-    committed GPU run (``gpu_run``)."""
+    """What the device plan trains (the ``paper`` recipe, at least ``min_steps`` steps) against the
+    ``laptop`` tier's compute and the published point; and the committed GPU run."""
     view, train = paper.view(dataset), paper.train
     tokens = student_tokens(view.img_size, view.local_crop_size, view.patch_size, train.local_crops_number)
     images = batch * min_steps

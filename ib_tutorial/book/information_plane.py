@@ -1,7 +1,6 @@
 """Figures of the Information Bottleneck toy: the worked example's encoders, the estimators'
 dependence on their resolution, information-plane trajectories and the EED of every layer
-over training. Like every figure of the book, each carries a caption line
-naming what produced it (:func:`ib_tutorial.book.plots.add_caption`)."""
+over training, each with a caption line naming what produced it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -20,9 +19,8 @@ from .plots import add_caption
 
 
 def plot_encoders(points: Mapping[str, InformationEstimate], channel: Sequence[InformationEstimate]) -> plt.Figure:
-    """The worked example in the information plane: each deterministic encoder of ``points``
-    (name -> exact point; the name's part before " (" labels it) as a dot, and the points of
-    the stochastic channel ``channel`` (the label flipped with growing probability) as a grey line."""
+    """The worked example: each deterministic encoder of ``points`` as a dot labelled by its name's
+    part before " (", and the noisy ``channel`` (the label flipped ever more often) as a grey line."""
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     ax.plot([p.i_xt for p in channel], [p.i_ty for p in channel], color="0.6", label="T = Y flipped with probability eps")
     for name, p in points.items():
@@ -38,8 +36,7 @@ def plot_encoders(points: Mapping[str, InformationEstimate], channel: Sequence[I
 
 
 def experiment_caption(preset: Preset, experiment: InformationExperiment) -> str:
-    """The caption line of the tanh-against-ReLU figures: the preset, its training settings,
-    the number of training inputs and of recorded epochs."""
+    """The caption line of the tanh-against-ReLU figures."""
     settings, run = preset.ib, experiment.trajectory
     batch = "full batch" if settings.batch_size is None else f"batches of {settings.batch_size}"
     reduced = " (reduced: set IB_TUTORIAL_PRESET=laptop for the long run)" if preset.illustrative else ""
@@ -47,31 +44,16 @@ def experiment_caption(preset: Preset, experiment: InformationExperiment) -> str
             f"{len(run.labels)} training inputs of the 12-bit task; {len(run.epochs)} recorded epochs")
 
 
-def plot_information_planes(
-    planes: Mapping[str, InformationPlane],
-    caption: str,
-    axes: Sequence[plt.Axes] | None = None,
-    max_bits: float | None = None,
-) -> list[plt.Axes]:
-    r"""Information-plane trajectories, one panel per labelled plane (e.g. per activation).
-
-    Each layer's path :math:`(I(X;T_l), I(T_l;Y))` over training is a grey line with one
-    dot per recorded epoch, coloured by epoch on a shared log scale; the last epoch is
-    labelled with the layer's name.
-
-    Args:
-        planes: panel title -> :class:`~ib_tutorial.ib.experiment.InformationPlane`.
-        caption: what was run (preset, data, estimator settings); drawn under the figure
-            (pass "" to leave it to the caller, e.g. for a figure with more panels).
-        axes: one axes per plane; a new row of panels when omitted.
-        max_bits: right end of the :math:`I(X;T)` axis (default: the largest value).
-    """
+def plot_information_planes(planes: Mapping[str, InformationPlane], caption: str,
+                            axes: Sequence[plt.Axes] | None = None) -> list[plt.Axes]:
+    r"""Information-plane trajectories, one panel per titled plane (on ``axes``, else a new row):
+    each layer's path a grey line with one dot per recorded epoch, coloured by epoch on a log scale
+    (``caption`` "": the caller's)."""
     if axes is None:
         _, axes = plt.subplots(1, len(planes), figsize=(5.2 * len(planes), 4.2), layout="constrained", squeeze=False)
         axes = list(axes[0])
-    last_epoch = max(plane.epochs[-1] for plane in planes.values())
-    norm = SymLogNorm(linthresh=1, vmin=0, vmax=last_epoch)
-    right = max_bits if max_bits is not None else max(float(p.i_xt.max()) for p in planes.values()) + 0.3
+    norm = SymLogNorm(linthresh=1, vmin=0, vmax=max(plane.epochs[-1] for plane in planes.values()))
+    right = max(float(p.i_xt.max()) for p in planes.values()) + 0.3
     for ax, (title, plane) in zip(axes, planes.items()):
         epochs = np.array(plane.epochs)
         for layer in range(plane.i_xt.shape[1]):
@@ -79,11 +61,8 @@ def plot_information_planes(
             ax.plot(x, y, color="0.7", lw=0.8, zorder=1)
             points = ax.scatter(x, y, c=epochs, cmap="viridis", norm=norm, s=18, zorder=2)
             ax.annotate(f"T{layer + 1}", (x[-1], y[-1]), xytext=(3, -10), textcoords="offset points", fontsize="small")
-        ax.set_xlim(0, right)
-        ax.set_ylim(0, 1.1 * max(1.0, float(plane.i_ty.max())))
-        ax.set_xlabel("I(X;T) (bits)")
-        ax.set_ylabel("I(T;Y) (bits)")
-        ax.set_title(title)
+        ax.set(xlim=(0, right), ylim=(0, 1.1 * max(1.0, float(plane.i_ty.max()))), xlabel="I(X;T) (bits)",
+               ylabel="I(T;Y) (bits)", title=title)
         ax.grid(alpha=0.3)
     colorbar = ax.figure.colorbar(points, ax=list(axes), label="epoch")
     colorbar.ax.tick_params(labelsize="small")
@@ -94,20 +73,16 @@ def plot_information_planes(
 
 def plot_layer_eed(epochs: Sequence[int], eed: np.ndarray, caption: str, ax: plt.Axes | None = None,
                    title: str = "") -> plt.Axes:
-    r"""EED :math:`N_\mathrm{eff}` of each toy layer against epoch, ``eed`` being [E, L].
-
-    ``caption`` (what was run) goes under the figure; pass "" to leave it to the caller."""
+    r"""EED :math:`N_\mathrm{eff}` [E, L] of each toy layer against epoch (``caption`` "": the caller's)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     epochs = np.asarray(epochs)
     for layer in range(np.asarray(eed).shape[1]):
         ax.plot(epochs, np.asarray(eed)[:, layer], marker=".", label=f"T{layer + 1} (D={LAYER_WIDTHS[layer]})")
     ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlim(0, epochs[-1])
-    ax.set_ylim(0.8, 1.4 * float(np.nanmax(eed)))  # headroom above the data for the legend
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("EED N_eff (directions)")
-    ax.set_title(title)
+    # Headroom above the data for the legend.
+    ax.set(xlim=(0, epochs[-1]), ylim=(0.8, 1.4 * float(np.nanmax(eed))), xlabel="epoch",
+           ylabel="EED N_eff (directions)", title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="x-small", ncol=3, loc="upper center")
     if caption:
@@ -115,32 +90,26 @@ def plot_layer_eed(epochs: Sequence[int], eed: np.ndarray, caption: str, ax: plt
     return ax
 
 
-#: Bin counts per unit over (-1, 1) that :func:`plot_binning_bias` sweeps.
-BIN_COUNTS = (2, 3, 5, 8, 12, 20, 30, 50, 80, 130, 200, 400, 1000)
-
-
 def plot_binning_bias(layers: Sequence, labels, shuffled, caption: str, shown: Sequence[int] = (0, 4),
-                      bin_counts: Sequence[int] = BIN_COUNTS) -> tuple[plt.Figure, dict[tuple[int, int], float]]:
-    r"""The binning estimator's bias against the number of bins, on an untrained network's layers.
-
-    Left: :math:`I(X;T)` of each layer of ``shown`` (``layers``: each [N, D], tanh outputs in
-    (-1, 1)) against the bin count. Right: :math:`I(T;Y)` with ``shuffled`` labels (truth: 0),
-    measured, beside the independence bias :math:`(K_T - 1)/(2 N \ln 2)` bits of a table with
-    :math:`K_T` occupied cells. Returns the figure and the spurious :math:`I(T;Y)` in bits by
-    (layer, bins)."""
+                      bin_counts: Sequence[int] = (2, 3, 5, 8, 12, 20, 30, 50, 80, 130, 200, 400, 1000),
+                      ) -> tuple[plt.Figure, dict[tuple[int, int], float]]:
+    r"""The binning estimator's bias against the number of bins, on an untrained tanh network's
+    layers of ``shown``: :math:`I(X;T)`, and :math:`I(T;Y)` with ``shuffled`` labels (truth: 0)
+    beside the independence bias; returns the figure and that spurious :math:`I(T;Y)` (bits)
+    by (layer, bins)."""
     fig, (ax_x, ax_y) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
     spurious_at = {}
     for layer in shown:
         values = layers[layer]
         label = f"T{layer + 1} (D = {values.shape[1]})"
-        i_xt, spurious, predicted = [], [], []
+        i_xt, predicted = [], []
         for bins in bin_counts:
             i_xt.append(binned_information(values, labels, bins, value_range=(-1.0, 1.0)).i_xt)
             spurious_at[layer, bins] = binned_information(values, shuffled, bins, value_range=(-1.0, 1.0)).i_ty
-            spurious.append(spurious_at[layer, bins])
             occupied = int(bin_codes(values, bins, value_range=(-1.0, 1.0)).max()) + 1
             predicted.append(independence_bias_bits(occupied, 2, len(labels)))
         ax_x.plot(bin_counts, i_xt, marker="o", label=label)
+        spurious = [spurious_at[layer, b] for b in bin_counts]
         line = ax_y.plot(bin_counts, spurious, marker="o", label=f"{label}: measured")[0]
         ax_y.plot(bin_counts, predicted, ls="--", color=line.get_color(), label=f"{label}: (K_T - 1)/(2N ln 2)")
     ax_x.axhline(np.log2(len(labels)), color="0.4", ls=":", label="log2 N")
@@ -154,16 +123,11 @@ def plot_binning_bias(layers: Sequence, labels, shuffled, caption: str, shown: S
     return fig, spurious_at
 
 
-#: Noise variances :math:`\sigma^2` that :func:`plot_kde_scale` sweeps.
-NOISE_VARIANCES = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
-
-
 def plot_kde_scale(layers: Sequence, shuffled, noise_variance: float, caption: str, shown: Sequence[int] = (0, 4),
-                   variances: Sequence[float] = NOISE_VARIANCES) -> plt.Figure:
+                   variances: Sequence[float] = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)) -> plt.Figure:
     r"""The kernel estimate against its noise variance :math:`\sigma^2`, on an untrained network's
-    layers: the upper bound on :math:`I(X;T)` (left) and :math:`I(T;Y)` with ``shuffled``
-    labels, whose truth is 0 (right), for each layer of ``shown`` (``layers``: each [N, D]);
-    a dotted line marks the preset's ``noise_variance``."""
+    layers of ``shown``: the bound on :math:`I(X;T)`, and :math:`I(T;Y)` with ``shuffled`` labels
+    (truth: 0); a dotted line marks the preset's ``noise_variance``."""
     fig, (ax_x, ax_y) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
     for layer in shown:
         values = layers[layer]
@@ -180,16 +144,11 @@ def plot_kde_scale(layers: Sequence, shuffled, noise_variance: float, caption: s
     return fig
 
 
-#: Gains :math:`k` of the invertible squashing :math:`t \mapsto \tanh(k t)` that :func:`plot_squashing` applies.
-SQUASH_GAINS = (1, 3, 10, 30, 100)
-
-
 def plot_squashing(layer, labels, bins: int, noise_variance: float, caption: str,
-                   gains: Sequence[int] = SQUASH_GAINS) -> tuple[plt.Figure, dict[int, tuple[float, float]]]:
-    r"""Both estimates of :math:`I(X;T)` for a layer ``layer`` [N, D] squashed through the
-    invertible :math:`t \mapsto \tanh(k t)`, against the gain :math:`k`: binned (``bins`` per
-    unit over (-1, 1)) and kernel (``noise_variance``). The true information does not change.
-    Returns the figure and, by gain, the (binned, kernel) :math:`I(X;T)` in bits."""
+                   gains: Sequence[int] = (1, 3, 10, 30, 100)) -> tuple[plt.Figure, dict[int, tuple[float, float]]]:
+    r"""Both estimates of :math:`I(X;T)` of ``layer`` squashed through the invertible
+    :math:`t \mapsto \tanh(k t)` (the true information does not change), against the gain
+    :math:`k`; returns the figure and (binned, kernel) bits by gain."""
     estimates = {}
     for gain in gains:
         squashed = torch.tanh(gain * layer)
@@ -208,8 +167,7 @@ def plot_squashing(layer, labels, bins: int, noise_variance: float, caption: str
 
 
 def plot_planes_beside_eed(experiments: Mapping[str, InformationExperiment], caption: str) -> plt.Figure:
-    """One row per activation: its binned information plane beside the EED of each layer over
-    training (:func:`plot_information_planes`, :func:`plot_layer_eed`)."""
+    """One row per activation: its binned information plane beside the EED of each layer."""
     fig, axes = plt.subplots(len(experiments), 2, figsize=(9, 3.6 * len(experiments)), layout="constrained",
                              squeeze=False)
     for row, (name, experiment) in zip(axes, experiments.items()):

@@ -1,26 +1,21 @@
 r"""Whether a run learned: the plateau of its k-NN accuracy, and the one rule every chapter applies.
 
 A run has reached its plateau when its k-NN top-1 gained less than a threshold over the last
-``fraction`` of its schedule (default :data:`FRACTION`); a run still climbing is cut short. The
-threshold is ``gain`` points (:data:`GAIN`) or, where the records say how many images the
-accuracy was measured on, :data:`NOISE_ERRORS` binomial standard errors of the last accuracy
-when that is more: a change within the noise of the held-out images says nothing either way.
+:data:`FRACTION` of its schedule. The threshold is :data:`GAIN` points or, where the records say
+how many images the accuracy was measured on, :data:`NOISE_ERRORS` binomial standard errors of
+the last accuracy when that is more: a change within the noise says nothing either way.
 
-A run learned when two conditions hold, both read from its own records:
+A run learned when both hold, read from its own records:
 
-1. **Its k-NN accuracy rose** (:attr:`Plateau.learned_beyond_noise`) from its random
-   initialisation by at least that threshold, the rule's power
-   (:func:`smallest_detectable_gain`: about 2.5-3.1 points on 1,000 images at 20-40 %, about 8
-   on DTD's 144).
+1. **Its k-NN accuracy rose** from its random initialisation by at least that threshold
+   (:func:`smallest_detectable_gain`).
 2. **For DINO, its teacher still said something about the image**: its information about the
-   image (:class:`~ib_tutorial.training.dino.DINOLossOutput`), averaged over the last logged
-   tenth of training, stayed at or above the collapse threshold the training loop warns at
-   (:data:`~ib_tutorial.training.dino.INFORMATION_FRACTION` of :math:`\log K`).
+   image, averaged over the last logged tenth of training, stayed at or above the collapse
+   threshold the training loop warns at (:data:`~ib_tutorial.training.dino.INFORMATION_FRACTION`
+   of :math:`\log K`). A collapsed teacher leaves no objective, yet the backbone keeps moving and
+   its k-NN accuracy can drift either way (20.6 -> 31.1 % in ``results/laptop-knob-dino``).
 
-A DINO run whose teacher collapsed has no objective left, yet its backbone keeps moving and its
-k-NN accuracy can drift either way: on the knob's object end a collapsed teacher's run went
-20.6 -> 31.1 % (``results/laptop-knob-dino``). A run with no teacher records is read on
-condition 1 alone.
+A run with no teacher records is read on condition 1 alone.
 """
 from __future__ import annotations
 
@@ -43,15 +38,9 @@ NOISE_ERRORS = 2.0
 
 @dataclass(frozen=True)
 class Plateau:
-    """The plateau rule applied to one run; every gain in k-NN top-1 points.
-
-    Attributes:
-        reached: whether the gain from ``since_epoch`` to ``last_epoch`` (``gained``) stayed below ``threshold``.
-        learned: the gain over the whole run, from the random initialisation: a plateau at the
-            initialisation's accuracy is not one of a network that learned.
-        best, best_epoch: the largest gain at any evaluation, and where; a run read at its end
-            may have stood higher before.
-    """
+    """The plateau rule applied to one run, gains in k-NN top-1 points: ``reached`` when
+    ``gained`` (from ``since_epoch`` to ``last_epoch``) stayed below ``threshold``; ``learned``
+    is the gain over the whole run, ``best`` the largest at any evaluation (at ``best_epoch``)."""
 
     reached: bool
     gained: float
@@ -70,8 +59,7 @@ class Plateau:
 
 
 def plateau(knn: Sequence[dict], fraction: float = FRACTION, gain: float = GAIN, key: str = "top1") -> Plateau:
-    """The plateau rule on a run's k-NN records (``metrics.jsonl``'s ``"knn"`` lines, epoch 0
-    first), on the CLS token's accuracy by default (``key="top1_mean"``: mean patch token)."""
+    """The plateau rule on a run's k-NN records (epoch 0 first), on the CLS token by default."""
     if not 0 < fraction < 1:
         raise ValueError(f"fraction must lie between 0 and 1, not {fraction}")
     if len(knn) < 2:
@@ -86,26 +74,23 @@ def plateau(knn: Sequence[dict], fraction: float = FRACTION, gain: float = GAIN,
 
 
 def smallest_detectable_gain(n_images: int, accuracy: float, gain: float = GAIN) -> float:
-    """The rule's power: the smallest k-NN gain, in points, it tells from noise when the
-    accuracy (in %) is measured on ``n_images`` held-out images: ``gain`` or
-    :data:`NOISE_ERRORS` binomial standard errors (:func:`knn_standard_error`), whichever is
-    more. On 1,000 images at 20-40 %, about 2.5-3.1 points; on 144 at 40-55 %, about 8."""
+    """The smallest k-NN gain (points) the rule tells from noise at ``accuracy`` % on ``n_images``:
+    ``gain`` or :data:`NOISE_ERRORS` standard errors, whichever is more. On 1,000 images at
+    20-40 %, about 2.5-3.1 points; on 144 at 40-55 %, about 8."""
     return max(gain, NOISE_ERRORS * knn_standard_error({"top1": accuracy, "n_eval": n_images}))
 
 
 def knn_standard_error(record: dict, key: str = "top1") -> float:
-    """The binomial standard error, in points, of a k-NN accuracy ``record`` (a
-    ``metrics.jsonl`` k-NN line with ``key`` in % and ``n_eval`` images):
-    :math:`100 \\sqrt{p (1 - p) / n}`."""
+    """The binomial standard error :math:`100 \\sqrt{p (1 - p) / n}`, in points, of a k-NN line
+    with ``key`` in % and ``n_eval`` images."""
     share = record[key] / 100
     return 100 * math.sqrt(share * (1 - share) / record["n_eval"])
 
 
 @dataclass(frozen=True)
 class Learned:
-    """The learned rule applied to one run: the plateau rule on its CLS k-NN records (``knn``),
-    and the teacher's mean information about the image over the last logged tenth of training
-    with the collapse threshold it is held to, in nats (None for a run that logged no teacher)."""
+    """The learned rule applied to one run: the plateau rule on its CLS k-NN, and the teacher's
+    information and collapse threshold in nats (None for a run that logged no teacher)."""
 
     knn: Plateau
     teacher_information: float | None
@@ -113,12 +98,12 @@ class Learned:
 
     @property
     def teacher_kept(self) -> bool:
-        """Whether the teacher stayed above the collapse threshold (True for a run without one)."""
+        """Whether the teacher stayed above the collapse threshold (True without one)."""
         return self.teacher_information is None or self.teacher_information >= self.teacher_floor
 
     @property
     def learned(self) -> bool:
-        """Both conditions: the k-NN gain reached the threshold, and the teacher did not collapse."""
+        """Both conditions hold."""
         return self.knn.learned_beyond_noise and self.teacher_kept
 
     def reason(self) -> str:
@@ -138,15 +123,13 @@ def last_tenth(records: Sequence[dict]) -> Sequence[dict]:
 
 def teacher_information(train: Sequence[dict]) -> float | None:
     """The teacher's mean information about the image (nats) over the last tenth of a run's
-    training records (``metrics.jsonl``'s ``"train"`` lines), None where none logged it."""
+    training records, None where none logged it."""
     information = [r["teacher_information"] for r in last_tenth(train) if "teacher_information" in r]
     return sum(information) / len(information) if information else None
 
 
 def learned_rule(run: BundleRun | RunDirectory, gain: float = GAIN) -> Learned:
-    """The rule on one run: a run of a bundle, or a run directory read from its own records
-    (a run committed with its settings and metrics only); ``gain``: the plateau rule's floor
-    in points."""
+    """The rule on a run of a bundle, or on a run directory read from its own records."""
     if isinstance(run, RunDirectory):
         knn, train, out_dim = run.read_metrics("knn"), run.read_metrics("train"), run.read_config().train.out_dim
     else:

@@ -3,8 +3,7 @@
 Values are read off the paper's text for converged (100-epoch) DINO ViT-Small runs
 (Awadhiya, arXiv 2512.07331). Where the paper gives a range ("about 58-60 %") we keep it; where
 it gives one value ("about 30.5 %") the band is ours: the value plus or minus
-:data:`ABOUT_TOLERANCE` points. :attr:`ReportedProfile.quotes` keeps the paper's own words.
-Blocks are 0-based: L0 is the first transformer block.
+:data:`ABOUT_TOLERANCE` points. Blocks are 0-based: L0 is the first transformer block.
 
 EED% is a share of the width, and the input and patch sizes set the tokens a block sees, so a
 profile is compared like for like (:func:`setting_difference`) only when its architecture and
@@ -13,7 +12,7 @@ input are the paper's as the ``paper`` preset reads them (``PAPER_OPEN_CHOICES``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict, replace
+from dataclasses import dataclass, field, replace
 
 from ..data import DATASETS
 from ..models import ARCHITECTURES, MODEL_NAMES
@@ -23,22 +22,11 @@ from ..training.run_config import RunConfig, RunSpec
 
 @dataclass(frozen=True)
 class ReportedProfile:
-    """The paper's summary of one dataset's EED% profile.
-
-    Attributes:
-        early_blocks: the blocks the "early" value refers to.
-        early_eed: (low, high) EED% in those blocks, or None if not reported.
-        middle_blocks: where the minimum is reported to lie.
-        minimum_eed: (low, high) EED% at the minimum, or None.
-        late_blocks: the blocks the "late" value refers to.
-        late_eed: (low, high) EED% of the late statistic, or None.
-        flat_above: for a profile reported as flat, the EED% every block stays above.
-        late_statistic: how the late blocks are summarised: "mean" of them, or "max", the
-            highest of them (the paper's "up to" names the highest late block).
-        quotes: the paper's words for each statistic ("early", "minimum", "late", "flat").
-        tolerance_bands: the statistics whose band is our tolerance around the one value the
-            paper states (:func:`about`), not a range of the paper's.
-    """
+    """The paper's summary of one dataset's EED% profile: (low, high) EED% bands, None where
+    not reported, and the blocks each refers to; ``flat_above`` the floor of a profile reported
+    as flat; ``late_statistic`` "mean" of the late blocks, or "max" where the paper says "up to";
+    ``quotes`` the paper's words by statistic; ``tolerance_bands`` the statistics whose band is
+    ours (:func:`about`)."""
 
     early_blocks: tuple[int, ...]
     early_eed: tuple[float, float] | None
@@ -75,18 +63,16 @@ def about(value: float) -> tuple[float, float]:
 
 #: What the paper reports for each dataset it studied.
 REPORTED: dict[str, ReportedProfile] = {
-    # "about 58-60 %" early, "about 23 %" minimum in L2-L4, "rises again" late (no number).
+    # The late blocks "rise again" (no number).
     "cifar100": ReportedProfile(EARLY, (58.0, 60.0), MIDDLE, about(23.0), LATE, None,
                                 quotes={"early": "about 58-60 %", "minimum": "about 23 %"},
                                 tolerance_bands=("minimum",)),
-    # "about 58-60 %" early, "about 30.5 %" minimum, "up to about 92.5 %" late: the highest late
-    # block, about 92.5 (the paper states no lower value for the late blocks).
+    # "Up to" names the highest late block; the paper states no lower value for them.
     "tiny-imagenet": ReportedProfile(EARLY, (58.0, 60.0), MIDDLE, about(30.5), LATE, about(92.5),
                                      late_statistic="max",
                                      quotes={"early": "about 58-60 %", "minimum": "about 30.5 %",
                                              "late": "up to about 92.5 %"},
                                      tolerance_bands=("minimum", "late")),
-    # "flat, above 90 % at every depth".
     "uc-merced": ReportedProfile(EARLY, None, MIDDLE, None, LATE, None, flat_above=90.0,
                                  quotes={"flat": "above 90 % at every depth"}),
 }
@@ -103,21 +89,15 @@ def late_label(reported: ReportedProfile) -> str:
     blocks = f"L{reported.late_blocks[0]}-L{reported.late_blocks[-1]}"
     return f"highest of {blocks}" if reported.late_statistic == "max" else f"mean of {blocks}"
 
+
 PAPER_DATASETS = tuple(REPORTED)
-# Beyond the paper: every other dataset of the registry (texture-centric real data, and the
-# synthetic worlds with their knob).
+# Beyond the paper: every other dataset of the registry.
 EXTRA_DATASETS = tuple(name for name in DATASETS if name not in PAPER_DATASETS)
 
 
 @dataclass(frozen=True)
 class Setting:
-    """What a profile was measured on: the backbone and the input it was trained and profiled at.
-
-    Attributes:
-        arch: the architecture's name (:data:`~ib_tutorial.models.ARCHITECTURES`).
-        img_size: the input's side in pixels.
-        patch_size: the patch's side in pixels.
-    """
+    """What a profile was measured on: the backbone, and the input and patch sides in pixels."""
 
     arch: str
     img_size: int
@@ -135,15 +115,11 @@ class Setting:
         return f"{MODEL_NAMES.get(dim, self.arch)} (D = {dim}) at {self.img_size} px, patch {self.patch_size}"
 
 
-#: The paper's backbone.
-PAPER_ARCH = "vit_small"
-
-
 def paper_setting(dataset: str) -> Setting:
     """The paper's setting for ``dataset``: ViT-S at the input the ``paper`` preset feeds it
     (our reading: the paper states no input or patch size)."""
     view = get_preset("paper").view(dataset)
-    return Setting(PAPER_ARCH, view.img_size, view.patch_size)
+    return Setting("vit_small", view.img_size, view.patch_size)
 
 
 def setting_difference(dataset: str, setting: Setting) -> str | None:
@@ -170,15 +146,11 @@ class ComparisonRow:
     unlike: str | None = None  # why the profile is not compared like for like (setting_difference)
 
 
-def _mean(values: list[float], blocks: tuple[int, ...]) -> float:
-    return sum(values[b] for b in blocks) / len(blocks)
-
-
 def _against_range(value: float, bounds: tuple[float, float] | None) -> tuple[str, str, str]:
     if bounds is None:
         return "not reported", "the paper gives no number", "-"
     low, high = bounds
-    paper = f"{low:.1f}-{high:.1f} %" if low != high else f"{low:.1f} %"  # a band of ours where the paper gives one value (paper.about)
+    paper = f"{low:.1f}-{high:.1f} %" if low != high else f"{low:.1f} %"
     if value < low:
         return paper, "below", f"{value - low:+.1f} points below the range"
     if value > high:
@@ -187,51 +159,33 @@ def _against_range(value: float, bounds: tuple[float, float] | None) -> tuple[st
 
 
 def compare_profile(dataset: str, eed_percent: list[float], setting: Setting) -> list[ComparisonRow]:
-    """Early-block, minimum and late-block EED%, and flatness, against the paper.
-
-    ``eed_percent`` is the per-block profile (12 values, block 0 first), measured at
-    ``setting``. Datasets the paper did not study get the same rows with the verdict "not
-    reported"; a setting unlike the paper's (:func:`setting_difference`) gets the paper's
-    values as a reference, the verdict "reference only" and no deviation.
-    """
-    unlike = setting_difference(dataset, setting) if dataset in REPORTED else None
-    rows = _compare(dataset, eed_percent)
-    if unlike is None:
-        return rows
-    return [replace(row, verdict="reference only", deviation="-", unlike=unlike) for row in rows]
-
-
-def _compare(dataset: str, eed_percent: list[float]) -> list[ComparisonRow]:
-    """:func:`compare_profile`'s rows, every verdict and deviation stated."""
+    """Early-block, minimum and late-block EED%, and flatness, of a profile measured at ``setting``,
+    against the paper: the verdict "not reported" for a dataset it did not study, "reference only"
+    for a setting unlike the paper's (:func:`setting_difference`)."""
     reported: ReportedProfile | None = REPORTED.get(dataset)
     ref = reported or REPORTED["tiny-imagenet"]  # block ranges are the same for every dataset
-    rows = []
-
-    def add(statistic, ours, ours_text, bounds, key):
-        paper, verdict, deviation = _against_range(ours, bounds) if reported else ("not studied", "not reported", "-")
-        note = reported.band_note(key, bounds) if reported else ""
-        paper = f"{paper} ({note})" if note else paper
-        rows.append(ComparisonRow(dataset, statistic, ours, ours_text, paper, verdict, deviation))
-
-    early = _mean(eed_percent, ref.early_blocks)
-    add(f"early EED% (mean of L{ref.early_blocks[0]}-L{ref.early_blocks[-1]})", early, f"{early:.1f} %",
-        reported.early_eed if reported else None, "early")
-
+    early = sum(eed_percent[b] for b in ref.early_blocks) / len(ref.early_blocks)
     minimum = min(eed_percent)
     where = eed_percent.index(minimum)
-    add("minimum EED%", minimum, f"{minimum:.1f} % at L{where}", reported.minimum_eed if reported else None, "minimum")
+    late = late_value(ref, eed_percent)
+    rows = []
+    for key, statistic, ours, ours_text in (
+            ("early", f"early EED% (mean of L{ref.early_blocks[0]}-L{ref.early_blocks[-1]})", early, f"{early:.1f} %"),
+            ("minimum", "minimum EED%", minimum, f"{minimum:.1f} % at L{where}"),
+            ("late", f"late EED% ({late_label(ref)})", late, f"{late:.1f} %")):
+        bounds = getattr(reported, f"{key}_eed") if reported else None
+        paper, verdict, deviation = _against_range(ours, bounds) if reported else ("not studied", "not reported", "-")
+        note = reported.band_note(key, bounds) if reported else ""
+        rows.append(ComparisonRow(dataset, statistic, ours, ours_text, f"{paper} ({note})" if note else paper, verdict,
+                                  deviation))
     if reported and reported.minimum_eed is not None:
         in_middle = where in reported.middle_blocks
-        rows.append(ComparisonRow(
+        rows.insert(2, ComparisonRow(
             dataset, "block of the minimum", float(where), f"L{where}",
             f"L{reported.middle_blocks[0]}-L{reported.middle_blocks[-1]}",
             "within" if in_middle else "differs",
             "inside the reported blocks" if in_middle else f"minimum at L{where}, outside the reported blocks",
         ))
-
-    late = late_value(ref, eed_percent)  # the highest late block where the paper says "up to"
-    add(f"late EED% ({late_label(ref)})", late, f"{late:.1f} %", reported.late_eed if reported else None,
-        "late")
     if reported and reported.late_eed is None and reported.minimum_eed is not None:
         rises = where < min(ref.late_blocks) and late > minimum  # a minimum inside the late blocks is no rise
         rows[-1] = ComparisonRow(
@@ -241,26 +195,23 @@ def _compare(dataset: str, eed_percent: list[float]) -> list[ComparisonRow]:
         )
 
     if reported and reported.flat_above is not None:
-        lowest = min(eed_percent)
-        flat = lowest > reported.flat_above
+        flat = minimum > reported.flat_above
         rows.append(ComparisonRow(
-            dataset, "flatness (lowest block)", lowest,
-            f"lowest {lowest:.1f} %, spread {max(eed_percent) - lowest:.1f} points",
+            dataset, "flatness (lowest block)", minimum,
+            f"lowest {minimum:.1f} %, spread {max(eed_percent) - minimum:.1f} points",
             f"flat, above {reported.flat_above:.0f} % at every depth",
             "within" if flat else "below",
             "every block above the reported floor" if flat
-            else f"{lowest - reported.flat_above:+.1f} points below the floor at L{eed_percent.index(lowest)}",
+            else f"{minimum - reported.flat_above:+.1f} points below the floor at L{where}",
         ))
-    return rows
+    unlike = setting_difference(dataset, setting) if reported else None
+    if unlike is None:
+        return rows
+    return [replace(row, verdict="reference only", deviation="-", unlike=unlike) for row in rows]
 
 
 def run_comparison(spec: str, eed_percent: list[float], config: RunConfig) -> list[ComparisonRow]:
-    """:func:`compare_profile` of one run of a reproduction at the setting its ``config``
-    records, its rows named by the run's spec (``tiny-imagenet@arch=vit_small``) rather than
-    its dataset."""
+    """:func:`compare_profile` of one run at the setting its ``config`` records, its rows named
+    by the run's spec (``tiny-imagenet@arch=vit_small``) rather than its dataset."""
     rows = compare_profile(RunSpec.parse(spec).dataset, eed_percent, Setting.of(config))
     return [replace(row, dataset=spec) for row in rows]
-
-
-def comparison_records(rows: list[ComparisonRow]) -> list[dict]:
-    return [asdict(r) for r in rows]

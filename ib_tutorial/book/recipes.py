@@ -1,15 +1,9 @@
-"""Training recipes side by side: what each run changed, and what it learned.
-
-A recipe is a training run (a directory written by :func:`ib_tutorial.training.loop.train`) read as
-one table row: the settings in which it differs from a reference configuration, how many
-steps its warm-up and its last-layer freeze lasted (the settings that make them, epochs and
-floors in steps, are read as those two numbers: :mod:`ib_tutorial.training.schedules`), its
-k-NN accuracy at every evaluation (CLS token and mean-pooled patch tokens), the
-teacher's entropy as a fraction of :math:`\\log K` (1 = uniform collapse, 0 = one-hot)
-and its information about the image, and the wall time and throughput. The lab
-notes build their tables of CPU recipes from these rows, read from the committed
-metrics; a row can be read as it stood at a given step (``until_step``), so that runs of
-different lengths are compared at the same point.
+"""Training recipes side by side: each run (a directory written by
+:func:`ib_tutorial.training.loop.train`) read as one table row of the lab notes: the settings in
+which it differs from a reference, the steps of its warm-up and last-layer freeze
+(:mod:`ib_tutorial.training.schedules`), its k-NN accuracy at every evaluation, its teacher's
+entropy and information, and its wall time and throughput. A row can be read as it stood at a
+given step (``until_step``), so that runs of different lengths are compared at the same point.
 """
 from __future__ import annotations
 
@@ -34,22 +28,10 @@ PHASE_SETTINGS = ("warmup_epochs", "warmup_min_steps", "freeze_last_layer", "fre
 
 @dataclass(frozen=True)
 class Recipe:
-    """One run as a row of the recipe table.
-
-    Attributes:
-        name: the run directory's name.
-        dataset: the dataset it trained on (with its options, ``NAME:KEY=VALUE``).
-        changes: ``{setting: value}`` where the run differs from the reference.
-        phases: the steps of its warm-up and of its last-layer freeze.
-        epochs: the epochs at which k-NN accuracy was measured (0 = random initialisation).
-        knn_cls, knn_mean: top-1 accuracy (%) at those epochs on the CLS token and on
-            mean-pooled patch tokens.
-        teacher_entropy: mean teacher entropy over the last logged tenth of training,
-            as a fraction of :math:`\\log K`.
-        teacher_information: the same for the teacher's information about the image, in nats.
-        wall_minutes: wall time of the run when its last k-NN evaluation finished.
-        images_per_s: median training throughput.
-    """
+    """One run as a row of the recipe table: ``changes`` against the reference; k-NN top-1 (%)
+    at each evaluated epoch on the CLS and mean patch tokens; over the last logged tenth, the
+    teacher's entropy as a fraction of :math:`\\log K` and its information (nats); the median
+    throughput."""
 
     name: str
     dataset: str
@@ -70,23 +52,20 @@ class Recipe:
 
 
 def run_settings(train: TrainSettings, view: ViewSettings) -> dict:
-    """Every training and view setting of a run but bookkeeping, flat, its phases' settings
-    included (``arch`` is one of the training settings)."""
+    """Every training and view setting of a run but bookkeeping, flat, as JSON reads it back
+    (tuples become lists), so that a config read back equals a preset."""
     settings = {**dataclasses.asdict(view), **dataclasses.asdict(train)}
-    return {key: _plain(value) for key, value in settings.items() if key not in NOT_RECIPE}
+    return {key: json.loads(json.dumps(value)) for key, value in settings.items() if key not in NOT_RECIPE}
 
 
 def recipe_settings(train: TrainSettings, view: ViewSettings) -> dict:
-    """The settings that make a run's recipe, flat: :func:`run_settings` but those of its
-    phases, which a row reads as the steps they make (:attr:`Recipe.phases`)."""
+    """:func:`run_settings` but those of the phases, which a row reads as their steps."""
     return {key: value for key, value in run_settings(train, view).items() if key not in PHASE_SETTINGS}
 
 
 def tier_changes(train: TrainSettings, view: ViewSettings, preset: Preset, dataset: str) -> dict:
     """``{setting: (the run's value, the tier's)}`` for every setting of :func:`run_settings`
-    in which a run recorded with ``train`` and ``view`` differs from what ``preset`` runs on
-    ``dataset`` today: a run made with the tier's plain command before the tier changed
-    differs in the settings that changed since."""
+    in which a run differs from what ``preset`` runs on ``dataset`` today."""
     mine, tier = run_settings(train, view), run_settings(preset.train, preset.view(dataset))
     return {key: (value, tier[key]) for key, value in mine.items() if tier[key] != value}
 
@@ -97,9 +76,8 @@ def preset_recipe(preset: Preset, dataset: str) -> dict:
 
 
 def read_recipe(run_dir: str | os.PathLike, reference: dict, until_step: int | None = None) -> Recipe:
-    """One run as a :class:`Recipe`, its changes taken against ``reference`` (the output of
-    :func:`recipe_settings` for the reference run or preset); with ``until_step``, as it
-    stood after that many steps (its evaluations and logged steps up to it)."""
+    """One run as a :class:`Recipe`, its changes taken against ``reference`` (a
+    :func:`recipe_settings`); with ``until_step``, as it stood after that many steps."""
     run = RunDirectory(run_dir)
     config = run.read_config()
     settings = recipe_settings(config.train, config.view)
@@ -129,16 +107,9 @@ def read_recipe(run_dir: str | os.PathLike, reference: dict, until_step: int | N
 
 
 def read_recipes(folder: str | os.PathLike, reference: dict, until_step: int | None = None) -> list[Recipe]:
-    """Every run of the paper's objective (DINO) directly under ``folder``, as recipes, by
-    name (a supervised control beside them is not a DINO recipe, and logs no teacher);
-    ``until_step``: see :func:`read_recipe`."""
+    """Every DINO run directly under ``folder`` as a recipe, by name (a supervised control
+    beside them logs no teacher)."""
     runs = sorted(p for p in Path(folder).iterdir() if (p / "config.json").exists())
     return [read_recipe(run, reference, until_step) for run in runs
             if RunDirectory(run).read_config().objective.compared_with_paper]
-
-
-def _plain(value):
-    """JSON-comparable form (tuples become lists), so a config read back equals a preset."""
-    return json.loads(json.dumps(value))
-
 

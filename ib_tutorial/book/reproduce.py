@@ -2,39 +2,28 @@
 
     ib-tutorial reproduce --preset NAME [--datasets ...] [--out DIR]
 
-A dataset may carry options (see :mod:`ib_tutorial.data.spec`), so
-``--datasets synthetic-objects synthetic-mix:texture_weight=0.5 synthetic-textures`` sweeps
-the texture knob in one bundle; and settings of its own after ``@``
-(:class:`~ib_tutorial.training.run_config.RunSpec`): ``tiny-imagenet@objective=supervised``
-is the supervised control, ``tiny-imagenet@arch=vit_small`` the run at the paper's width.
-Only DINO runs are compared with the paper's values.
+A dataset is a run spec (:class:`~ib_tutorial.training.run_config.RunSpec`): options after
+``:`` (``synthetic-mix:texture_weight=0.5``, which runs in ``synthetic-mix_texture_weight=0.5/``)
+and settings after ``@`` (``tiny-imagenet@objective=supervised``). Only DINO runs are compared
+with the paper. Layout of ``DIR``::
 
-Layout of ``DIR``::
-
-    <dataset>/              a training run (see ib_tutorial.training.runs) with profiles/<epoch>.json,
-                            the other measurements in profiles/<variant>/<epoch>.json, and
-                            pruning/mean-<last epoch>.json (see ib_tutorial.measure.pruning),
-                            and on a world with objects factors.json (ib_tutorial.book.run_profiles);
-                            ``synthetic-mix:texture_weight=0.5`` runs in synthetic-mix_texture_weight=0.5/
-    comparison.md           the table against the paper's reported values, written from the
-                            summary by :func:`ib_tutorial.book.tables.write_comparison_table`
-                            (``ib-tutorial reproduce`` does)
-    summary.json            per dataset: random-init and final profiles, k-NN accuracy,
-                            the raw-patch baseline, the comparison rows, and the
-                            provenance of the final profile; with ``pretrained``, each
-                            published model's EED% profile by dataset
+    <dataset>/              a training run (ib_tutorial.training.runs) with profiles/<epoch>.json,
+                            the other measurements in profiles/<variant>/<epoch>.json,
+                            pruning/mean-<last epoch>.json (ib_tutorial.measure.pruning), and
+                            on a world with objects factors.json (ib_tutorial.book.run_profiles)
+    comparison.md           the table against the paper, written from the summary by
+                            ib_tutorial.book.tables.write_comparison_table
+    summary.json            per dataset: random-init and final profiles, k-NN accuracy, the
+                            raw-patch baseline, the comparison rows and the final profile's
+                            provenance; with ``pretrained``, each published model's EED% profile
     pretrained/<dataset>/<model>/profiles/<tokens>-<centred|uncentred>.json
-                            published models (``--pretrained MODEL ...``), every measurement
 
-``export_bundle(DIR, DEST)`` (``--export DEST``) copies everything but the checkpoints and
-weights, a few hundred kilobytes, for committing under ``results/``.
-
-Finished work is never redone: a run that reached its last epoch is not trained again, a
-run that stopped part-way resumes from its checkpoint, and existing profiles and pruning
-curves are kept.
+Finished work is never redone: a finished run is not trained again, a run that stopped part-way
+resumes from its checkpoint, and existing profiles and pruning curves are kept.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -48,7 +37,7 @@ from ..presets import Preset, get_preset
 from ..training.loop import train
 from ..training.run_config import RunSpec
 from ..training.runs import RunDirectory
-from .paper import PAPER_DATASETS, comparison_records, run_comparison
+from .paper import PAPER_DATASETS, run_comparison
 from .pretrained import profile_published
 from .records import load_profile_record
 from .run_profiles import FILE as FACTORS_FILE
@@ -56,27 +45,8 @@ from .run_profiles import (has_object_factors, load_run_profiles, measure_factor
                            profile_variants, prune_run, raw_patch_eed)
 
 
-def run_finished(run: RunDirectory) -> bool:
-    """Whether the run saved the teacher of its last epoch."""
-    if not run.exists():
-        return False
-    epochs = run.read_config().train.epochs
-    return epochs in run.backbone_epochs()
-
-
-def train_or_resume(spec: RunSpec, preset: Preset, run_dir: Path, root, download: bool, progress: bool) -> None:
-    """Train the run ``spec`` names into ``run_dir`` unless it is finished; resume a partial run."""
-    run = RunDirectory(run_dir)
-    if run_finished(run):
-        print(f"{spec}: training finished earlier in {display_path(run_dir)}; skipped")
-        return
-    train(spec.dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
-          dataset_options=spec.options, progress=progress, **spec.overrides)
-
-
 def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = False) -> dict:
-    """Random-init and final profiles, k-NN accuracy at the first and last evaluations, the
-    raw-patch baseline, and the comparison rows of one run."""
+    """One run's entry of ``summary.json``."""
     records = load_run_profiles(run_dir)
     if not records:
         raise FileNotFoundError(f"{run_dir} has no profiles; run `ib-tutorial profile {run_dir}`")
@@ -96,7 +66,7 @@ def summarise_run(spec: RunSpec, run_dir: Path, root=None, download: bool = Fals
         "knn_accuracy_first": knn[0] if knn else None,
         "raw_patch_n_eff": raw_n_eff,
         "raw_patch_dim": raw_dim,
-        "comparison": comparison_records(rows),
+        "comparison": [dataclasses.asdict(row) for row in rows],
         "provenance": last.provenance.to_dict(),
     }
 
@@ -113,41 +83,32 @@ def reproduce(
     pretrained: Sequence[str] = (),
     weights: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
-    """Train, profile, prune and measure the object factors of every dataset, then write
-    ``summary.json`` (the layout of ``out``: the module docstring).
+    """Train, profile, prune and measure the object factors of every dataset into ``out``
+    (default ``<data root>/reproduce/<preset>``), then write ``summary.json``.
 
-    Args:
-        preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
-        datasets: run specs (:class:`~ib_tutorial.training.run_config.RunSpec`, or their text): names
-            :func:`ib_tutorial.data.get_dataset` knows, each optionally with options
-            (``"synthetic-mix:texture_weight=0.25"``) and settings (``"tiny-imagenet@objective=supervised"``);
-            default the paper's three.
-        out: the results folder (default ``<data root>/reproduce/<preset>``).
-        root, download: where the real datasets live, and whether to fetch them.
-        pretrained_control: also profile timm's pretrained DINO ViT-S/16 on each dataset's
-            profile images (needs its weights, fetched once from the Hugging Face hub; when
-            they cannot be had, a message says so and the reproduction goes on without).
-        all_measurements: also profile the measurement variants, prune the last teacher and
-            measure the object factors
-            (False: the default profiles only, for a quick look at extra runs).
-        pretrained: published timm models (e.g. :data:`~ib_tutorial.models.PUBLISHED_VIT_SMALL`)
-            to profile on each dataset's held-out profile images with every measurement
-            (:func:`~ib_tutorial.book.pretrained.profile_published`), into
-            ``<out>/pretrained/``; a model whose weights cannot be had is reported and skipped.
-        weights: local state dicts by model name, for machines without a network.
+    ``pretrained_control`` also profiles timm's pretrained DINO ViT-S/16 on each dataset's
+    profile images; ``all_measurements=False`` keeps to the default profiles (a quick look at
+    extra runs); ``pretrained`` names published timm models to profile with every measurement
+    (:func:`~ib_tutorial.book.pretrained.profile_published`), ``weights`` their local state
+    dicts. A model whose weights cannot be had is reported and skipped.
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     out = Path(out) if out is not None else data_root(root) / "reproduce" / preset.name
     summary = {"preset": preset.name, "datasets": {}}
     for spec in map(RunSpec.of, datasets):  # parsed here, once
         run_dir = out / spec.folder
-        train_or_resume(spec, preset, run_dir, root, download, progress)
+        run = RunDirectory(run_dir)
+        if run.exists() and run.read_config().train.epochs in run.backbone_epochs():
+            print(f"{spec}: training finished earlier in {display_path(run_dir)}; skipped")
+        else:
+            train(spec.dataset, preset, out=run_dir, resume=run.exists(), root=root, download=download,
+                  dataset_options=spec.options, progress=progress, **spec.overrides)
         profile_run(run_dir, root=root, download=download, progress=progress)
         if all_measurements:
             profile_variants(run_dir, root=root, download=download, progress=progress)
             prune_run(run_dir, root=root, download=download)
             if has_object_factors(run_dir):  # what the first and the last teacher learned besides the class
-                saved = RunDirectory(run_dir).backbone_epochs()
+                saved = run.backbone_epochs()
                 measure_factors(run_dir, sorted({saved[0], saved[-1]}), root=root, download=download, progress=progress)
         summary["datasets"][spec.text] = summarise_run(spec, run_dir, root, download)
         control = profile_pretrained(run_dir, root=root, download=download) if pretrained_control else None
@@ -165,10 +126,9 @@ def reproduce(
 
 def profile_published_or_say_why(name: str, spec: RunSpec, out: Path, weights, preset: Preset, root, download: bool,
                                  progress: bool) -> list[Path]:
-    """:func:`~ib_tutorial.book.pretrained.profile_published` at the input side the
-    book profiles the model at (:data:`~ib_tutorial.models.PROFILE_IMG_SIZE`; else its
-    published one), or, when the model's weights cannot be had, the reason printed and
-    nothing: the reproduction goes on."""
+    """:func:`~ib_tutorial.book.pretrained.profile_published` at the book's input side for the
+    model (:data:`~ib_tutorial.models.PROFILE_IMG_SIZE`), or, without its weights, the reason
+    printed and nothing."""
     try:
         return profile_published(name, spec, out, weights=weights, preset=preset, root=root, download=download,
                                  progress=progress, img_size=PROFILE_IMG_SIZE.get(name))
@@ -182,15 +142,12 @@ PRETRAINED_FOLDER = "pretrained"  # <out>/pretrained/<dataset>/<model>/profiles/
 
 
 def export_bundle(out: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> Path:
-    """Copy a reproduction's summary, table, run settings, metrics, profiles, pruning curves
-    and measurements (not its checkpoints or weights) from ``out`` to ``dest``, keeping the layout,
-    the records and logs stored compact (:mod:`ib_tutorial.compact`). An existing
-    ``dest`` is replaced whole once the copy is complete, so a failed export leaves it as it was.
+    """Copy a reproduction from ``out`` to ``dest`` but its checkpoints and weights, a few hundred
+    kilobytes for committing under ``results/``, stored compact (:mod:`ib_tutorial.compact`).
+    An existing ``dest`` is replaced whole once the copy is complete.
 
-    Raises:
-        ValueError: a profile was measured by code with uncommitted changes (its
-            ``code_version`` ends in ``+dirty``), unless ``allow_dirty``: results meant for
-            the repository must name a commit that can make them again.
+    Refuses (ValueError) a profile measured by uncommitted code (``code_version`` ending in
+    ``+dirty``) unless ``allow_dirty``: committed results must name a commit that can make them again.
     """
     out, dest = Path(out), Path(dest)
     summary = out / "summary.json"

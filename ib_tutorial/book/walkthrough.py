@@ -1,11 +1,6 @@
 """What the chapter "From runs to results" shows: one committed bundle walked through end to end,
-every other bundle in one table, and the committed GPU run with what its files say.
-
-Why the GPU run (DINO ViT-S at the ``paper`` recipe, cut to the epochs a lent machine allowed)
-did not learn is not known: it differs from runs that learned in several ways at once, and no
-run has changed one of them alone. :func:`gpu_run_facts` reads each from the run's
-``config.json`` and ``metrics.jsonl``; :func:`floors_test` reads the book's one test of the
-first of them, the warm-up and freeze floors, from two CPU runs that differ in them only.
+every other bundle in one table, and the committed GPU run (DINO ViT-S at the ``paper`` recipe, cut
+to the epochs a lent machine allowed) with what its files say of why it did not learn.
 """
 from __future__ import annotations
 
@@ -26,23 +21,9 @@ from .tables import ResultSection, markdown_table
 
 @dataclass(frozen=True)
 class GpuRunFacts:
-    """What set a GPU run apart, each read from its files.
-
-    Attributes:
-        epochs: epochs trained.
-        steps: optimiser steps in all.
-        batch: images a step.
-        warmup_steps: the learning-rate warm-up, in steps (:class:`~ib_tutorial.training.schedules.Phases`).
-        freeze_steps: the last layer's freeze, in steps.
-        out_dim: the head's output size K.
-        train_images: training images an epoch.
-        knn_first: CLS k-NN top-1 (%) at the random initialisation.
-        knn_last: the same at the last evaluation.
-        knn_se: one binomial standard error of the last, in points.
-        learned: whether the run learned by the book's rule (:func:`~ib_tutorial.book.learned.learned_rule`).
-        teacher_share: the lowest and highest teacher entropy logged, as a share of log K
-            (1 is a uniform teacher, which tells the student nothing about the image).
-    """
+    """What set a GPU run apart, read from its ``config.json`` and ``metrics.jsonl``: CLS k-NN
+    top-1 (%) first and last with one standard error of the last, and the lowest and highest
+    teacher entropy as a share of log K (1: a uniform teacher)."""
 
     epochs: int
     steps: int
@@ -64,7 +45,6 @@ class GpuRunFacts:
 
 
 def gpu_run_facts(run: BundleRun) -> GpuRunFacts:
-    """The facts of ``run`` (:class:`GpuRunFacts`)."""
     config, knn = run.config, run.knn
     phases = Phases.of(config.train, config.steps_per_epoch)
     shares = [row["teacher_entropy"] / math.log(config.train.out_dim) for row in run.train]
@@ -77,18 +57,9 @@ def gpu_run_facts(run: BundleRun) -> GpuRunFacts:
 
 @dataclass(frozen=True)
 class FloorsTest:
-    """Two runs alike but for the warm-up and freeze floors: their k-NN gains from the random
-    initialisation, and how far apart their last accuracies lie against the noise of that gap.
-
-    Attributes:
-        gain_without: CLS k-NN points gained by the run without the floors.
-        gain_with: the same with them.
-        steps: optimiser steps of each run.
-        warmup_steps: the warm-up of each, without and with the floors.
-        difference: last accuracy without the floors minus with them, in points.
-        difference_se: one standard error of ``difference`` (the two last accuracies' binomial
-            errors, independent evaluations of two networks).
-    """
+    """Two runs alike but for the warm-up and freeze floors: their CLS k-NN gains, their warm-ups
+    (without, with), and the difference of their last accuracies (without minus with) with its
+    standard error, in points."""
 
     gain_without: float
     gain_with: float
@@ -104,12 +75,7 @@ class FloorsTest:
 
 
 def floors_test(without: BundleRun, with_floors: BundleRun) -> FloorsTest:
-    """The floors test of two runs of one initialisation and one length (:class:`FloorsTest`).
-
-    Raises:
-        ValueError: when the runs differ in length, or start from different accuracies (another
-            initialisation), so that their gains cannot be set side by side.
-    """
+    """The floors test of two runs of one initialisation and one length (else ValueError)."""
     first, second = without.knn, with_floors.knn
     if first[-1]["step"] != second[-1]["step"] or first[0]["top1"] != second[0]["top1"]:
         raise ValueError("the floors test needs two runs of one length from one initialisation")
@@ -121,17 +87,15 @@ def floors_test(without: BundleRun, with_floors: BundleRun) -> FloorsTest:
 
 
 def bundle_command(bundle: Bundle) -> str:
-    """The ``ib-tutorial reproduce`` command that makes ``bundle``: its preset and its runs,
-    exported where the book finds it (the data root is the reader's: ``--root``)."""
+    """The ``ib-tutorial reproduce`` command that makes ``bundle`` and exports it where the book
+    finds it."""
     return command_line(reproduce_argv(bundle.preset, list(bundle.runs), out=f"/tmp/{bundle.name}",
                                        export=f"results/{bundle.name}"))
 
 
 def learned_markdown(bundle: Bundle) -> str:
     """A table of the runs of ``bundle``: whether each learned by the book's rule, and the
-    numbers the rule reads (:func:`~ib_tutorial.book.learned.learned_rule`): the CLS k-NN
-    gain beside its threshold, and the teacher's information beside the collapse threshold
-    ("-" for a run without a teacher)."""
+    numbers the rule reads beside their thresholds."""
     rows = []
     for spec, run in bundle.runs.items():
         rule = learned_rule(run)
@@ -143,20 +107,14 @@ def learned_markdown(bundle: Bundle) -> str:
                            "teacher information, nats (collapse under)"], rows)
 
 
-def _chapter_key(key: str) -> str:
-    """A Results chapter's notebook, from its family's key (``tiny-imagenet`` -> ``results_tiny_imagenet``)."""
-    return "results_" + key.replace("-", "_")
-
-
 def reading_chapters(bundles: Iterable[Bundle]) -> dict[str, list[str]]:
     """For each bundle, the chapters that read it: the Results chapters that show one of its
-    runs (:func:`~ib_tutorial.book.dataset_chapters.chapter_runs`) and the chapters the
-    manifest names for it (``ENTRIES`` of ``ib_tutorial.book.bundles``)."""
+    runs, and the chapters the manifest names for it."""
     bundles = list(bundles)
     readers: dict[str, list[str]] = {bundle.name: [] for bundle in bundles}
     for key, family in FAMILIES.items():
         for entry in chapter_runs(family, bundles):
-            readers[entry.bundle.name].append(_chapter_key(key))
+            readers[entry.bundle.name].append("results_" + key.replace("-", "_"))
     for entry in ENTRIES:
         bundle = Path(entry.folder).parts[0]
         if bundle in readers:
@@ -165,9 +123,8 @@ def reading_chapters(bundles: Iterable[Bundle]) -> dict[str, list[str]]:
 
 
 def bundles_markdown(bundles: Iterable[str | Path | Bundle] | None = None, skip: Iterable[str] = ()) -> str:
-    """Every committed bundle (default: all under ``results/``) but those named in ``skip``,
-    one row each: its preset, its runs, how many learned by the book's rule, and the chapters
-    that read it (:func:`reading_chapters`)."""
+    """Every committed bundle (default: all under ``results/``) but those in ``skip``, one row
+    each: its preset, its runs, how many learned, and the chapters that read it."""
     loaded = [bundle for bundle in load_bundles(bundles) if bundle.name not in set(skip)]
     readers = reading_chapters(loaded)
     rows = []
@@ -181,10 +138,8 @@ def bundles_markdown(bundles: Iterable[str | Path | Bundle] | None = None, skip:
 
 
 def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) -> str:
-    """What the committed GPU run did, and why it did not learn stated as what it is: open.
-    The candidates are the ways the run differs from runs that learned, each with its number;
-    none was changed alone, and the one the book tested on a CPU (the floors) made no
-    measurable difference there."""
+    """What the committed GPU run did, and why it did not learn stated as what it is: open. The
+    candidates are the ways it differs from runs that learned; only the floors were tested."""
     outcome = "it learned" if facts.learned else "it did not learn"
     floors_said = ("neither helped nor hurt measurably" if floors.within_noise else
                    f"{'helped' if floors.difference < 0 else 'hurt'} by more than two standard errors")
@@ -210,9 +165,8 @@ def gpu_run_markdown(entry: DatasetRun, facts: GpuRunFacts, floors: FloorsTest) 
 
 
 def gpu_run_section(with_floors: Bundle) -> ResultSection:
-    """The committed GPU run (manifest entry ``gpu-run``): :func:`gpu_run_markdown` and its
-    k-NN curve. The floors test sets the manifest's ``floors-without`` run beside the Tiny
-    ImageNet run of ``with_floors``, the same recipe with the floors."""
+    """The committed GPU run (manifest entry ``gpu-run``) and its k-NN curve; the floors test sets
+    the manifest's ``floors-without`` run beside the Tiny ImageNet run of ``with_floors``."""
     gpu_bundle = load_bundle(stored_entry("gpu-run"))
     gpu = DatasetRun(gpu_bundle, next(iter(gpu_bundle.runs.values())))
     without = next(iter(load_bundle(stored_entry("floors-without")).runs.values()))

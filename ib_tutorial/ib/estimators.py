@@ -1,10 +1,9 @@
-r"""Information in bits: exact quantities of discrete distributions (:func:`entropy_bits`,
-:func:`mutual_information_bits`), and two estimators of :math:`I(X;T)` and :math:`I(T;Y)` for
-the activations :math:`T` of a layer: the binning estimator of Shwartz-Ziv & Tishby
-(:func:`binned_information`) and the pairwise-distance bound of Kolchinsky & Tracey for a noisy
-channel :math:`T + \mathcal{N}(0, \sigma^2 I)`, as Saxe et al. use it (:func:`kde_information`).
-:math:`X` is uniform over the distinct training inputs, so for a deterministic network
-:math:`I(X;T) = H(T)`.
+r"""Information in bits: exact quantities of discrete distributions, and two estimators of
+:math:`I(X;T)` and :math:`I(T;Y)` for the activations :math:`T` of a layer: the binning
+estimator of Shwartz-Ziv & Tishby (:func:`binned_information`) and the pairwise-distance bound
+of Kolchinsky & Tracey for a noisy channel :math:`T + \mathcal{N}(0, \sigma^2 I)`, as Saxe et
+al. use it (:func:`kde_information`). :math:`X` is uniform over the distinct training inputs,
+so for a deterministic network :math:`I(X;T) = H(T)`.
 """
 from __future__ import annotations
 
@@ -20,22 +19,23 @@ Tensor = torch.Tensor
 ESTIMATORS = ("binning", "kde")
 
 
-# --- exact information of discrete distributions -------------------------------------
+@dataclass(frozen=True)
+class InformationEstimate:
+    """One point of the information plane, in bits."""
+
+    i_xt: float
+    i_ty: float
+
 
 def entropy_bits(counts: Tensor) -> float:
-    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` (bits) of a histogram of counts or
-    probabilities, any shape (:math:`0 \log 0 = 0`)."""
-    p = _normalised(counts).flatten()
-    return float(torch.special.entr(p).sum()) / math.log(2)
+    r"""Shannon entropy :math:`H = -\sum_k p_k \log_2 p_k` of a histogram of counts or
+    probabilities, any shape."""
+    return float(torch.special.entr(_normalised(counts).flatten()).sum()) / math.log(2)
 
 
 def mutual_information_bits(joint: Tensor) -> float:
-    r"""Mutual information (bits) of a joint table ``joint`` [A, B] of counts or probabilities.
-
-    .. math::
-
-        I(A;B) = \sum_{a,b} p(a,b) \log_2 \frac{p(a,b)}{p(a)\,p(b)} = H(A) + H(B) - H(A,B).
-    """
+    r""":math:`I(A;B) = H(A) + H(B) - H(A,B)` of a joint table ``joint`` [A, B] of counts or
+    probabilities."""
     if joint.ndim != 2:
         raise ValueError(f"joint must be a 2-D [A, B] table, got shape {tuple(joint.shape)}")
     p = _normalised(joint)
@@ -43,16 +43,15 @@ def mutual_information_bits(joint: Tensor) -> float:
 
 
 def ib_lagrangian(i_xt: float, i_ty: float, beta: float) -> float:
-    r"""The Information Bottleneck objective :math:`\mathcal{L} = I(X;T) - \beta\, I(T;Y)`,
-    which an encoder :math:`p(t \mid x)` minimises (Tishby, Pereira & Bialek 1999)."""
+    r"""The Information Bottleneck objective :math:`I(X;T) - \beta\, I(T;Y)`, which an encoder
+    minimises (Tishby, Pereira & Bialek 1999)."""
     return i_xt - beta * i_ty
 
 
 def flipped_label_information(labels: Tensor, flip: float) -> InformationEstimate:
     r"""Exact :math:`I(X;T)` and :math:`I(T;Y)` of a stochastic encoder: :math:`T` is the binary
-    label :math:`Y = f(X)` flipped with probability ``flip``, X uniform over the N inputs whose
-    labels ``labels`` [N] holds. Noise, not merging inputs, is what removes the information:
-    :math:`p(t \mid x)` is the [N, 2] table below, :math:`p(x, t) = p(t \mid x) / N`."""
+    label ``labels`` [N] flipped with probability ``flip``, X uniform over the N inputs. Noise,
+    not merging inputs, is what removes the information."""
     y = labels.long()
     p_t_given_x = torch.stack([1 - flip - (1 - 2 * flip) * y, flip + (1 - 2 * flip) * y], dim=1).double()  # [N, 2]
     joint_xt = p_t_given_x / len(y)
@@ -61,23 +60,10 @@ def flipped_label_information(labels: Tensor, flip: float) -> InformationEstimat
 
 
 def independence_bias_bits(occupied: int, classes: int, samples: int) -> float:
-    r"""First-order bias of the plug-in (histogram) :math:`I(T;Y)` when :math:`T` and :math:`Y`
-    are independent: :math:`(K_T - 1)(K_Y - 1) / (2 N \ln 2)` bits (Miller 1955).
-
-    ``occupied`` is :math:`K_T`, the occupied bins of :math:`T`; valid while :math:`K_T \ll N`
-    (once almost every sample has a bin to itself the estimate tends to :math:`H(Y)`).
-    """
+    r"""First-order bias of the plug-in :math:`I(T;Y)` when :math:`T` and :math:`Y` are
+    independent: :math:`(K_T - 1)(K_Y - 1) / (2 N \ln 2)` bits (Miller 1955), ``occupied``
+    being :math:`K_T`; valid while :math:`K_T \ll N`."""
     return (occupied - 1) * (classes - 1) / (2 * samples * math.log(2))
-
-
-def _normalised(counts: Tensor) -> Tensor:
-    c = counts.to(torch.float64)
-    if (c < 0).any():
-        raise ValueError("counts and probabilities must be non-negative")
-    total = c.sum()
-    if total <= 0:
-        raise ValueError("the histogram is empty")
-    return c / total
 
 
 @contextlib.contextmanager
@@ -93,27 +79,12 @@ def one_thread():
         torch.set_num_threads(before)
 
 
-# --- estimators for the activations of a layer ---------------------------------------
-
-@dataclass(frozen=True)
-class InformationEstimate:
-    """One point of the information plane, in bits."""
-
-    i_xt: float
-    i_ty: float
-
-
 def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, float] | None = None) -> Tensor:
-    r"""Discretise a layer: the index [N] of the cell that holds each row of ``activations`` [N, d].
-
-    Each unit is cut into ``bins`` equal bins over ``value_range`` (default: the layer's
-    smallest to largest value; values outside go to the edge bins); a cell is a tuple of
-    per-unit bins, numbered :math:`0 \dots K-1` in sorted order.
-    """
-    if activations.ndim != 2:
-        raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
-    if bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins}")
+    r"""The cell [N] of each row of ``activations`` [N, d], numbered :math:`0 \dots K-1` in sorted
+    order: a tuple of per-unit bins, ``bins`` equal ones over ``value_range`` (default: the layer's
+    range; values outside go to the edge bins)."""
+    if activations.ndim != 2 or bins < 1:
+        raise ValueError(f"need a 2-D [N, d] matrix and bins >= 1, got {tuple(activations.shape)}, bins={bins}")
     a = activations.detach().to(torch.float64)
     low, high = (float(a.min()), float(a.max())) if value_range is None else map(float, value_range)
     if not high > low:  # a constant layer: every row lands in one cell
@@ -124,54 +95,48 @@ def bin_codes(activations: Tensor, bins: int = 30, value_range: tuple[float, flo
 
 def binned_information(activations: Tensor, labels: Tensor, bins: int = 30,
                        value_range: tuple[float, float] | None = None) -> InformationEstimate:
-    r"""The binning estimate of Shwartz-Ziv & Tishby for one layer: ``activations`` [N, d] for
-    N distinct inputs (X uniform over them), ``labels`` [N], :math:`\hat T` the cell of each
-    row (:func:`bin_codes`),
+    r"""The binning estimate of Shwartz-Ziv & Tishby: :math:`I(X;\hat T) = H(\hat T)` and
+    :math:`I(\hat T;Y)`, :math:`\hat T` the cell of each row (:func:`bin_codes`).
 
-    .. math::
-
-        I(X;\hat T) = H(\hat T), \qquad I(\hat T;Y) = \sum_{t,y} p(t,y) \log_2 \frac{p(t,y)}{p(t)p(y)},
-
-    properties of the *binned* layer: they tend to :math:`\log_2 N` and :math:`H(Y)` as the
-    bins shrink, for any injective layer.
+    These are properties of the *binned* layer: they tend to :math:`\log_2 N` and :math:`H(Y)`
+    as the bins shrink, for any injective layer.
     """
     return discrete_information(bin_codes(activations, bins, value_range), labels)
 
 
 def discrete_information(codes: Tensor, labels: Tensor) -> InformationEstimate:
     r""":math:`I(X;T) = H(T)` and :math:`I(T;Y)` of an already discrete layer ``codes`` [N]
-    (any integer labelling of its values), with X uniform over the N inputs."""
+    (any integer labelling of its values), X uniform over the N inputs."""
     codes = torch.unique(codes.flatten(), return_inverse=True)[1]
-    joint = _joint_counts(codes, _check_labels(labels, codes.shape[0]))
+    labels = _check_labels(labels, codes.shape[0])
+    joint = torch.zeros(int(codes.max()) + 1, int(labels.max()) + 1, dtype=torch.float64)  # [K, C]
+    joint.index_put_((codes, labels), torch.ones(codes.shape[0], dtype=torch.float64), accumulate=True)
     return InformationEstimate(i_xt=entropy_bits(joint.sum(1)), i_ty=mutual_information_bits(joint))
 
 
 def kde_information(activations: Tensor, labels: Tensor, noise_variance: float = 1e-3, bound: str = "upper",
                     chunk: int = 128) -> InformationEstimate:
-    r"""Pairwise-distance (kernel) estimate for a layer made noisy: :math:`T = h(X) + Z`,
-    :math:`Z \sim \mathcal{N}(0, \sigma^2 I_d)`, X uniform over the N rows of ``activations`` [N, d].
+    r"""Pairwise-distance estimate for a noisy layer :math:`T = h(X) + Z`,
+    :math:`Z \sim \mathcal{N}(0, \sigma^2 I_d)`, X uniform over the N rows of ``activations``.
 
     :math:`T` is a mixture of N Gaussians on the rows :math:`h_i`; Kolchinsky & Tracey's bound
-    on its entropy by pairwise distances gives
+    on its entropy gives
 
     .. math::
 
         I(X;T) \le -\frac{1}{N} \sum_i \log_2 \frac{1}{N} \sum_j
         \exp\!\Big(-\frac{\lVert h_i - h_j \rVert^2}{c\,\sigma^2}\Big),
 
-    with :math:`c = 2` (Kullback-Leibler: the upper bound, ``bound="upper"``) or :math:`c = 8`
-    (Bhattacharyya: a lower bound, ``bound="lower"``). As Saxe et al. do,
-    :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies the same estimate to each term
-    (an estimate, not a bound). The noise :math:`\sigma^2` sets the scale below which two
-    inputs count as the same. Distances are computed in float32, ``chunk`` rows at a time.
+    with :math:`c = 2` (Kullback-Leibler: the upper bound) or :math:`c = 8` (Bhattacharyya: a
+    lower bound). As Saxe et al. do, :math:`I(T;Y) = H(T) - \sum_y p(y) H(T \mid Y = y)` applies
+    the same estimate to each term (an estimate, not a bound). :math:`\sigma^2` sets the scale
+    below which two inputs count as the same. Distances are in float32, ``chunk`` rows at a time.
     """
     if activations.ndim != 2:
         raise ValueError(f"activations must be a 2-D [N, d] matrix, got shape {tuple(activations.shape)}")
-    if noise_variance <= 0:
-        raise ValueError(f"noise_variance must be positive, got {noise_variance}")
     scale = {"upper": 2.0, "lower": 8.0}.get(bound)
-    if scale is None:
-        raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
+    if scale is None or noise_variance <= 0:
+        raise ValueError(f"need bound 'upper' or 'lower' and noise_variance > 0, got {bound!r} and {noise_variance}")
     h = activations.detach().to(torch.float32)
     n = h.shape[0]
     labels = _check_labels(labels, n)
@@ -195,6 +160,13 @@ def kde_information(activations: Tensor, labels: Tensor, noise_variance: float =
     return InformationEstimate(i_xt=i_xt, i_ty=i_ty)
 
 
+def _normalised(counts: Tensor) -> Tensor:
+    c = counts.to(torch.float64)
+    if (c < 0).any() or c.sum() <= 0:
+        raise ValueError("a histogram needs non-negative counts that are not all zero")
+    return c / c.sum()
+
+
 def _check_labels(labels: Tensor, n: int) -> Tensor:
     labels = labels.flatten().long()
     if labels.shape[0] != n:
@@ -202,10 +174,3 @@ def _check_labels(labels: Tensor, n: int) -> Tensor:
     if (labels < 0).any():
         raise ValueError("labels must be non-negative class indices 0..C-1")
     return labels
-
-
-def _joint_counts(codes: Tensor, labels: Tensor) -> Tensor:
-    """The [K, C] histogram of (cell, label) pairs."""
-    joint = torch.zeros(int(codes.max()) + 1, int(labels.max()) + 1, dtype=torch.float64)
-    joint.index_put_((codes, labels), torch.ones(codes.shape[0], dtype=torch.float64), accumulate=True)
-    return joint

@@ -1,36 +1,29 @@
-"""The trajectory of every layer in the information plane, the EED of every layer, and
-the whole experiment (both activations, both estimators) as one call, saved and loaded
-again while its settings and code are unchanged."""
+"""Every layer's trajectory in the information plane and its EED, and the whole experiment
+(both activations, both estimators) as one call, saved while its settings and code are unchanged."""
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from ..files import atomic_write
+from ..files import atomic_write, data_root
 from ..measure.metrics import effective_encoding_dimension
-from ..files import data_root
 from ..presets import IBSettings
-from .estimators import ESTIMATORS, InformationEstimate, binned_information, kde_information
+from .estimators import ESTIMATORS, binned_information, kde_information
 from .model import LAYER_WIDTHS, Trajectory, toy_task, train_information_network
 
 Tensor = torch.Tensor
 
 
-# --- the information plane -----------------------------------------------------------
-
 @dataclass
 class InformationPlane:
-    r"""Every layer's path through the information plane.
-
-    ``i_xt[e][l]`` and ``i_ty[e][l]`` (bits) are :math:`I(X;T_l)` and :math:`I(T_l;Y)` at
-    recorded epoch ``epochs[e]``; ``estimator`` says how they were estimated.
-    """
+    r"""Every layer's path through the information plane: ``i_xt[e][l]`` and ``i_ty[e][l]``
+    (bits) at recorded epoch ``epochs[e]``; ``estimator`` says how they were estimated."""
 
     activation: str
     estimator: str
@@ -39,8 +32,8 @@ class InformationPlane:
     i_ty: Tensor
 
     def compression(self) -> dict[str, list[float]]:
-        r"""Per layer: the peak of :math:`I(X;T)` over training, its final value, and the
-        compression, peak minus final (bits); the epoch of the peak."""
+        r"""Per layer: the peak of :math:`I(X;T)`, its epoch, its final value, and the compression,
+        peak minus final (bits)."""
         peak, where = self.i_xt.max(0)
         final = self.i_xt[-1]
         return {
@@ -54,68 +47,50 @@ class InformationPlane:
 def information_plane(trajectory: Trajectory, estimator: str = "binning", bins: int | None = None,
                       noise_variance: float | None = None, bin_range: str = "run",
                       progress: bool = True) -> InformationPlane:
-    r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch.
-
-    ``estimator="binning"`` (:func:`binned_information`) cuts each layer into ``bins`` bins
-    spanning its range over the whole run (``bin_range="run"``: one grid for every epoch, near
-    :math:`(-1, 1)` for tanh as in Shwartz-Ziv & Tishby) or at each epoch (``"epoch"``);
-    ``estimator="kde"`` (:func:`kde_information`) uses the upper bound. ``bins`` and
-    ``noise_variance`` default to the run's settings.
-    """
-    settings = trajectory.settings
-    bins = settings.bins if bins is None else bins
-    noise_variance = settings.noise_variance if noise_variance is None else noise_variance
+    r"""Estimate :math:`I(X;T_l)` and :math:`I(T_l;Y)` for every layer at every recorded epoch:
+    ``"binning"`` with bins spanning each layer's range over the whole run (``bin_range="run"``,
+    as Shwartz-Ziv & Tishby) or at each epoch (``"epoch"``), ``"kde"`` with the upper bound.
+    ``bins`` and ``noise_variance`` default to the run's settings."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if bin_range not in ("run", "epoch"):
+        raise ValueError(f"bin_range must be 'run' or 'epoch', got {bin_range!r}")
+    bins = trajectory.settings.bins if bins is None else bins
+    noise_variance = trajectory.settings.noise_variance if noise_variance is None else noise_variance
+    ranges = [(float(layer.min()), float(layer.max())) if bin_range == "run" else None for layer in trajectory.layers]
     if estimator == "binning":
-        if bin_range not in ("run", "epoch"):
-            raise ValueError(f"bin_range must be 'run' or 'epoch', got {bin_range!r}")
-        ranges = [(float(layer.min()), float(layer.max())) if bin_range == "run" else None for layer in trajectory.layers]
         span = "over the run" if bin_range == "run" else "at each epoch"
         description = f"binning, {bins} bins spanning each layer's range {span}"
-
-        def estimate(layer: int, values: Tensor) -> InformationEstimate:
-            return binned_information(values, trajectory.labels, bins, ranges[layer])
-
-    elif estimator == "kde":
-        description = f"KDE upper bound, noise variance {noise_variance:g}"
-
-        def estimate(layer: int, values: Tensor) -> InformationEstimate:
-            return kde_information(values, trajectory.labels, noise_variance)
-
     else:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-
+        description = f"KDE upper bound, noise variance {noise_variance:g}"
     shape = (len(trajectory.epochs), len(trajectory.layers))
     i_xt, i_ty = torch.zeros(shape, dtype=torch.float64), torch.zeros(shape, dtype=torch.float64)
     steps = tqdm(range(shape[0]), desc=f"{estimator} ({trajectory.activation})", disable=not progress, mininterval=0.5)
     for e in steps:
         for layer, values in enumerate(trajectory.layers):
-            point = estimate(layer, values[e])
+            if estimator == "binning":
+                point = binned_information(values[e], trajectory.labels, bins, ranges[layer])
+            else:
+                point = kde_information(values[e], trajectory.labels, noise_variance)
             i_xt[e, layer], i_ty[e, layer] = point.i_xt, point.i_ty
     return InformationPlane(trajectory.activation, description, list(trajectory.epochs), i_xt, i_ty)
 
 
-def layer_eed(trajectory: Trajectory, center: bool = True) -> Tensor:
-    r"""EED :math:`N_\mathrm{eff}` [E, L] of every layer at every recorded epoch, from
-    :func:`~ib_tutorial.measure.metrics.effective_encoding_dimension` over the training inputs.
-
-    The softmax output has rank one, so its :math:`N_\mathrm{eff}` is always 1; a layer whose
-    outputs are all equal (every ReLU unit dead) has NaN.
-    """
+def layer_eed(trajectory: Trajectory) -> Tensor:
+    r"""EED :math:`N_\mathrm{eff}` [E, L] of every layer at every recorded epoch, over the
+    training inputs: 1 for the softmax output (rank one), NaN for a constant layer."""
     eed = torch.full((len(trajectory.epochs), len(trajectory.layers)), math.nan, dtype=torch.float64)
     for layer, values in enumerate(trajectory.layers):
         for e in range(values.shape[0]):
             if values[e].std(0).max() > 0:
-                eed[e, layer] = effective_encoding_dimension(values[e], center=center)
+                eed[e, layer] = effective_encoding_dimension(values[e])
     return eed
 
 
-# --- the whole experiment ------------------------------------------------------------
-
 @dataclass
 class InformationExperiment:
-    """One activation's run: its recorded :class:`Trajectory`, its information plane under
-    each estimator (``planes["binning"]``, ``planes["kde"]``), and ``eed`` [E, L], the EED
-    of every layer at every recorded epoch (:func:`layer_eed`)."""
+    """One activation's run: its :class:`Trajectory`, its information plane by estimator, and
+    ``eed`` (:func:`layer_eed`)."""
 
     trajectory: Trajectory
     planes: dict[str, InformationPlane]
@@ -123,14 +98,10 @@ class InformationExperiment:
 
     def summary(self) -> dict:
         """Everything but the activations, as plain JSON-ready data (NaN written as None)."""
-        run = self.trajectory
+        state = self.state()
         return {
-            "activation": run.activation,
-            "settings": asdict(run.settings),
-            "epochs": run.epochs,
-            "train_accuracy": run.train_accuracy,
-            "test_accuracy": run.test_accuracy,
-            "train_loss": run.train_loss,
+            **{key: state[key] for key in ("activation", "settings", "epochs", "train_accuracy", "test_accuracy",
+                                           "train_loss")},
             "layer_widths": list(LAYER_WIDTHS),
             "estimators": {
                 name: {"description": plane.estimator, "i_xt": plane.i_xt.tolist(), "i_ty": plane.i_ty.tolist(), **plane.compression()}
@@ -140,27 +111,22 @@ class InformationExperiment:
         }
 
     def state(self) -> dict:
-        """Everything, activations included, as tensors and plain data (``torch.save``
-        writes it and ``torch.load(weights_only=True)`` reads it back)."""
+        """Everything, activations included, as ``torch.load(weights_only=True)`` reads it back."""
         run = self.trajectory
-        return {
-            "activation": run.activation, "settings": asdict(run.settings), "epochs": run.epochs,
-            "layers": run.layers, "labels": run.labels, "train_accuracy": run.train_accuracy,
-            "test_accuracy": run.test_accuracy, "train_loss": run.train_loss, "eed": self.eed,
-            "planes": {name: {"estimator": p.estimator, "i_xt": p.i_xt, "i_ty": p.i_ty} for name, p in self.planes.items()},
-        }
+        planes = {name: {"estimator": p.estimator, "i_xt": p.i_xt, "i_ty": p.i_ty} for name, p in self.planes.items()}
+        return {**{f.name: getattr(run, f.name) for f in fields(run)}, "settings": asdict(run.settings),
+                "eed": self.eed, "planes": planes}
 
     @classmethod
     def from_state(cls, state: dict) -> "InformationExperiment":
-        run = Trajectory(state["activation"], IBSettings(**state["settings"]), state["epochs"], state["layers"],
-                         state["labels"], state["train_accuracy"], state["test_accuracy"], state["train_loss"])
+        run = Trajectory(**{f.name: state[f.name] for f in fields(Trajectory)})
+        run.settings = IBSettings(**state["settings"])
         planes = {name: InformationPlane(run.activation, p["estimator"], run.epochs, p["i_xt"], p["i_ty"])
                   for name, p in state["planes"].items()}
         return cls(run, planes, state["eed"])
 
     def compression_report(self) -> str:
-        """Train and test accuracy, then per estimator and layer the peak of I(X;T), its
-        epoch, its final value and the compression (peak minus final), in bits."""
+        """Train and test accuracy, then per estimator :meth:`InformationPlane.compression` by layer."""
         summary = self.summary()
         lines = [f"{summary['activation']}: train accuracy {summary['train_accuracy'][-1]:.3f}, "
                  f"test accuracy {summary['test_accuracy'][-1]:.3f}"]
@@ -176,7 +142,7 @@ class InformationExperiment:
 def run_information_experiment(settings: IBSettings, activations: tuple[str, ...] = ("tanh", "relu"),
                                progress: bool = True) -> dict[str, InformationExperiment]:
     """Train the toy network once per activation, then estimate every layer's information
-    plane with both estimators (bins and noise variance from ``settings``) and its EED."""
+    plane with both estimators and its EED."""
     task = toy_task(seed=settings.seed)
     experiments = {}
     for activation in activations:
@@ -191,9 +157,12 @@ def saved_information_experiment(settings: IBSettings, activations: tuple[str, .
                                  progress: bool = True) -> dict[str, InformationExperiment]:
     """:func:`run_information_experiment`, saved under ``folder`` (default
     ``<data root>/infoplane``) and loaded from there when the same settings were run by
-    the same code of this subpackage before; a changed setting or estimator is run afresh."""
+    the same code of this subpackage before."""
+    digest = hashlib.sha256(json.dumps([asdict(settings), list(activations)], sort_keys=True).encode())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
     folder = Path(folder) if folder is not None else data_root() / "infoplane"
-    path = folder / f"{experiment_key(settings, activations)}.pt"
+    path = folder / f"{digest.hexdigest()[:16]}.pt"
     if path.exists():
         print(f"loaded {path.name} from {path.parent.name}/ in the data folder: the same settings and code ran "
               "before (delete the file to run again)")
@@ -203,11 +172,3 @@ def saved_information_experiment(settings: IBSettings, activations: tuple[str, .
     atomic_write(path, lambda f: torch.save({name: e.state() for name, e in experiments.items()}, f))
     return experiments
 
-
-def experiment_key(settings: IBSettings, activations: tuple[str, ...]) -> str:
-    """A digest of the settings, the activations and the source of this subpackage: what
-    decides the result."""
-    digest = hashlib.sha256(json.dumps([asdict(settings), list(activations)], sort_keys=True).encode())
-    for source in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(source.read_bytes())
-    return digest.hexdigest()[:16]

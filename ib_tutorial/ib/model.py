@@ -1,5 +1,5 @@
-"""The toy task (all 4096 inputs of 12 bits, two classes), the 12-10-7-5-4-3-2 network,
-and its training with the activations of every layer recorded at log-spaced epochs."""
+"""The toy task (all 4096 inputs of 12 bits, two classes), the 12-10-7-5-4-3-2 network, and
+its training with every layer recorded at log-spaced epochs."""
 from __future__ import annotations
 
 import math
@@ -17,14 +17,11 @@ Tensor = torch.Tensor
 INPUT_BITS = 12
 LAYER_WIDTHS = (10, 7, 5, 4, 3, 2)
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
-TRAIN_FRACTION = 0.85
-DIPOLE_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
 class ToyTask:
-    """The 12-bit task: ``inputs`` [4096, 12] in {0, 1}, ``labels`` [4096] in {0, 1}, and
-    the indices of the training and test inputs (a seeded split)."""
+    """``inputs`` [4096, 12] and ``labels`` [4096] in {0, 1}, and a seeded train/test split."""
 
     inputs: Tensor
     labels: Tensor
@@ -42,8 +39,7 @@ class ToyTask:
 
 def icosahedron_vertices() -> Tensor:
     r"""The 12 vertices [12, 3] of a regular icosahedron on the unit sphere: the cyclic
-    permutations of :math:`(0, \pm 1, \pm\varphi)`, normalised. They are 12 points spread
-    uniformly over the sphere, each one a unit's position in :func:`toy_task`."""
+    permutations of :math:`(0, \pm 1, \pm\varphi)`, normalised; one an input bit."""
     phi = (1 + math.sqrt(5)) / 2
     points = []
     for a in (-1.0, 1.0):
@@ -54,51 +50,38 @@ def icosahedron_vertices() -> Tensor:
 
 
 def sphere_score(inputs: Tensor) -> Tensor:
-    r"""The rotation-invariant score [N] of binary patterns ``inputs`` [N, 12].
-
-    With spins :math:`s_i = 2x_i - 1` placed on the icosahedron vertices :math:`u_i`,
+    r"""The rotation-invariant score [N] of binary patterns ``inputs`` [N, 12]: with spins
+    :math:`s_i = 2x_i - 1` placed on the icosahedron vertices :math:`u_i`,
 
     .. math::
 
         f(x) = \sum_i s_i - w \, \Big\lVert \sum_i s_i u_i \Big\rVert^2, \qquad w = 0.3,
 
-    a monopole (how many bits are on) minus a dipole (how lopsided the active points are), both
-    unchanged by any rotation that maps the 12 points onto themselves.
+    a monopole (how many bits are on) minus a dipole (how lopsided the active points are).
     """
     spins = 2 * inputs.to(torch.float64) - 1
     dipole = spins @ icosahedron_vertices()
-    return spins.sum(1) - DIPOLE_WEIGHT * (dipole * dipole).sum(1)
+    return spins.sum(1) - 0.3 * (dipole * dipole).sum(1)
 
 
-def toy_task(train_fraction: float = TRAIN_FRACTION, seed: int = 0) -> ToyTask:
-    r"""All :math:`2^{12} = 4096` binary inputs with the label :math:`y = [f(x) > \theta]`.
-
-    A reconstruction of the data of Shwartz-Ziv & Tishby (2017), who did not publish their
-    spherically symmetric function: :math:`f` is :func:`sphere_score` and :math:`\theta` its
-    median, so the classes are balanced up to ties (2,012 of 4,096 positive). As in the
-    original, the label is mostly set by the number of active bits. ``train_fraction`` of the
-    inputs (85 % as in the original) are drawn for training, seeded by ``seed``.
-    """
-    if not 0 < train_fraction < 1:
-        raise ValueError(f"train_fraction must be between 0 and 1, got {train_fraction}")
+def toy_task(seed: int = 0) -> ToyTask:
+    r"""All :math:`2^{12} = 4096` binary inputs labelled :math:`y = [f(x) > \theta]`, 85 % drawn for
+    training as in Shwartz-Ziv & Tishby (2017), who did not publish their function: :math:`f` is
+    :func:`sphere_score` and :math:`\theta` its median (2,012 of 4,096 positive)."""
     codes = torch.arange(2**INPUT_BITS)
     inputs = ((codes[:, None] >> torch.arange(INPUT_BITS)) & 1).to(torch.float32)
     score = sphere_score(inputs)
     labels = (score > score.median()).long()
     order = torch.randperm(len(codes), generator=torch.Generator().manual_seed(seed))
-    n_train = round(train_fraction * len(codes))
+    n_train = round(0.85 * len(codes))
     return ToyTask(inputs, labels, order[:n_train].sort().values, order[n_train:].sort().values)
 
 
-# --- the network and its training ----------------------------------------------------
-
 class InformationNetwork(torch.nn.Module):
-    r"""The 12-10-7-5-4-3-2 network of Shwartz-Ziv & Tishby: five hidden layers with a
-    ``tanh`` or ``relu`` activation and a softmax output over two classes.
-
-    Initialised as in the code released with Saxe et al.: hidden weights from a normal
-    distribution with standard deviation :math:`1/\sqrt{\text{width}}` truncated at two
-    standard deviations, output weights Glorot-uniform, biases zero.
+    r"""The 12-10-7-5-4-3-2 network of Shwartz-Ziv & Tishby: five hidden ``tanh`` or ``relu``
+    layers and a softmax output. Initialised as in the code released with Saxe et al.: hidden weights
+    normal with standard deviation :math:`1/\sqrt{\text{width}}` truncated at two standard deviations,
+    output weights Glorot-uniform, biases zero.
     """
 
     def __init__(self, activation: str = "tanh", generator: torch.Generator | None = None):
@@ -134,8 +117,8 @@ class InformationNetwork(torch.nn.Module):
 
 
 def logged_epochs(epochs: int, count: int) -> list[int]:
-    """At most ``count`` epochs from 0 (the initial network) to ``epochs``, spaced evenly
-    in log(epoch): most records fall early, where the information plane moves fastest."""
+    """At most ``count`` epochs from 0 to ``epochs``, spaced evenly in log(epoch): most records
+    fall early, where the information plane moves fastest."""
     if epochs < 1 or count < 2:
         raise ValueError(f"need epochs >= 1 and count >= 2, got epochs={epochs}, count={count}")
     spaced = torch.logspace(0, math.log10(epochs), count - 1, dtype=torch.float64).round().long()
@@ -144,12 +127,8 @@ def logged_epochs(epochs: int, count: int) -> list[int]:
 
 @dataclass
 class Trajectory:
-    """A training run of :class:`InformationNetwork` with its layers recorded.
-
-    ``layers[l]`` is [E, N, width]: layer l's outputs (the softmax for the last layer) on
-    the N training inputs at each of the E recorded ``epochs``; ``labels`` [N] are their
-    classes. Accuracies and the loss (cross-entropy, nats) are per recorded epoch.
-    """
+    """A training run with its layers recorded: ``layers[l]`` is [E, N, width], layer l's outputs
+    on the N training inputs at each recorded epoch; accuracies and loss (nats) per recorded epoch."""
 
     activation: str
     settings: IBSettings
@@ -163,30 +142,35 @@ class Trajectory:
 
 def train_information_network(activation: str, settings: IBSettings, task: ToyTask | None = None,
                               progress: bool = True) -> Trajectory:
-    """Train :class:`InformationNetwork` on the toy task with Adam and record every layer.
-
-    ``settings`` (:class:`~ib_tutorial.presets.IBSettings`) gives the epochs, learning rate,
-    batch size, recorded epochs (:func:`logged_epochs`) and seed. Runs on the CPU: the network
-    is so small that a GPU only adds launch overhead.
-    """
+    """Train :class:`InformationNetwork` with Adam and record every layer at :func:`logged_epochs`;
+    on the CPU, where a network this small runs fastest."""
     task = task if task is not None else toy_task(seed=settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
     network = InformationNetwork(activation, generator)
     # fused: one kernel updates all twelve tiny parameter tensors, the cheapest step on a CPU.
     optimizer = torch.optim.Adam(network.parameters(), lr=settings.learning_rate, fused=True)
-    x_train, y_train = task.train
+    (x_train, y_train), (x_test, y_test) = task.train, task.test
     n = x_train.shape[0]
     batch = n if settings.batch_size is None else min(settings.batch_size, n)
     record_at = logged_epochs(settings.epochs, settings.logged_epochs)
     records: list[list[Tensor]] = []
     trajectory = Trajectory(activation, settings, record_at, [], y_train)
 
+    @torch.no_grad()
+    def record() -> None:
+        outputs = network.layer_outputs(x_train)
+        probabilities = outputs[-1]
+        trajectory.train_accuracy.append(float((probabilities.argmax(1) == y_train).float().mean()))
+        trajectory.test_accuracy.append(float((network(x_test).argmax(1) == y_test).float().mean()))
+        trajectory.train_loss.append(float(F.nll_loss(probabilities.clamp_min(1e-12).log(), y_train)))
+        records.append(outputs)
+
     bar = tqdm(range(settings.epochs), desc=f"training ({activation})", unit="epoch", disable=not progress,
                mininterval=0.5)
     with one_thread():
         for epoch in bar:
             if epoch == record_at[len(records)]:  # the network as it enters this epoch
-                records.append(_record(network, task, trajectory))
+                record()
                 bar.set_postfix(train_acc=f"{trajectory.train_accuracy[-1]:.3f}", refresh=False)
             order = torch.randperm(n, generator=generator) if batch < n else None
             for start in range(0, n, batch):
@@ -195,18 +179,6 @@ def train_information_network(activation: str, settings: IBSettings, task: ToyTa
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
-        records.append(_record(network, task, trajectory))  # after the last epoch (the last of record_at)
+        record()  # after the last epoch (the last of record_at)
     trajectory.layers = [torch.stack(per_layer) for per_layer in zip(*records)]
     return trajectory
-
-
-@torch.no_grad()
-def _record(network: InformationNetwork, task: ToyTask, trajectory: Trajectory) -> list[Tensor]:
-    x_train, y_train = task.train
-    x_test, y_test = task.test
-    outputs = network.layer_outputs(x_train)
-    probabilities = outputs[-1]
-    trajectory.train_accuracy.append(float((probabilities.argmax(1) == y_train).float().mean()))
-    trajectory.test_accuracy.append(float((network(x_test).argmax(1) == y_test).float().mean()))
-    trajectory.train_loss.append(float(F.nll_loss(probabilities.clamp_min(1e-12).log(), y_train)))
-    return outputs

@@ -207,8 +207,8 @@ class IBSettings:
 
 @dataclass(frozen=True)
 class Preset:
-    """One named tier of settings. ``illustrative``: a few steps that illustrate, not reproduce;
-    chapters keep its runs apart per code version (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
+    """One named tier of settings. ``illustrative``: a few steps that illustrate, not reproduce; chapters
+    keep its runs apart per code version (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
 
     name: str
     description: str
@@ -251,10 +251,8 @@ _IB_LAPTOP = IBSettings(epochs=10000, learning_rate=4e-4, batch_size=256, logged
 
 PRESETS: dict[str, Preset] = {
     "ci": Preset(
-        name="ci",
+        name="ci", seed=0, device="cpu",
         description="CPU, offline, minutes per chapter; illustrates, does not reproduce",
-        seed=0,
-        device="cpu",
         # No bootstraps: the chapters profile dozens of ci networks live, and a bootstrap of each
         # would add minutes to a chapter (the committed bundles' profiles carry theirs).
         profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000,
@@ -277,10 +275,8 @@ PRESETS: dict[str, Preset] = {
         illustrative=True,
     ),
     "laptop": Preset(
-        name="laptop",
+        name="laptop", seed=0, device="cpu",
         description="CPU, ViT-Tiny, about 80 minutes per dataset on two cores",
-        seed=0,
-        device="cpu",
         profile=ProfileSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
         # 48 epochs of 5,000 images (3,744 steps of 64): at 16 epochs the k-NN accuracy did not
         # rise beyond noise (results/laptop-tier-16), at 48 it did (results/laptop-tier-48).
@@ -297,10 +293,8 @@ PRESETS: dict[str, Preset] = {
         ib=_IB_LAPTOP,
     ),
     "quick": Preset(
-        name="quick",
+        name="quick", seed=0, device="auto",
         description="one GPU, minutes per dataset",
-        seed=0,
-        device="auto",
         profile=ProfileSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5,
                             warmup_min_steps=WARMUP_ANCHOR_STEPS, freeze_min_steps=FREEZE_ANCHOR_STEPS),
@@ -308,10 +302,8 @@ PRESETS: dict[str, Preset] = {
         ib=_IB_LAPTOP,
     ),
     "paper": Preset(
-        name="paper",
+        name="paper", seed=0, device="auto",
         description="the paper's settings where it states them; one or more GPUs",
-        seed=0,
-        device="auto",
         profile=ProfileSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         # Stated by the paper: ViT-S, DINO, 100 epochs; the rest is DINO's 100-epoch ViT-S recipe
         # (TrainSettings' defaults), with the warm-up and freeze floors for small data sets.

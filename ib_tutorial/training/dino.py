@@ -40,8 +40,8 @@ class DINOHead(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, hidden_dim: int = 2048, bottleneck_dim: int = 256,
                  norm_last_layer: bool = True):
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(in_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, hidden_dim), nn.GELU(),
-                                 nn.Linear(hidden_dim, bottleneck_dim))
+        self.mlp = nn.Sequential(nn.Linear(in_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, hidden_dim),
+                                 nn.GELU(), nn.Linear(hidden_dim, bottleneck_dim))
         self.mlp.apply(_init_linear)
         # The last layer keeps PyTorch's default init, as in DINO (it is created after `apply`).
         self.last_layer = nn.utils.parametrizations.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))

@@ -198,7 +198,8 @@ def _check_names(overrides: dict, where: str = "") -> None:
 
 
 def _check_counts(train: TrainSettings, view: ViewSettings, preset: Preset, overrides: dict) -> None:
-    """Refuse whole-number settings under 1 (under 0 for :data:`MAY_BE_ZERO`), and a warm-up longer than the training."""
+    """Refuse whole-number settings under 1 (under 0 for :data:`MAY_BE_ZERO`), and a warm-up
+    longer than the training."""
     for section in (train, view):
         for item in dataclasses.fields(section):
             value = getattr(section, item.name)

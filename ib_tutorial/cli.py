@@ -46,9 +46,8 @@ PATH_ARGUMENTS = {"out": "--out", "root": "--root", "run_dir": "RUN_DIR", "weigh
 def _show_presets(_args: argparse.Namespace) -> None:
     for preset in PRESETS.values():
         print(f"{preset.name:8s} {preset.description}")
-        print(f"{'':8s} profile: {preset.profile}")
-        print(f"{'':8s} worlds: {preset.worlds}")
-        print(f"{'':8s} ib: {preset.ib}")
+        for section in ("profile", "worlds", "ib"):
+            print(f"{'':8s} {section}: {getattr(preset, section)}")
         t = preset.train
         print(f"{'':8s} train: {t.epochs} epochs, batch {t.batch_size}, K {t.out_dim}, "
               f"{t.local_crops_number} local crops, lr {t.lr} per 256")
@@ -90,10 +89,10 @@ def _add_train(commands) -> None:
         description="Train ViT-Small with DINO (--objective supervised: the same backbone with labels, as a control). "
                     "For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...")
     parser.add_argument("--dataset", required=True, type=_dataset_name, help="dataset name, e.g. synthetic-objects, cifar100")
-    parser.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
-    parser.add_argument("--out", default=None, help="run directory (default: <data root>/runs/<dataset>-<preset>)")
+    parser.add_argument("--preset", type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    parser.add_argument("--out", help="run directory (default: <data root>/runs/<dataset>-<preset>)")
     parser.add_argument("--resume", action="store_true", help="continue from the run directory's last checkpoint")
-    parser.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    parser.add_argument("--root", help="data folder (default: $IB_TUTORIAL_DATA)")
     parser.add_argument("--download", action="store_true", help="download the dataset if it is missing")
     parser.add_argument("--dataset-option", action="append", type=_dataset_option, default=[], metavar="KEY=VALUE",
                         help="extra dataset argument, e.g. texture_weight=0.5 (repeatable)")
@@ -261,15 +260,11 @@ def _add_profile_published(commands) -> argparse.ArgumentParser:
         f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.")
     published.add_argument("models", nargs="+", metavar="MODEL", help="timm model names, e.g. vit_small_patch16_224.dino")
     published.add_argument("--dataset", required=True, type=_run_spec, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
-    published.add_argument("--weights", type=Path, default=None,
-                           help="a local state dict of the one MODEL (machines without a network); default: the hub")
-    published.add_argument("--preset", default=None, type=_preset_name,
-                           help=f"whose profile images and device (default: ${ENV_VAR}, else ci)")
-    published.add_argument("--images", type=int, default=None, help="profile images (default: the preset's)")
-    published.add_argument("--img-size", type=int, default=None,
-                           help="input side in pixels (default: the model's published one; e.g. 224 for DINOv2 ViT-S/14)")
-    published.add_argument("--out", type=Path, default=None,
-                           help="results folder (default: <data root>/converged, which the chapter \"Converged ViTs\" reads)")
+    published.add_argument("--weights", type=Path, help="a local state dict of the one MODEL (default: the hub)")
+    published.add_argument("--preset", type=_preset_name, help=f"whose images and device (default: ${ENV_VAR})")
+    published.add_argument("--images", type=int, help="profile images (default: the preset's)")
+    published.add_argument("--img-size", type=int, help="input side in pixels (default: the model's published one)")
+    published.add_argument("--out", type=Path, help="results folder (default: <data root>/converged, the chapter's)")
     published.add_argument("--prune", action="store_true",
                            help="also prune each model spectrally against the dataset's train images (the preset's "
                                 "k-NN images), into <out>/<dataset>/<model>/pruning/mean.json")
@@ -287,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_commands(commands)
     _add_infoplane(commands)
     for command in _add_run_commands(commands) + [_add_reproduce(commands), _add_profile_published(commands)]:
-        command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+        command.add_argument("--root", help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
@@ -300,7 +295,7 @@ def _add_data_commands(commands) -> None:
     subset.add_argument("words", nargs=argparse.REMAINDER)
     subset.set_defaults(func=lambda args: subsets.main(args.words, prog="ib-tutorial subset"))
     datasets = commands.add_parser("datasets", help="list the datasets get_dataset knows, and those on disk")
-    datasets.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    datasets.add_argument("--root", help="data folder (default: $IB_TUTORIAL_DATA)")
     datasets.set_defaults(func=_show_datasets)
 
 
@@ -311,9 +306,9 @@ def _add_infoplane(commands) -> None:
         description="Train the 12-10-7-5-4-3-2 network on the 12-bit task with the chosen preset's "
         "IB settings, estimate every layer's information plane by binning and by the KDE bound, "
         "and print each layer's peak and final I(X;T).")
-    infoplane.add_argument("--preset", default=None, type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
+    infoplane.add_argument("--preset", type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
     infoplane.add_argument("--activation", nargs="+", default=["tanh", "relu"], choices=["tanh", "relu"])
-    infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
+    infoplane.add_argument("--out", type=Path, help="also write the planes, accuracies and EED as JSON here")
     infoplane.set_defaults(func=_information_plane)
 
 
@@ -325,36 +320,33 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
         "profiles/<epoch>.json (other token choices and --uncentred go to profiles/<variant>/).")
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
-    profile.add_argument("--images", type=int, default=None, help="profile images (default: the run preset's)")
+    profile.add_argument("--images", type=int, help="profile images (default: the run preset's)")
     measure = commands.add_parser(
         "measure", help="one saved network on its images and on controls, measured every way, with intervals",
         description="Measure the teacher RUN_DIR saved at --epoch (0: its random initialisation) on the run's "
         "profile images, on the same images phase-scrambled and on noise with their channel moments, with every "
         "measurement variant and token choice (the controls: the default measurement), each with a bootstrap "
         "over the images; print the two tables and write measurement/<epoch>.json in RUN_DIR.")
-    measure.add_argument("--epoch", type=int, default=None, help="the saved teacher to measure (default: the last)")
+    measure.add_argument("--epoch", type=int, help="the saved teacher to measure (default: the last)")
     measure.add_argument("--images", type=int, default=MEASUREMENT_IMAGES,
                          help=f"profile images (default {MEASUREMENT_IMAGES}; another number writes "
                               "measurement/<epoch>-<images>-images.json beside the default's)")
-    measure.add_argument("--replicates", type=int, default=MEASUREMENT_REPLICATES,
-                         help=f"bootstrap replicates (default {MEASUREMENT_REPLICATES})")
-    measure.add_argument("--default-only", action="store_true",
-                         help="the default measurement (all tokens, centred covariance) only")
+    measure.add_argument("--replicates", type=int, default=MEASUREMENT_REPLICATES, help="bootstrap replicates")
+    measure.add_argument("--default-only", action="store_true", help="the default measurement only")
     prune = commands.add_parser(
         "prune", help="k-NN accuracy of each block pruned to its top k principal directions",
         description="For one saved teacher of RUN_DIR (default the last), fit each block's principal directions "
         "on the run's k-NN training images, and measure the k-NN accuracy of the pooled features pruned to k "
         "directions for every k from 1 to D; write pruning/<pool>-<epoch>.json.")
-    prune.add_argument("--epoch", type=int, default=None, help="the saved teacher to prune (default: the last)")
-    prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean",
-                       help="image feature: mean of the patch tokens (default) or the CLS token")
+    prune.add_argument("--epoch", type=int, help="the saved teacher to prune (default: the last)")
+    prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean", help="mean patch token (default) or CLS token")
     factors = commands.add_parser(
         "factors", help="what a run's networks learned besides the class, on a synthetic world with objects",
         description="For the saved teachers of RUN_DIR (a run on a synthetic world with objects), the k-NN accuracy "
         "of the class and of the median split of each thing the world draws besides it (the object's value, hue "
         "and size, the background's value, ...), from the CLS token and the mean patch token, on the run's k-NN "
         "images; write factors.json in RUN_DIR.")
-    factors.add_argument("--epochs", type=int, nargs="+", default=None, help="saved teachers to measure (default: all)")
+    factors.add_argument("--epochs", type=int, nargs="+", help="saved teachers to measure (default: all)")
     for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (factors, _factors)):
         command.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
         command.set_defaults(func=func)
@@ -366,25 +358,23 @@ def _add_reproduce(commands) -> argparse.ArgumentParser:
         "reproduce", help="train and profile each dataset, then compare with the paper",
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
         "Finished work is skipped, so the command can be rerun after an interruption.")
-    reproduce.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    reproduce.add_argument("--preset", type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
     reproduce.add_argument("--datasets", nargs="+", default=[RunSpec.parse(spec) for spec in PAPER_DATASETS], type=_run_spec,
                            metavar="NAME[:KEY=VALUE,...][@SETTING=VALUE,...]",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}; "
                            "options after a colon, e.g. synthetic-mix:texture_weight=0.25; training settings of "
                            "this run after @, e.g. tiny-imagenet@objective=supervised or tiny-imagenet@arch=vit_small")
-    reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
-    reproduce.add_argument("--pretrained-control", action="store_true",
-                           help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")
+    reproduce.add_argument("--out", type=Path, help="results folder (default: <data root>/reproduce/<preset>)")
+    reproduce.add_argument("--pretrained-control", action="store_true", help="also profile timm's DINO ViT-S/16")
     reproduce.add_argument("--pretrained", nargs="+", default=[], metavar="MODEL",
                            help="also profile these published timm models on every dataset, every measurement "
                            f"(e.g. {PUBLISHED_VIT_SMALL[0]}; weights from the hub, or --weights)")
     reproduce.add_argument("--weights", action="append", type=_model_weights, metavar="MODEL=FILE",
-                           help="a local state dict of one --pretrained MODEL (repeat for several)")
-    reproduce.add_argument("--export", type=Path, default=None, metavar="DEST",
+                           help="a local state dict of one --pretrained MODEL (repeatable)")
+    reproduce.add_argument("--export", type=Path, metavar="DEST",
                            help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real); "
                            "refused when a profile was measured by uncommitted code")
-    reproduce.add_argument("--allow-dirty", action="store_true",
-                           help="export even profiles measured by code with uncommitted changes")
+    reproduce.add_argument("--allow-dirty", action="store_true", help="export even profiles of uncommitted code")
     reproduce.set_defaults(func=_reproduce)
     return reproduce
 

@@ -93,11 +93,7 @@ def _blur(p: float, view: ViewSettings):
     from torchvision import transforms
 
     radius = blur_radius(view)
-    return RandomGaussianBlur(p, radius) if radius[1] > 0 else transforms.Lambda(_unchanged)
-
-
-def _unchanged(image: Image.Image) -> Image.Image:
-    return image
+    return RandomGaussianBlur(p, radius) if radius[1] > 0 else transforms.Compose([])
 
 
 class MultiCropAugmentation:
@@ -154,10 +150,7 @@ class MultiCropDataset(Dataset):
     Call :meth:`set_epoch` before each epoch's iterator."""
 
     def __init__(self, dataset: Dataset, augmentation: MultiCropAugmentation, seed: int):
-        self.dataset = dataset
-        self.augmentation = augmentation
-        self.seed = seed
-        self.epoch = 0
+        self.dataset, self.augmentation, self.seed, self.epoch = dataset, augmentation, seed, 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch

@@ -77,14 +77,10 @@ class ViewSettings:
 
 # The paper states neither patch nor input size: each dataset keeps its registry's input size,
 # with an 8 x 8 patch grid and half-side local crops, or DINO's 224/16/96 px at 224 px.
-def paper_view(input_size: int) -> ViewSettings:
-    """The paper tier's geometry for a dataset fed at ``input_size`` pixels."""
-    if input_size == 224:
-        return ViewSettings(img_size=224, patch_size=16, local_crop_size=96)
-    return ViewSettings(img_size=input_size, patch_size=input_size // 8, local_crop_size=input_size // 2)
-
-
-PAPER_VIEWS: dict[str, ViewSettings] = {name: paper_view(info.input_size) for name, info in DATASETS.items()}
+PAPER_VIEWS: dict[str, ViewSettings] = {
+    name: ViewSettings(img_size=224, patch_size=16, local_crop_size=96) if info.input_size == 224 else
+    ViewSettings(img_size=info.input_size, patch_size=info.input_size // 8, local_crop_size=info.input_size // 2)
+    for name, info in DATASETS.items()}
 
 # CPU tiers: every dataset at 32 px with patch 8 (4 x 4 patches per global crop, 2 x 2 per
 # local crop), which cuts the tokens per image 4-fold against patch 4.

@@ -254,9 +254,8 @@ def _profile_published(args: argparse.Namespace) -> None:
 def _add_profile_published(commands) -> argparse.ArgumentParser:
     published = commands.add_parser(
         "profile-pretrained", help="per-block EED of published, converged ViTs (timm) on a dataset",
-        description="Profile each timm MODEL with its published weights on the dataset's seeded held-out profile "
-        "images, at the model's own input size and normalisation, with every measurement (all, CLS, patch and "
-        "mean tokens, centred and not); write <out>/<dataset>/<model>/profiles/*.json. "
+        description="Profile each timm MODEL with its published weights on the dataset's held-out profile images, "
+        "every measurement; write <out>/<dataset>/<model>/profiles/*.json. "
         f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.")
     published.add_argument("models", nargs="+", metavar="MODEL", help="timm model names, e.g. vit_small_patch16_224.dino")
     published.add_argument("--dataset", required=True, type=_run_spec, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
@@ -266,8 +265,7 @@ def _add_profile_published(commands) -> argparse.ArgumentParser:
     published.add_argument("--img-size", type=int, help="input side in pixels (default: the model's published one)")
     published.add_argument("--out", type=Path, help="results folder (default: <data root>/converged, the chapter's)")
     published.add_argument("--prune", action="store_true",
-                           help="also prune each model spectrally against the dataset's train images (the preset's "
-                                "k-NN images), into <out>/<dataset>/<model>/pruning/mean.json")
+                           help="also prune each model spectrally, into <out>/<dataset>/<model>/pruning/mean.json")
     published.set_defaults(func=_profile_published)
     return published
 
@@ -303,9 +301,8 @@ def _add_infoplane(commands) -> None:
     infoplane = commands.add_parser(
         "infoplane",
         help="train the Information Bottleneck toy network and report each layer's compression",
-        description="Train the 12-10-7-5-4-3-2 network on the 12-bit task with the chosen preset's "
-        "IB settings, estimate every layer's information plane by binning and by the KDE bound, "
-        "and print each layer's peak and final I(X;T).")
+        description="Train the 12-10-7-5-4-3-2 network on the 12-bit task, estimate every layer's information "
+        "plane by binning and by the KDE bound, and print each layer's peak and final I(X;T).")
     infoplane.add_argument("--preset", type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
     infoplane.add_argument("--activation", nargs="+", default=["tanh", "relu"], choices=["tanh", "relu"])
     infoplane.add_argument("--out", type=Path, help="also write the planes, accuracies and EED as JSON here")
@@ -316,17 +313,16 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
     """Commands on a saved run (their common flags: :func:`build_parser`)."""
     profile = commands.add_parser(
         "profile", help="per-block EED of every saved checkpoint of a run",
-        description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
-        "profiles/<epoch>.json (other token choices and --uncentred go to profiles/<variant>/).")
+        description="Measure every saved teacher of RUN_DIR on a seeded held-out image set; write "
+        "profiles/<epoch>.json (other variants: profiles/<variant>/).")
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
     profile.add_argument("--images", type=int, help="profile images (default: the run preset's)")
     measure = commands.add_parser(
         "measure", help="one saved network on its images and on controls, measured every way, with intervals",
-        description="Measure the teacher RUN_DIR saved at --epoch (0: its random initialisation) on the run's "
-        "profile images, on the same images phase-scrambled and on noise with their channel moments, with every "
-        "measurement variant and token choice (the controls: the default measurement), each with a bootstrap "
-        "over the images; print the two tables and write measurement/<epoch>.json in RUN_DIR.")
+        description="Measure the teacher RUN_DIR saved at --epoch (0: its initialisation) on the run's profile "
+        "images and on two controls (phase-scrambled, noise), every measurement with a bootstrap over the images; "
+        "write measurement/<epoch>.json in RUN_DIR.")
     measure.add_argument("--epoch", type=int, help="the saved teacher to measure (default: the last)")
     measure.add_argument("--images", type=int, default=MEASUREMENT_IMAGES,
                          help=f"profile images (default {MEASUREMENT_IMAGES}; another number writes "
@@ -335,17 +331,14 @@ def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
     measure.add_argument("--default-only", action="store_true", help="the default measurement only")
     prune = commands.add_parser(
         "prune", help="k-NN accuracy of each block pruned to its top k principal directions",
-        description="For one saved teacher of RUN_DIR (default the last), fit each block's principal directions "
-        "on the run's k-NN training images, and measure the k-NN accuracy of the pooled features pruned to k "
-        "directions for every k from 1 to D; write pruning/<pool>-<epoch>.json.")
+        description="For one saved teacher of RUN_DIR, the k-NN accuracy of each block's pooled features pruned "
+        "to its top k principal directions, k from 1 to D; write pruning/<pool>-<epoch>.json.")
     prune.add_argument("--epoch", type=int, help="the saved teacher to prune (default: the last)")
     prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean", help="mean patch token (default) or CLS token")
     factors = commands.add_parser(
         "factors", help="what a run's networks learned besides the class, on a synthetic world with objects",
-        description="For the saved teachers of RUN_DIR (a run on a synthetic world with objects), the k-NN accuracy "
-        "of the class and of the median split of each thing the world draws besides it (the object's value, hue "
-        "and size, the background's value, ...), from the CLS token and the mean patch token, on the run's k-NN "
-        "images; write factors.json in RUN_DIR.")
+        description="For the saved teachers of RUN_DIR, the k-NN accuracy of the class and of the median split of "
+        "each other factor the world draws (hue, size, ...), from the CLS and mean patch tokens; write factors.json.")
     factors.add_argument("--epochs", type=int, nargs="+", help="saved teachers to measure (default: all)")
     for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (factors, _factors)):
         command.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
@@ -372,8 +365,7 @@ def _add_reproduce(commands) -> argparse.ArgumentParser:
     reproduce.add_argument("--weights", action="append", type=_model_weights, metavar="MODEL=FILE",
                            help="a local state dict of one --pretrained MODEL (repeatable)")
     reproduce.add_argument("--export", type=Path, metavar="DEST",
-                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real); "
-                           "refused when a profile was measured by uncommitted code")
+                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real)")
     reproduce.add_argument("--allow-dirty", action="store_true", help="export even profiles of uncommitted code")
     reproduce.set_defaults(func=_reproduce)
     return reproduce

@@ -275,10 +275,10 @@ class DINOTraining(Objective):
     def checkpointed(self) -> dict[str, torch.nn.Module]:
         return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
 
-    def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
+    def collapse_warning(self, record: dict) -> str | None:
         """:func:`collapse_message`, else :class:`InformationWatch`'s message."""
         falling = self.watch.update(record["step"], record["teacher_information"])  # every logged step feeds the watch
-        return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim) or falling
+        return collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim) or falling
 
     @staticmethod
     def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:

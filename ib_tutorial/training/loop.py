@@ -145,7 +145,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             run.remove_unfinished_files()
             tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
-        _announce_phases(config, schedules, start)
+        if not start.step:
+            _announce_phases(config, schedules)
     if processes.distributed:
         state.distribute()
     recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
@@ -173,7 +174,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
                 raise TrainingStopped(_stopped_message(stop.received, recorder.last_saved, resume_hint),
                                       stop.received or signal.SIGTERM)
         recorder.epoch_done(epoch + 1, step)
-    recorder.close()
+    recorder.bar.close()
     return run.path
 
 
@@ -237,7 +238,7 @@ class RunRecorder:
                   **dict(zip(statistics, averaged.tolist())), "images_per_s": images_per_s}
         self.run.append_metrics(record)
         self.bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
-        warning = self.state.collapse_warning(record, self.settings)
+        warning = self.state.collapse_warning(record)
         if warning and self.warned_epoch != epoch:
             warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=3)
             self.warned_epoch = epoch
@@ -275,14 +276,9 @@ class RunRecorder:
                                       "batch": batch, "wall_s": self.wall_s()})
         self.last_saved = f"{self.run.checkpoint_path} (epoch {epoch}, step {step})"
 
-    def close(self) -> None:
-        self.bar.close()
 
-
-def _announce_phases(config: RunConfig, schedules: Schedules, start: "Position") -> None:
-    """When a run starts: the objective's notes, and its warnings (not for an illustrative tier)."""
-    if start.step:
-        return
+def _announce_phases(config: RunConfig, schedules: Schedules) -> None:
+    """The objective's notes, and its warnings (not for an illustrative tier), as a new run starts."""
     notes, problems = config.objective.start_messages(config.train, schedules)
     for note in notes:
         tqdm.write(note)

@@ -79,7 +79,7 @@ class Objective(ABC):
         """The last step's settings (``step`` counts steps done)."""
         return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1])}
 
-    def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
+    def collapse_warning(self, record: dict) -> str | None:
         """A warning when a logged ``record`` shows the run collapsing."""
         return None
 

@@ -108,7 +108,7 @@ class RunDirectory:
             os.replace(self.checkpoint_path, self.previous_checkpoint_path)
         os.replace(staged, self.checkpoint_path)
 
-    def load_checkpoint(self, map_location: str | torch.device = "cpu") -> dict | None:
+    def load_checkpoint(self) -> dict | None:
         """The latest checkpoint (the previous one when a kill came between their renames), or
         ``None``; :class:`CheckpointError` when it cannot be read, saying what to do."""
         path = self.checkpoint_path
@@ -118,7 +118,7 @@ class RunDirectory:
                 return None
             print(f"{self.checkpoint_path.name} is missing; resuming from {path}")
         try:
-            return torch.load(path, map_location=map_location, weights_only=True)
+            return torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # truncated zip, bad pickle, a refused object: all unreadable
             raise CheckpointError(self._unreadable_message(path, error)) from None
 

@@ -22,7 +22,7 @@ from ..machine import autocast
 from ..models import ARCHITECTURES, build_vit
 from ..presets import TrainSettings, ViewSettings
 from .objective import Objective, apply_schedules, clip_gradients
-from .schedules import Phases, Schedules, phase_notes, phase_warnings
+from .schedules import Phases, Schedules
 
 
 class DINOHead(nn.Module):
@@ -280,10 +280,6 @@ class DINOTraining(Objective):
         falling = self.watch.update(record["step"], record["teacher_information"])  # every logged step feeds the watch
         return collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim) or falling
 
-    @staticmethod
-    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
-        return phase_notes(train, schedules), phase_warnings(train, schedules)
-
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
         r"""FLOPs one training image costs in one DINO step, counted as ``torch.utils.flop_counter``
@@ -337,18 +333,13 @@ class InformationWatch:
         self.peak, self.peak_step = 0.0, 0
         self.warned: set[str] = set()
 
-    def phase_at(self, step: int) -> str:
-        if step <= self.phases.warmup_steps:
-            return "during the warm-up"
-        if step <= self.phases.freeze_steps:
-            return "while the last layer is frozen"
-        return f"after the last layer's release at step {self.phases.freeze_steps}"
-
     def update(self, step: int, information: float) -> str | None:
         """Record the information (nats) at ``step``; the warning, if one is due."""
         self.recent = (self.recent + [information])[-WATCHED_LOGS:]
         level = sum(self.recent) / len(self.recent)
-        phase = self.phase_at(step)
+        warmup, freeze = self.phases.warmup_steps, self.phases.freeze_steps
+        phase = ("during the warm-up" if step <= warmup else "while the last layer is frozen" if step <= freeze
+                 else f"after the last layer's release at step {freeze}")
         if phase != self.phase:
             self.phase, self.peak, self.peak_step = phase, level, step
         if level > self.peak:

@@ -34,7 +34,7 @@ from .distributed import Processes, restarted
 from .objective import Objective
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory, check_disk_space, run_writes
-from .schedules import ScheduleWarning, Schedules
+from .schedules import ScheduleWarning, Schedules, phase_notes, phase_warnings
 
 
 class TrainingStopped(KeyboardInterrupt):
@@ -145,7 +145,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             run.remove_unfinished_files()
             tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
-        if not start.step:
+        if not start.step and config.objective.phase_floors:
             _announce_phases(config, schedules)
     if processes.distributed:
         state.distribute()
@@ -278,13 +278,12 @@ class RunRecorder:
 
 
 def _announce_phases(config: RunConfig, schedules: Schedules) -> None:
-    """The objective's notes, and its warnings (not for an illustrative tier), as a new run starts."""
-    notes, problems = config.objective.start_messages(config.train, schedules)
-    for note in notes:
+    """The phases a floor lengthened, and warnings (not for an illustrative tier) for those too short."""
+    for note in phase_notes(config.train, schedules):
         tqdm.write(note)
     tier = PRESETS.get(config.preset)
     if tier is None or not tier.illustrative:
-        for problem in problems:
+        for problem in phase_warnings(config.train, schedules):
             warnings.warn(problem, ScheduleWarning, stacklevel=4)
 
 

@@ -24,7 +24,7 @@ class Objective(ABC):
         network: what a profile calls the saved network (``teacher`` or ``network``).
         compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
         phase_floors: whether its warm-up and freeze keep their floors in steps
-            (:class:`~ib_tutorial.training.schedules.Phases`).
+            (:class:`~ib_tutorial.training.schedules.Phases`), and a run says so when it starts.
     """
 
     uses_labels: ClassVar[bool]
@@ -82,11 +82,6 @@ class Objective(ABC):
     def collapse_warning(self, record: dict) -> str | None:
         """A warning when a logged ``record`` shows the run collapsing."""
         return None
-
-    @staticmethod
-    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
-        """Notes, and warnings about a recipe unlikely to learn, when a run starts."""
-        return [], []
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:

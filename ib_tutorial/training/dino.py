@@ -183,8 +183,6 @@ def update_teacher(student: nn.Module, teacher: nn.Module, momentum: float) -> N
     (``student`` unwrapped from DDP)."""
     teacher_params = list(teacher.parameters())
     student_params = [p.detach() for p in student.parameters()]
-    if len(teacher_params) != len(student_params):
-        raise ValueError("student and teacher have different parameter lists")
     torch._foreach_mul_(teacher_params, momentum)
     torch._foreach_add_(teacher_params, student_params, alpha=1 - momentum)
 

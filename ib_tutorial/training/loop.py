@@ -69,8 +69,6 @@ class StopRequests:
 
     def requested(self, processes: Processes) -> bool:
         """Whether any process received a stop signal, so that all stop at the same step."""
-        if not processes.distributed:
-            return self.received is not None
         return bool(processes.mean(torch.tensor([float(self.received is not None)])).item() > 0)
 
 

@@ -144,7 +144,7 @@ class RunDirectory:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             with open(self.lock_path, "a+") as file:
-                if not _try_lock(file):
+                if not _lock(file):
                     raise RunLockedError(
                         f"{self.path} is in use by another training process ({_holder(file)}); "
                         "wait for it to finish, or train into another --out.")
@@ -161,7 +161,7 @@ class RunDirectory:
                         # (Windows keeps a file that is open, and with it the lock file).
                         with contextlib.suppress(PermissionError):
                             self.lock_path.unlink(missing_ok=True)
-                    _unlock(file)
+                    _lock(file, take=False)
         finally:
             for folder in made:  # the deepest first; one that holds anything now is kept
                 with contextlib.suppress(OSError):
@@ -169,8 +169,7 @@ class RunDirectory:
 
     def remove_unfinished_files(self) -> None:
         """Delete the temporary files and staged checkpoint a killed write left."""
-        leftovers = [*self.path.glob(".*.tmp"), *self.backbones.glob(".*.tmp"), self.path / ".checkpoint-next.pt"]
-        for leftover in leftovers:
+        for leftover in [*self.path.glob(".*.tmp"), *self.backbones.glob(".*.tmp"), self.path / ".checkpoint-next.pt"]:
             leftover.unlink(missing_ok=True)
 
     def save_backbone(self, state_dict: dict, epoch: int) -> None:
@@ -202,25 +201,20 @@ class RunDirectory:
         return model.to(device).eval()
 
 
-def _try_lock(file) -> bool:
-    """Take the exclusive lock of the open ``file`` without waiting; False if another process holds it."""
+def _lock(file, take: bool = True) -> bool:
+    """Take the exclusive lock of the open ``file`` without waiting (False if another process
+    holds it), or release it."""
     try:
         if fcntl is not None:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(file, (fcntl.LOCK_EX | fcntl.LOCK_NB) if take else fcntl.LOCK_UN)
         else:
             file.seek(0)
-            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK if take else msvcrt.LK_UNLCK, 1)
     except OSError:  # BlockingIOError on POSIX, PermissionError on Windows
+        if not take:
+            raise
         return False
     return True
-
-
-def _unlock(file) -> None:
-    if fcntl is not None:
-        fcntl.flock(file, fcntl.LOCK_UN)
-    else:
-        file.seek(0)
-        msvcrt.locking(file.fileno(), msvcrt.LK_UNLCK, 1)
 
 
 def _holder(file) -> str:

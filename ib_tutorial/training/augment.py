@@ -145,9 +145,8 @@ def sample_seed(seed: int, epoch: int, index: int) -> int:
 
 
 class MultiCropDataset(Dataset):
-    """``(views, label)`` for every ``(image, label)`` of ``dataset``: sample ``index`` is
-    augmented on PyTorch's CPU generator seeded with :func:`sample_seed` (and restored after).
-    Call :meth:`set_epoch` before each epoch's iterator."""
+    """``(views, label)`` of every item of ``dataset``, augmented on PyTorch's CPU generator seeded
+    with :func:`sample_seed`. Call :meth:`set_epoch` before each epoch's iterator."""
 
     def __init__(self, dataset: Dataset, augmentation: MultiCropAugmentation, seed: int):
         self.dataset, self.augmentation, self.seed, self.epoch = dataset, augmentation, seed, 0
@@ -252,8 +251,7 @@ class BatchMultiCrop:
         return crop_boxes(draws[:, :CROP_DRAWS], sizes[:, 0], sizes[:, 1], recipe.scale)
 
     def make_view(self, pixels: torch.Tensor, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
-        # kornia and torchvision are imported where views are made: together they cost a
-        # chapter that only reads results about two seconds.
+        # Imported here: they cost a chapter that only reads results about two seconds.
         import kornia
         from torchvision.ops import roi_align
 
@@ -345,9 +343,8 @@ def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tenso
 
 
 class DecodedImages(Dataset):
-    """Every image of ``dataset`` decoded once into uint8 [N, 3, S, S] (``pixels``), with its own
-    (width, height) (``sizes``) and label; ``S``: the largest side, at most :data:`LARGEST_SIDE`.
-    Indexing gives ``(index, label)``; call :meth:`set_epoch` before each epoch."""
+    """Every image of ``dataset`` decoded once into uint8 [N, 3, S, S] (``pixels``, ``S`` at most
+    :data:`LARGEST_SIDE`), with its (width, height) (``sizes``); items are ``(index, label)``."""
 
     def __init__(self, dataset: Dataset, augmentation: BatchMultiCrop, device: torch.device, progress: bool = True):
         self.augmentation, self.epoch = augmentation, 0

@@ -39,9 +39,8 @@ COLAB_FREE_GPU = Machine("Colab's free GPU (NVIDIA T4)", 65e12,
 
 @dataclass(frozen=True)
 class RunTimeEstimate:
-    """The time of a run's training steps on a machine, and how it was reckoned: ``images`` over
-    the run, ``utilisation`` (the best fraction of peak the benchmarks measured), ``gpu_seconds``
-    (the arithmetic alone), ``loader_images_per_s`` (low, high) and the ``reference`` rate."""
+    """The time of a run's training steps on a machine, and how it was reckoned (``utilisation``:
+    the best fraction of peak the benchmarks measured)."""
 
     dataset: str
     preset: str

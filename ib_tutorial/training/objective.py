@@ -17,15 +17,9 @@ from .schedules import Schedules
 
 class Objective(ABC):
     """The networks, optimiser, loss scaler and schedules of one run: a step is :meth:`forward`,
-    then, if the loss is finite, :meth:`update`.
-
-    Attributes:
-        local_crops: whether its views include DINO's local crops.
-        network: what a profile calls the saved network (``teacher`` or ``network``).
-        compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
-        phase_floors: whether its warm-up and freeze keep their floors in steps
-            (:class:`~ib_tutorial.training.schedules.Phases`), and a run says so when it starts.
-    """
+    then, if the loss is finite, :meth:`update`. ``network``: what a profile calls the saved
+    network; ``phase_floors``: whether the warm-up and freeze keep their floors in steps
+    (:class:`~ib_tutorial.training.schedules.Phases`)."""
 
     uses_labels: ClassVar[bool]
     name: ClassVar[str]

@@ -1,19 +1,16 @@
-r"""A run's schedules, built once (:meth:`Schedules.of`): warm-up and last-layer freeze, learning
-rate, weight decay, teacher momentum and teacher temperature.
+r"""A run's schedules, built once (:meth:`Schedules.of`): warm-up, last-layer freeze, learning
+rate, weight decay, teacher momentum and temperature.
 
-DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1): a few
-dozen steps on a small data set, where a teacher that meets a full learning rate that early
-collapses (the DINO chapter); recipes known to learn on small data spend thousands of low-lr
-steps first (Gani et al. 2022: about 5,850 on Tiny ImageNet). So each phase of a DINO run
-lasts the longer of its epochs and a floor in steps,
+DINO's early phases, in epochs, are a few dozen steps on a small data set, where the teacher
+then collapses (the DINO chapter); recipes that learn there spend thousands of low-lr steps
+first (Gani et al. 2022). So each phase lasts the longer of its epochs and a floor in steps,
 
 .. math::
     W = \max(\text{warmup\_epochs} \cdot S,\ \text{warmup\_min\_steps}),\qquad
     F = \max(\text{freeze\_last\_layer} \cdot S,\ \text{freeze\_min\_steps}),
 
-for :math:`S` steps an epoch (:class:`Phases`). A run whose phases come out shorter than
-:data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS` and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`
-says so when it starts (:func:`phase_warnings`); the supervised control has no floors.
+for :math:`S` steps an epoch; phases shorter than :data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS`
+and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS` are warned of (:func:`phase_warnings`).
 """
 from __future__ import annotations
 

@@ -357,7 +357,8 @@ class DecodedImages(Dataset):
             pixels[row] = torch.frombuffer(bytearray(square.tobytes()), dtype=torch.uint8).view(side, side, 3).permute(2, 0, 1)
         self.sizes = torch.tensor(list(zip(widths, heights)), dtype=torch.float32)
         self.labels = torch.tensor([label for _, label in images])
-        self.pixels = pixels.to(device) if fits_on(device, pixels.numel()) else pixels
+        free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else float("inf")
+        self.pixels = pixels.to(device) if pixels.numel() < free / 4 else pixels  # under a quarter of the free memory
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -371,14 +372,6 @@ class DecodedImages(Dataset):
     def views(self, indices: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
         images = self.pixels[indices.to(self.pixels.device)].to(device, non_blocking=True)
         return self.augmentation(images, self.sizes[indices], indices, self.epoch)
-
-
-def fits_on(device: torch.device, elements: int) -> bool:
-    """Whether ``elements`` bytes take under a quarter of ``device``'s free memory (always on the CPU)."""
-    if device.type != "cuda":
-        return True
-    free, _ = torch.cuda.mem_get_info(device)
-    return elements < free / 4
 
 
 class DeviceViewsLoader:

@@ -50,16 +50,13 @@ class ViewSettings:
         global_crop_scale, local_crop_scale: (min, max) fraction of the image's area a crop covers.
         blur_radius: (min, max) blur radius in pixels at 224 px, scaled by ``img_size / 224``
             (DINO: 0.1-2.0); ``(0, 0)`` turns the blur off.
-        color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
-            0.2, hue ``hue_jitter``) and the probabilities of grayscale and solarisation; 0 keeps
-            every colour.
-        hue_jitter: the largest hue rotation, in turns (DINO: 0.1); at 0.5 two views of one
-            image share no hue, which on the synthetic worlds would tell DINO which views belong together.
-        invert: probability that a view's colours are inverted (after jitter and grayscale; DINO:
-            0); at 0.5 a view hides whether the object is darker than its background.
-        grayscale: probability that a view is turned grey (DINO: 0.2).
-        tone_curve: probability that each channel goes through a random piecewise-linear tone
-            curve (DINO: 0); at 1 two views share shapes but not colours or which region is darker.
+        color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation 0.2,
+            hue ``hue_jitter``) and the probabilities of grayscale and solarisation.
+        hue_jitter: the largest hue rotation in turns (DINO: 0.1); at 0.5 two views share no hue.
+        invert, grayscale, tone_curve: probabilities that a view is inverted (after jitter and
+            grayscale), turned grey (DINO: 0.2), or each channel sent through a random piecewise-linear
+            tone curve (DINO: 0); inversion at 0.5 hides which region is darker, tone curves at 1
+            leave two views only their shapes in common.
     """
 
     img_size: int
@@ -98,13 +95,10 @@ class TrainSettings:
         warmup_min_steps, freeze_min_steps: floors in steps of the warm-up and of the last
             layer's freeze (:mod:`ib_tutorial.training.schedules`).
         weight_decay, weight_decay_end, momentum_teacher: cosine to the end value (momentum to 1).
-        warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs: the teacher temperature
-            rises linearly from the first to the second over that many epochs, then stays.
         out_dim: K, the head's output size.
         clip_grad: per-parameter gradient-norm clip (0 disables it).
         freeze_last_layer: epochs during which the head's last layer is not updated.
-        precision: ``auto`` (bf16 on CUDA, else fp16 with loss scaling; fp32 on CPU), ``bf16``,
-            ``fp16`` or ``fp32``.
+        precision: ``auto`` (bf16 on CUDA, else fp16 with loss scaling; fp32 on CPU) or a dtype's name.
         num_workers: loader processes per training process; ``None`` shares the node's cores.
         train_images: images per epoch (a fixed random subset, or the split repeated with
             fresh views); ``None`` for the split once. ``knn_train_images`` and
@@ -112,7 +106,6 @@ class TrainSettings:
         eval_split: the held-out split of k-NN and profiles; ``None``: ``val``, else ``test``.
         knn_every, checkpoint_every: in epochs (and after the last); ``log_every`` in steps.
         arch: ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
-        threads: PyTorch CPU threads; ``None`` keeps PyTorch's default.
         objective: ``dino``, or ``supervised`` (:mod:`ib_tutorial.training.supervised_step`).
         augmentation: ``loader`` (DINO's PIL pipeline in the loader) or ``batched``
             (:class:`~ib_tutorial.training.augment.BatchMultiCrop`).

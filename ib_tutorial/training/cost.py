@@ -64,13 +64,9 @@ class RunTimeEstimate:
 def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = COLAB_FREE_GPU,
                       record: dict | None = None) -> RunTimeEstimate | None:
     """The training time of ``preset`` on ``dataset`` on ``machine`` from a utilisation record
-    (default: the stored one); None without one.
-
-    GPU: ``images x image_flops / (peak x u)``, ``u`` the best fraction of peak a benchmarked step
-    reached (an optimistic bound). Loader: the measured rate per core, scaled by the crops'
-    number and by the pixels written: the two ends of the range. k-NN, profiles, pruning and
-    the download are not counted.
-    """
+    (default: the stored one; None without one). GPU: ``images x image_flops / (peak x u)``, an
+    optimistic bound; loader: the measured rate per core scaled by the crops' number and by the
+    pixels written, the two ends of the range. k-NN, profiles and the download are not counted."""
     if record is None:
         stored = stored_benchmark(UTILISATION_RECORD)
         if not stored.exists():

@@ -16,33 +16,27 @@ from .command_line import option, spoken_as_options, value_parser
 from .data import DATASETS, check_dataset_options, dataset_on_disk, held_out_split, options_on_disk, subsets
 from .data.spec import parse_option
 from .compact import read_json
-from .files import write_json_atomic
+from .files import DATA_ENV_VAR, data_root, display_path, write_json_atomic
 from .ib import saved_information_experiment
 from .measure.block_profile import TOKEN_CHOICES
 from .measure.knn import POOLS as PRUNING_POOLS
 from .models import PUBLISHED_VIT_SMALL, PretrainedUnavailable
-from .files import DATA_ENV_VAR, data_root, display_path
 from .presets import ENV_VAR, PAPER_OPEN_CHOICES, PRESETS, get_preset, training_overrides
 from .book.tables import write_comparison_table
-from .book.measurement import DEFAULT, MeasurementResult, controls_table, measure_run, variants_table
-from .book.measurement import IMAGES as MEASUREMENT_IMAGES
-from .book.measurement import REPLICATES as MEASUREMENT_REPLICATES
+from .book.measurement import DEFAULT, IMAGES as MEASUREMENT_IMAGES, REPLICATES as MEASUREMENT_REPLICATES
+from .book.measurement import MeasurementResult, controls_table, measure_run, variants_table
 from .book.paper import EXTRA_DATASETS, PAPER_DATASETS
 from .book.records import load_profile_record
 from .book.pretrained import converged_folder, profile_published, prune_published
 from .book.reproduce import export_bundle, reproduce
-from .book.run_profiles import profile_run, raw_patch_eed
-from .book.run_profiles import measure_factors
-from .book.run_profiles import prune_run
-from .training.loop import NonFiniteLossError, TrainingOutOfMemory, train
+from .book.run_profiles import measure_factors, profile_run, prune_run, raw_patch_eed
+from .training.loop import NonFiniteLossError, TrainingOutOfMemory, TrainingStopped, train
 from .training.run_config import RunSpec
 from .training.runs import CheckpointError, RunLockedError
-from .training.loop import TrainingStopped
 
 PACKAGE = Path(__file__).resolve().parent
-# Errors whose message says what went wrong and what to do: shown as one line, without a
-# traceback. OSError: what the file system refused (a folder that cannot be written, a
-# missing file, a full disk). ValueError: only when the package raised it (a bad setting).
+# Errors whose message says what to do: shown as one line, without a traceback (a ValueError
+# only when the package raised it).
 USER_ERRORS = (OSError, ValueError, NonFiniteLossError, CheckpointError, RunLockedError, TrainingOutOfMemory,
                PretrainedUnavailable)
 # Arguments that name a file or folder, with the words that name them in a message.
@@ -52,9 +46,8 @@ PATH_ARGUMENTS = {"out": "--out", "root": "--root", "run_dir": "RUN_DIR", "weigh
 def _show_presets(_args: argparse.Namespace) -> None:
     for preset in PRESETS.values():
         print(f"{preset.name:8s} {preset.description}")
-        print(f"{'':8s} profile: {preset.profile}")
-        print(f"{'':8s} worlds: {preset.worlds}")
-        print(f"{'':8s} ib: {preset.ib}")
+        for section in ("profile", "worlds", "ib"):
+            print(f"{'':8s} {section}: {getattr(preset, section)}")
         t = preset.train
         print(f"{'':8s} train: {t.epochs} epochs, batch {t.batch_size}, K {t.out_dim}, "
               f"{t.local_crops_number} local crops, lr {t.lr} per 256")
@@ -65,8 +58,7 @@ def _show_presets(_args: argparse.Namespace) -> None:
 
 
 def _checked(parse):
-    """An argparse type from ``parse``, which raises ValueError for text it refuses: argparse
-    then names the option, shows the usage and exits with code 2."""
+    """An argparse type from ``parse``, whose ValueError argparse then reports as its own."""
     @functools.wraps(parse)
     def parse_argument(text: str):
         try:
@@ -90,13 +82,17 @@ def _preset_name(text: str) -> str:
 _dataset_option, _run_spec = _checked(parse_option), _checked(RunSpec.parse)
 
 
-def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of `ib-tutorial train` (also `python -m ib_tutorial train`)."""
+def _add_train(commands) -> None:
+    """``train``: its flags are the training settings' own."""
+    parser = commands.add_parser(
+        "train", help="train ViT-Small with DINO",
+        description="Train ViT-Small with DINO (--objective supervised: the same backbone with labels, as a control). "
+                    "For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...")
     parser.add_argument("--dataset", required=True, type=_dataset_name, help="dataset name, e.g. synthetic-objects, cifar100")
-    parser.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
-    parser.add_argument("--out", default=None, help="run directory (default: <data root>/runs/<dataset>-<preset>)")
+    parser.add_argument("--preset", type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    parser.add_argument("--out", help="run directory (default: <data root>/runs/<dataset>-<preset>)")
     parser.add_argument("--resume", action="store_true", help="continue from the run directory's last checkpoint")
-    parser.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    parser.add_argument("--root", help="data folder (default: $IB_TUTORIAL_DATA)")
     parser.add_argument("--download", action="store_true", help="download the dataset if it is missing")
     parser.add_argument("--dataset-option", action="append", type=_dataset_option, default=[], metavar="KEY=VALUE",
                         help="extra dataset argument, e.g. texture_weight=0.5 (repeatable)")
@@ -106,6 +102,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         # Unset options are absent (not None), so that `--train-images none` sets None.
         overrides.add_argument(option(name), dest=name, type=value_parser(kind), default=argparse.SUPPRESS,
                                metavar=name.upper())
+    parser.set_defaults(func=_train)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -257,24 +254,18 @@ def _profile_published(args: argparse.Namespace) -> None:
 def _add_profile_published(commands) -> argparse.ArgumentParser:
     published = commands.add_parser(
         "profile-pretrained", help="per-block EED of published, converged ViTs (timm) on a dataset",
-        description="Profile each timm MODEL with its published weights on the dataset's seeded held-out profile "
-        "images, at the model's own input size and normalisation, with every measurement (all, CLS, patch and "
-        "mean tokens, centred and not); write <out>/<dataset>/<model>/profiles/*.json. "
+        description="Profile each timm MODEL with its published weights on the dataset's held-out profile images, "
+        "every measurement; write <out>/<dataset>/<model>/profiles/*.json. "
         f"Converged ViT-S networks: {' '.join(PUBLISHED_VIT_SMALL)}.")
     published.add_argument("models", nargs="+", metavar="MODEL", help="timm model names, e.g. vit_small_patch16_224.dino")
     published.add_argument("--dataset", required=True, type=_run_spec, help="NAME[:KEY=VALUE,...], e.g. tiny-imagenet or dtd:folder=dtd")
-    published.add_argument("--weights", type=Path, default=None,
-                           help="a local state dict of the one MODEL (machines without a network); default: the hub")
-    published.add_argument("--preset", default=None, type=_preset_name,
-                           help=f"whose profile images and device (default: ${ENV_VAR}, else ci)")
-    published.add_argument("--images", type=int, default=None, help="profile images (default: the preset's)")
-    published.add_argument("--img-size", type=int, default=None,
-                           help="input side in pixels (default: the model's published one; e.g. 224 for DINOv2 ViT-S/14)")
-    published.add_argument("--out", type=Path, default=None,
-                           help="results folder (default: <data root>/converged, which the chapter \"Converged ViTs\" reads)")
+    published.add_argument("--weights", type=Path, help="a local state dict of the one MODEL (default: the hub)")
+    published.add_argument("--preset", type=_preset_name, help=f"whose images and device (default: ${ENV_VAR})")
+    published.add_argument("--images", type=int, help="profile images (default: the preset's)")
+    published.add_argument("--img-size", type=int, help="input side in pixels (default: the model's published one)")
+    published.add_argument("--out", type=Path, help="results folder (default: <data root>/converged, the chapter's)")
     published.add_argument("--prune", action="store_true",
-                           help="also prune each model spectrally against the dataset's train images (the preset's "
-                                "k-NN images), into <out>/<dataset>/<model>/pruning/mean.json")
+                           help="also prune each model spectrally, into <out>/<dataset>/<model>/pruning/mean.json")
     published.set_defaults(func=_profile_published)
     return published
 
@@ -289,128 +280,100 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_commands(commands)
     _add_infoplane(commands)
     for command in _add_run_commands(commands) + [_add_reproduce(commands), _add_profile_published(commands)]:
-        command.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+        command.add_argument("--root", help="data folder (default: $IB_TUTORIAL_DATA)")
         command.add_argument("--download", action="store_true", help="download datasets that are missing")
         command.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
 
-def _add_train(commands) -> None:
-    """``train``: its flags are the training settings' own (:func:`add_train_arguments`)."""
-    train_parser = commands.add_parser(
-        "train", help="train ViT-Small with DINO",
-        description="Train ViT-Small with DINO (--objective supervised: the same backbone with labels, as a control). "
-                    "For several GPUs: torchrun --nproc_per_node=N -m ib_tutorial train ...")
-    add_train_arguments(train_parser)
-    train_parser.set_defaults(func=_train)
-
-
 def _add_data_commands(commands) -> None:
-    """``subset`` and ``datasets``."""
     # Its own parser (ib_tutorial.data.subsets.main) reads the rest, `--help` included.
     subset = commands.add_parser("subset", add_help=False, prefix_chars="\0",
                                  help="the named subsets of the real datasets: list, build from the full download, check")
     subset.add_argument("words", nargs=argparse.REMAINDER)
     subset.set_defaults(func=lambda args: subsets.main(args.words, prog="ib-tutorial subset"))
     datasets = commands.add_parser("datasets", help="list the datasets get_dataset knows, and those on disk")
-    datasets.add_argument("--root", default=None, help="data folder (default: $IB_TUTORIAL_DATA)")
+    datasets.add_argument("--root", help="data folder (default: $IB_TUTORIAL_DATA)")
     datasets.set_defaults(func=_show_datasets)
 
 
 def _add_infoplane(commands) -> None:
-    """``infoplane``: the Information Bottleneck chapter's toy network."""
     infoplane = commands.add_parser(
         "infoplane",
         help="train the Information Bottleneck toy network and report each layer's compression",
-        description="Train the 12-10-7-5-4-3-2 network on the 12-bit task with the chosen preset's "
-        "IB settings, estimate every layer's information plane by binning and by the KDE bound, "
-        "and print each layer's peak and final I(X;T).")
-    infoplane.add_argument("--preset", default=None, type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
+        description="Train the 12-10-7-5-4-3-2 network on the 12-bit task, estimate every layer's information "
+        "plane by binning and by the KDE bound, and print each layer's peak and final I(X;T).")
+    infoplane.add_argument("--preset", type=_preset_name, help=f"preset name (default: ${ENV_VAR}, else ci)")
     infoplane.add_argument("--activation", nargs="+", default=["tanh", "relu"], choices=["tanh", "relu"])
-    infoplane.add_argument("--out", type=Path, default=None, help="also write the planes, accuracies and EED as JSON here")
+    infoplane.add_argument("--out", type=Path, help="also write the planes, accuracies and EED as JSON here")
     infoplane.set_defaults(func=_information_plane)
 
 
 def _add_run_commands(commands) -> list[argparse.ArgumentParser]:
-    """``profile``, ``measure``, ``prune`` and ``factors``: commands on a saved run (their common flags: :func:`build_parser`)."""
+    """Commands on a saved run (their common flags: :func:`build_parser`)."""
     profile = commands.add_parser(
         "profile", help="per-block EED of every saved checkpoint of a run",
-        description="Measure every saved teacher of RUN_DIR on a fixed, seeded, held-out image set and write "
-        "profiles/<epoch>.json (other token choices and --uncentred go to profiles/<variant>/).")
-    profile.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
+        description="Measure every saved teacher of RUN_DIR on a seeded held-out image set; write "
+        "profiles/<epoch>.json (other variants: profiles/<variant>/).")
     profile.add_argument("--tokens", choices=TOKEN_CHOICES, default="all", help="tokens that feed the metric (default all)")
     profile.add_argument("--uncentred", action="store_true", help="use H^T H / N instead of the centred covariance")
-    profile.add_argument("--images", type=int, default=None, help="profile images (default: the run preset's)")
+    profile.add_argument("--images", type=int, help="profile images (default: the run preset's)")
     measure = commands.add_parser(
         "measure", help="one saved network on its images and on controls, measured every way, with intervals",
-        description="Measure the teacher RUN_DIR saved at --epoch (0: its random initialisation) on the run's "
-        "profile images, on the same images phase-scrambled and on noise with their channel moments, with every "
-        "measurement variant and token choice (the controls: the default measurement), each with a bootstrap "
-        "over the images; print the two tables and write measurement/<epoch>.json in RUN_DIR.")
-    measure.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
-    measure.add_argument("--epoch", type=int, default=None, help="the saved teacher to measure (default: the last)")
+        description="Measure the teacher RUN_DIR saved at --epoch (0: its initialisation) on the run's profile "
+        "images and on two controls (phase-scrambled, noise), every measurement with a bootstrap over the images; "
+        "write measurement/<epoch>.json in RUN_DIR.")
+    measure.add_argument("--epoch", type=int, help="the saved teacher to measure (default: the last)")
     measure.add_argument("--images", type=int, default=MEASUREMENT_IMAGES,
                          help=f"profile images (default {MEASUREMENT_IMAGES}; another number writes "
                               "measurement/<epoch>-<images>-images.json beside the default's)")
-    measure.add_argument("--replicates", type=int, default=MEASUREMENT_REPLICATES,
-                         help=f"bootstrap replicates (default {MEASUREMENT_REPLICATES})")
-    measure.add_argument("--default-only", action="store_true",
-                         help="the default measurement (all tokens, centred covariance) only")
+    measure.add_argument("--replicates", type=int, default=MEASUREMENT_REPLICATES, help="bootstrap replicates")
+    measure.add_argument("--default-only", action="store_true", help="the default measurement only")
     prune = commands.add_parser(
         "prune", help="k-NN accuracy of each block pruned to its top k principal directions",
-        description="For one saved teacher of RUN_DIR (default the last), fit each block's principal directions "
-        "on the run's k-NN training images, and measure the k-NN accuracy of the pooled features pruned to k "
-        "directions for every k from 1 to D; write pruning/<pool>-<epoch>.json.")
-    prune.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
-    prune.add_argument("--epoch", type=int, default=None, help="the saved teacher to prune (default: the last)")
-    prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean",
-                       help="image feature: mean of the patch tokens (default) or the CLS token")
+        description="For one saved teacher of RUN_DIR, the k-NN accuracy of each block's pooled features pruned "
+        "to its top k principal directions, k from 1 to D; write pruning/<pool>-<epoch>.json.")
+    prune.add_argument("--epoch", type=int, help="the saved teacher to prune (default: the last)")
+    prune.add_argument("--pool", choices=PRUNING_POOLS, default="mean", help="mean patch token (default) or CLS token")
     factors = commands.add_parser(
         "factors", help="what a run's networks learned besides the class, on a synthetic world with objects",
-        description="For the saved teachers of RUN_DIR (a run on a synthetic world with objects), the k-NN accuracy "
-        "of the class and of the median split of each thing the world draws besides it (the object's value, hue "
-        "and size, the background's value, ...), from the CLS token and the mean patch token, on the run's k-NN "
-        "images; write factors.json in RUN_DIR.")
-    factors.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
-    factors.add_argument("--epochs", type=int, nargs="+", default=None, help="saved teachers to measure (default: all)")
+        description="For the saved teachers of RUN_DIR, the k-NN accuracy of the class and of the median split of "
+        "each other factor the world draws (hue, size, ...), from the CLS and mean patch tokens; write factors.json.")
+    factors.add_argument("--epochs", type=int, nargs="+", help="saved teachers to measure (default: all)")
     for command, func in ((profile, _profile), (measure, _measure), (prune, _prune), (factors, _factors)):
+        command.add_argument("run_dir", type=Path, help="a directory written by `ib-tutorial train`")
         command.set_defaults(func=func)
     return [profile, measure, prune, factors]
 
 
 def _add_reproduce(commands) -> argparse.ArgumentParser:
-    """``reproduce`` (its common flags: :func:`build_parser`)."""
     reproduce = commands.add_parser(
         "reproduce", help="train and profile each dataset, then compare with the paper",
         description="Train (or resume) and profile each dataset, then write summary.json and comparison.md. "
         "Finished work is skipped, so the command can be rerun after an interruption.")
-    reproduce.add_argument("--preset", default=None, type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
+    reproduce.add_argument("--preset", type=_preset_name, help=f"settings tier (default: ${ENV_VAR}, else ci)")
     reproduce.add_argument("--datasets", nargs="+", default=[RunSpec.parse(spec) for spec in PAPER_DATASETS], type=_run_spec,
                            metavar="NAME[:KEY=VALUE,...][@SETTING=VALUE,...]",
                            help=f"default: {' '.join(PAPER_DATASETS)}; also {' '.join(EXTRA_DATASETS)}; "
                            "options after a colon, e.g. synthetic-mix:texture_weight=0.25; training settings of "
                            "this run after @, e.g. tiny-imagenet@objective=supervised or tiny-imagenet@arch=vit_small")
-    reproduce.add_argument("--out", type=Path, default=None, help="results folder (default: <data root>/reproduce/<preset>)")
-    reproduce.add_argument("--pretrained-control", action="store_true",
-                           help="also profile timm's pretrained DINO ViT-S/16 (needs its weights once from the hub)")
+    reproduce.add_argument("--out", type=Path, help="results folder (default: <data root>/reproduce/<preset>)")
+    reproduce.add_argument("--pretrained-control", action="store_true", help="also profile timm's DINO ViT-S/16")
     reproduce.add_argument("--pretrained", nargs="+", default=[], metavar="MODEL",
                            help="also profile these published timm models on every dataset, every measurement "
                            f"(e.g. {PUBLISHED_VIT_SMALL[0]}; weights from the hub, or --weights)")
     reproduce.add_argument("--weights", action="append", type=_model_weights, metavar="MODEL=FILE",
-                           help="a local state dict of one --pretrained MODEL (repeat for several)")
-    reproduce.add_argument("--export", type=Path, default=None, metavar="DEST",
-                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real); "
-                           "refused when a profile was measured by uncommitted code")
-    reproduce.add_argument("--allow-dirty", action="store_true",
-                           help="export even profiles measured by code with uncommitted changes")
+                           help="a local state dict of one --pretrained MODEL (repeatable)")
+    reproduce.add_argument("--export", type=Path, metavar="DEST",
+                           help="also copy everything but checkpoints and weights to DEST (e.g. results/laptop-real)")
+    reproduce.add_argument("--allow-dirty", action="store_true", help="export even profiles of uncommitted code")
     reproduce.set_defaults(func=_reproduce)
     return reproduce
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run one ``ib-tutorial`` command. A mistake in what it was given, or a file or folder
-    the system refuses, ends it with a message that names the argument and the fix, and
-    exit code 1 (argparse's own refusals: 2), never with a traceback."""
+    """Run one ``ib-tutorial`` command. A mistake in what it was given, or a path the system
+    refuses, ends it with a message naming the argument and the fix (exit code 1), not a traceback."""
     with spoken_as_options(), warnings.catch_warnings():
         warnings.showwarning = _show_warning
         # Once per place per command: a new filter also forgets what earlier calls in this process showed.
@@ -442,14 +405,15 @@ def _raised_by_package(error: BaseException) -> bool:
 
 
 def _message(error: BaseException, args: argparse.Namespace) -> str:
-    """What to print for ``error``: its own message, or for what the file system refused,
-    the argument the path came from and what to do."""
+    """``error``'s message; for a path the system refused, the argument it came from and what to do."""
     if not isinstance(error, OSError) or error.filename is None:
         message = error.strerror if isinstance(error, OSError) and error.strerror else str(error)  # no "[Errno 28]"
         return message or type(error).__name__
     path = Path(error.filename)
     given = [(words, getattr(args, name)) for name, words in PATH_ARGUMENTS.items() if getattr(args, name, None)]
-    words, value = next(((words, value) for words, value in given if _within(path, Path(value))), (None, None))
+    inside = [(words, value) for words, value in given
+              if path.expanduser().absolute().is_relative_to(Path(value).expanduser().absolute())]
+    words, value = inside[0] if inside else (None, None)
     where = f"{words} {value}: " if words else ""
     problem = f"{where}{error.strerror} ({error.filename})"
     if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -457,11 +421,6 @@ def _message(error: BaseException, args: argparse.Namespace) -> str:
     if error.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
         return f"{problem}: a file stands where a folder should, or the other way round. Choose another path."
     return f"{problem}."
-
-
-def _within(path: Path, folder: Path) -> bool:
-    """Whether ``path`` is ``folder`` or lies inside it."""
-    return path.expanduser().absolute().is_relative_to(folder.expanduser().absolute())
 
 
 if __name__ == "__main__":

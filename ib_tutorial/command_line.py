@@ -1,7 +1,6 @@
-"""The words of the ``ib-tutorial`` command line, in one place: how a setting is named and
-its value read (the parser, :mod:`ib_tutorial.cli`) and written back (the commands the
-package prints: a stopped run's resume command, the chapters' ``reproduce`` commands), and
-how a message names an argument to its reader (:func:`argument`)."""
+"""The words of the ``ib-tutorial`` command line: how a setting is named, its value read
+(:mod:`ib_tutorial.cli`) and written back (the commands the package prints), and how a message
+names an argument to its reader (:func:`argument`)."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 PROGRAM = "ib-tutorial"
 
-# Whether the messages raised now are read by someone who typed a command (set by the command line).
+# Whether the messages raised now are read by someone who typed a command.
 _FROM_COMMAND_LINE = contextvars.ContextVar("from_command_line", default=False)
 
 
@@ -34,15 +33,13 @@ def spoken_as_options():
 
 
 def argument_name(name: str) -> str:
-    """An argument as the reader of a message names it: ``--warmup-epochs`` after a
-    command, ``warmup_epochs`` in Python."""
+    """``--warmup-epochs`` after a command, ``warmup_epochs`` in Python."""
     return option(name) if _FROM_COMMAND_LINE.get() else name
 
 
 def argument(name: str, value: object = True) -> str:
-    """An argument given as the reader of a message gives it: ``--download`` or
-    ``download=True`` (``value`` True: a flag), ``--root <folder>`` or ``root=<folder>`` (a
-    placeholder in angle brackets), ``--device cpu`` or ``device='cpu'``."""
+    """An argument as the reader gives it: ``--download`` or ``download=True`` (``value`` True: a
+    flag), ``--root <folder>`` or ``root=<folder>`` (a placeholder), ``--device cpu`` or ``device='cpu'``."""
     if _FROM_COMMAND_LINE.get():
         return option(name) if value is True else f"{option(name)} {value_text(value)}"
     placeholder = isinstance(value, str) and value.startswith("<")
@@ -50,8 +47,7 @@ def argument(name: str, value: object = True) -> str:
 
 
 def value_parser(kind: type):
-    """Text -> value of a setting's type: ``none`` for optional ones, ``a,b`` for pairs,
-    true/false; :func:`value_text` writes it back."""
+    """Text -> value of a setting's type: ``none`` for optional ones, ``a,b`` for pairs, true/false."""
     if typing.get_origin(kind) in (typing.Union, types.UnionType):
         inner = next(arg for arg in typing.get_args(kind) if arg is not type(None))
         parse_inner = value_parser(inner)
@@ -81,8 +77,7 @@ def command_line(argv: Sequence[str]) -> str:
 
 def train_command(dataset: str, preset: str, out: str | os.PathLike, dataset_options: Mapping, root,
                   settings: Mapping, world_size: int = 1, resume: bool = False) -> str:
-    """The ``train`` command of one run: its dataset with options, preset, folder, data root
-    and ``settings`` (those that differ from the preset's); under ``torchrun`` for several processes."""
+    """The ``train`` command of one run (under ``torchrun`` for several processes)."""
     words = ["train"] if world_size == 1 else ["torchrun", f"--nproc_per_node={world_size}", "-m", "ib_tutorial", "train"]
     words += ["--dataset", dataset, "--preset", preset, "--out", str(out)]
     words += [word for key, value in dataset_options.items() for word in ("--dataset-option", f"{key}={value}")]
@@ -94,7 +89,6 @@ def train_command(dataset: str, preset: str, out: str | os.PathLike, dataset_opt
 
 def reproduce_argv(preset: str, specs: Sequence[object], out: str | None = None, download: bool = False,
                    export: str | None = None) -> tuple[str, ...]:
-    """The arguments of a ``reproduce`` command that trains, profiles and prunes ``specs``
-    (run specs, written as their text) at ``preset``."""
+    """The arguments of a ``reproduce`` command of ``specs`` (run specs) at ``preset``."""
     argv = ["reproduce", "--preset", preset, "--datasets", *map(str, specs), *(["--download"] if download else [])]
     return tuple(argv + (["--out", out] if out else []) + (["--export", export] if export else []))

@@ -1,18 +1,9 @@
-"""Named settings for every experiment in the book.
+"""Named settings for every experiment in the book, chosen by ``IB_TUTORIAL_PRESET`` (default ``ci``).
 
-A preset is plain, frozen data, chosen by ``IB_TUTORIAL_PRESET`` (default ``ci``). Tiers:
-
-``ci``
-    CPU, offline, minutes per chapter, with ViT-Tiny (D = 192): exercises every code path;
-    its numbers illustrate the method, they do not reproduce the paper.
-``laptop``
-    CPU, about 80 minutes per dataset on two cores, with ViT-Tiny (D = 192): a whole short
-    DINO schedule whose k-NN accuracy rises beyond noise on the Tiny ImageNet subset.
-``quick``
-    One GPU, minutes per dataset.
-``paper``
-    One or more GPUs, as close to the paper as it states (open choices:
-    :data:`PAPER_OPEN_CHOICES`).
+``ci``: CPU, offline, minutes per chapter, ViT-Tiny (D = 192); illustrates, does not reproduce.
+``laptop``: CPU, about 80 minutes per dataset on two cores, ViT-Tiny; k-NN accuracy rises beyond
+noise on the Tiny ImageNet subset. ``quick``: one GPU, minutes per dataset. ``paper``: one or
+more GPUs, as close to the paper as it states (open choices: :data:`PAPER_OPEN_CHOICES`).
 """
 from __future__ import annotations
 
@@ -29,26 +20,18 @@ from .data import DATASETS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
-#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small data
-#: keep (:mod:`ib_tutorial.training.schedules`): the floor ``warmup_min_steps``.
+#: The shortest warm-up and last-layer freeze, in steps, that DINO recipes known to learn on
+#: small data keep (:mod:`ib_tutorial.training.schedules`).
 WARMUP_ANCHOR_STEPS = 800
-#: The shortest last-layer freeze, in steps, likewise (the floor ``freeze_min_steps``).
 FREEZE_ANCHOR_STEPS = 400
 
 
 @dataclass(frozen=True)
 class ProfileSettings:
-    """How block outputs are measured.
-
-    Attributes:
-        images: number of images whose tokens feed each block's covariance.
-        batch_size: images per forward pass.
-        img_size: input side in pixels for the random-initialisation first look.
-        patch_size: ViT patch side in pixels for that first look.
-        twonn_samples: tokens kept per block (uniform reservoir) for TwoNN.
-        replicates: bootstrap replicates over the images kept with each profile of a run
-            (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`); 0 keeps none.
-    """
+    """How block outputs are measured: ``images`` feed each block's covariance; ``img_size`` and
+    ``patch_size`` are the random-initialisation first look's; ``twonn_samples`` tokens per block
+    feed TwoNN; ``replicates``: bootstrap replicates kept with each profile
+    (:func:`~ib_tutorial.measure.bootstrap.bootstrap_eed`; 0 keeps none)."""
 
     images: int
     batch_size: int
@@ -63,29 +46,17 @@ class ViewSettings:
     """Input geometry and multi-crop views for one dataset.
 
     Attributes:
-        img_size: side of the two global crops, and the input size the ViT is built for.
-        patch_size: ViT patch side; a global crop has ``(img_size / patch_size)^2`` patches.
-        local_crop_size: side of each local crop (a multiple of ``patch_size``).
-        global_crop_scale: (min, max) fraction of the source image's area a global crop covers.
-        local_crop_scale: the same for local crops.
-        blur_radius: (min, max) Gaussian blur radius in pixels of a 224-pixel crop, scaled by
-            ``img_size / 224`` (DINO: 0.1-2.0); ``(0, 0)`` turns the blur off.
-        color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation
-            0.2, hue ``hue_jitter``) and the probabilities of grayscale and solarisation (0.2);
-            1 is DINO's recipe, 0 keeps every colour.
-        hue_jitter: the largest hue rotation, in turns, before ``color_strength`` (DINO: 0.1).
-            At 0.5 two views of one image share no hue, which on the synthetic worlds would
-            otherwise tell DINO which views belong together.
-        invert: the probability that a view's colours are inverted (``x -> 1 - x``, after the
-            jitter and grayscale); 0 is DINO's. At 0.5 a view hides whether the object is
-            darker than its background, a polarity the CLS token otherwise learns instead of
-            the shape.
-        grayscale: the probability that a view is turned grey, before ``color_strength``
-            (DINO: 0.2); at 1 no two views share a hue.
-        tone_curve: the probability that each channel of a view passes through a random,
-            not necessarily monotone, piecewise-linear tone curve (knots at 0, 1/4, ..., 1,
-            values uniform in [0, 1]); 0 is DINO's. At 1 two views share edges, outline,
-            position and size, but not colours or which region is darker.
+        img_size: side of the global crops and the ViT's input; crop sides are multiples of ``patch_size``.
+        global_crop_scale, local_crop_scale: (min, max) fraction of the image's area a crop covers.
+        blur_radius: (min, max) blur radius in pixels at 224 px, scaled by ``img_size / 224``
+            (DINO: 0.1-2.0); ``(0, 0)`` turns the blur off.
+        color_strength: scales DINO's colour jitter (brightness 0.4, contrast 0.4, saturation 0.2,
+            hue ``hue_jitter``) and the probabilities of grayscale and solarisation.
+        hue_jitter: the largest hue rotation in turns (DINO: 0.1); at 0.5 two views share no hue.
+        invert, grayscale, tone_curve: probabilities that a view is inverted (after jitter and
+            grayscale), turned grey (DINO: 0.2), or each channel sent through a random piecewise-linear
+            tone curve (DINO: 0); inversion at 0.5 hides which region is darker, tone curves at 1
+            leave two views only their shapes in common.
     """
 
     img_size: int
@@ -103,14 +74,10 @@ class ViewSettings:
 
 # The paper states neither patch nor input size: each dataset keeps its registry's input size,
 # with an 8 x 8 patch grid and half-side local crops, or DINO's 224/16/96 px at 224 px.
-def paper_view(input_size: int) -> ViewSettings:
-    """The paper tier's geometry for a dataset fed at ``input_size`` pixels."""
-    if input_size == 224:
-        return ViewSettings(img_size=224, patch_size=16, local_crop_size=96)
-    return ViewSettings(img_size=input_size, patch_size=input_size // 8, local_crop_size=input_size // 2)
-
-
-PAPER_VIEWS: dict[str, ViewSettings] = {name: paper_view(info.input_size) for name, info in DATASETS.items()}
+PAPER_VIEWS: dict[str, ViewSettings] = {
+    name: ViewSettings(img_size=224, patch_size=16, local_crop_size=96) if info.input_size == 224 else
+    ViewSettings(img_size=info.input_size, patch_size=info.input_size // 8, local_crop_size=info.input_size // 2)
+    for name, info in DATASETS.items()}
 
 # CPU tiers: every dataset at 32 px with patch 8 (4 x 4 patches per global crop, 2 x 2 per
 # local crop), which cuts the tokens per image 4-fold against patch 4.
@@ -120,55 +87,30 @@ REDUCED_VIEWS: dict[str, ViewSettings] = {name: ViewSettings(img_size=32, patch_
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """DINO training: optimisation, distillation, multi-crop, evaluation and bookkeeping.
-
-    The defaults are DINO's own 100-epoch ViT-S/16 recipe (``main_dino.py``).
+    """DINO training settings; the defaults are DINO's 100-epoch ViT-S/16 recipe (``main_dino.py``).
 
     Attributes:
-        epochs: passes over the training images.
-        batch_size: images per optimisation step, summed over all processes.
+        batch_size: images per step, summed over all processes.
         lr: peak learning rate for a batch of 256; the peak used is ``lr * batch_size / 256``.
-        min_lr: learning rate at the end of the cosine decay.
-        warmup_epochs: epochs of linear learning-rate warm-up from 0.
-        warmup_min_steps: DINO's warm-up lasts at least this many steps (a floor for small data
-            sets: :mod:`ib_tutorial.training.schedules`).
-        weight_decay, weight_decay_end: AdamW weight decay, cosine from the first to the second.
-        momentum_teacher: teacher EMA momentum at step 0; cosine to 1 at the end.
-        warmup_teacher_temp, teacher_temp, warmup_teacher_temp_epochs: the teacher temperature
-            rises linearly from the first to the second over that many epochs, then stays.
-        student_temp: student softmax temperature.
-        center_momentum: EMA momentum of the teacher centre.
+        warmup_min_steps, freeze_min_steps: floors in steps of the warm-up and of the last
+            layer's freeze (:mod:`ib_tutorial.training.schedules`).
+        weight_decay, weight_decay_end, momentum_teacher: cosine to the end value (momentum to 1).
         out_dim: K, the head's output size.
-        hidden_dim, bottleneck_dim: widths of the head's MLP and its bottleneck.
-        norm_last_layer: fix the weight-norm gains of the head's last layer at 1.
-        local_crops_number: local crops per image (beside the two global crops).
         clip_grad: per-parameter gradient-norm clip (0 disables it).
         freeze_last_layer: epochs during which the head's last layer is not updated.
-        freeze_min_steps: the last layer stays frozen for at least this many steps.
-        drop_path_rate: stochastic-depth rate of the student.
-        precision: ``auto`` (bf16 on CUDA, else fp16 with loss scaling; fp32 on CPU), ``bf16``,
-            ``fp16`` or ``fp32``.
-        num_workers: data-loading processes per training process; ``None`` shares the node's
-            CPU cores among its training processes.
-        train_images: images per epoch (a fixed random subset of the train split, or the split
-            repeated with fresh views); ``None`` for the split once.
-        knn_train_images, knn_eval_images: images of the train and held-out splits used by
-            the k-NN evaluation (fixed random subsets; ``None`` for all).
+        precision: ``auto`` (bf16 on CUDA, else fp16 with loss scaling; fp32 on CPU) or a dtype's name.
+        num_workers: loader processes per training process; ``None`` shares the node's cores.
+        train_images: images per epoch (a fixed random subset, or the split repeated with
+            fresh views); ``None`` for the split once. ``knn_train_images`` and
+            ``knn_eval_images`` likewise (``None``: all).
         eval_split: the held-out split of k-NN and profiles; ``None``: ``val``, else ``test``.
-        knn_k, knn_temperature: neighbours and temperature of the weighted k-NN vote.
-        knn_every: evaluate k-NN accuracy every this many epochs (and before the first and after the last).
-        checkpoint_every: write a checkpoint every this many epochs (and after the last).
-        log_every: append training metrics every this many steps.
-        arch: the backbone, ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
-        threads: PyTorch CPU threads of the training process; ``None`` keeps PyTorch's default.
-        objective: ``dino`` (the paper's), or ``supervised``: a linear classifier on the CLS
-            token trained with cross-entropy (:mod:`ib_tutorial.training.supervised_step`), which
-            asks whether the bottleneck comes from the data or the objective.
-        augmentation: ``loader`` (DINO's PIL pipeline in ``num_workers`` CPU processes) or
-            ``batched`` (the same distributions on a whole batch on the training device:
-            :class:`~ib_tutorial.training.augment.BatchMultiCrop`).
-        label_shuffle_seed: for ``supervised``: train on the labels permuted by this seed, the
-            control for training without learning (k-NN keeps the true labels).
+        knn_every, checkpoint_every: in epochs (and after the last); ``log_every`` in steps.
+        arch: ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
+        objective: ``dino``, or ``supervised`` (:mod:`ib_tutorial.training.supervised_step`).
+        augmentation: ``loader`` (DINO's PIL pipeline in the loader) or ``batched``
+            (:class:`~ib_tutorial.training.augment.BatchMultiCrop`).
+        label_shuffle_seed: for ``supervised``: the labels permuted by this seed, the control
+            for training without learning (k-NN keeps the true labels).
     """
 
     epochs: int
@@ -213,8 +155,7 @@ class TrainSettings:
 
 
 def training_overrides() -> dict[str, type]:
-    """Every setting a training run accepts as an override, with its type: the fields of
-    :class:`TrainSettings` and :class:`ViewSettings`, ``seed`` and ``device``."""
+    """Every override a run accepts, with its type: the settings' fields, ``seed`` and ``device``."""
     names: dict[str, type] = {"seed": int, "device": str}
     for section in (TrainSettings, ViewSettings):
         hints = typing.get_type_hints(section)
@@ -224,14 +165,8 @@ def training_overrides() -> dict[str, type]:
 
 @dataclass(frozen=True)
 class WorldSettings:
-    """The dataset chapter's measurements on the synthetic worlds.
-
-    Attributes:
-        img_size: side in pixels of the synthetic images shown and measured.
-        num_classes: classes in each synthetic world.
-        probe_train, probe_test: images per world (balanced over classes) that fit and
-            evaluate the linear probes asking where the label lives.
-    """
+    """The dataset chapter's synthetic worlds; ``probe_train`` and ``probe_test`` images per
+    world fit and evaluate the linear probes."""
 
     img_size: int
     num_classes: int
@@ -241,20 +176,13 @@ class WorldSettings:
 
 @dataclass(frozen=True)
 class IBSettings:
-    """The Information Bottleneck toy: the 12-10-7-5-4-3-2 network on 12-bit inputs.
-
-    Tiny, so every tier trains it on the CPU; the GPU tiers use the ``laptop`` values.
+    """The Information Bottleneck toy (the 12-10-7-5-4-3-2 network), trained on the CPU by every tier.
 
     Attributes:
-        epochs: passes over the training inputs (85 % of the 4096).
-        learning_rate: Adam's step size.
-        batch_size: inputs per step; ``None`` for the full training set in one step.
-        logged_epochs: epochs, evenly spaced in log(epoch), that record every layer's
-            activations (fewer when rounding makes some coincide).
+        batch_size: inputs per Adam step; ``None`` for the full training set.
+        logged_epochs: epochs, evenly spaced in log(epoch), that record the activations.
         bins: bins per unit for the binning estimator (30, as Shwartz-Ziv & Tishby).
-        noise_variance: variance of the Gaussian noise assumed by the kernel (KDE)
-            estimator, in squared activation units (1e-3, as in Saxe et al.'s code).
-        seed: seeds the train/test split, the initial weights and the batch order.
+        noise_variance: the KDE estimator's noise variance (1e-3, as in Saxe et al.'s code).
     """
 
     epochs: int
@@ -268,10 +196,8 @@ class IBSettings:
 
 @dataclass(frozen=True)
 class Preset:
-    """One named tier of settings; ``views`` holds each dataset's :class:`ViewSettings`.
-    ``illustrative``: a few training steps that illustrate the method and do not reproduce it;
-    chapters keep its runs apart for each version of the code
-    (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
+    """One named tier of settings. ``illustrative``: a few steps that illustrate, not reproduce; chapters
+    keep its runs apart per code version (:meth:`ib_tutorial.notebook.ChapterSetup.reproduce_folder`)."""
 
     name: str
     description: str
@@ -285,7 +211,6 @@ class Preset:
     illustrative: bool = False
 
     def view(self, dataset: str) -> ViewSettings:
-        """The input geometry for ``dataset``; a clear error for a dataset with none."""
         try:
             return self.views[dataset]
         except KeyError:
@@ -293,7 +218,6 @@ class Preset:
                              "Add a ViewSettings entry for it to the preset's `views`.") from None
 
     def replace(self, **changes) -> "Preset":
-        """A copy with some top-level fields changed (sections are replaced whole)."""
         return dataclasses.replace(self, **changes)
 
 
@@ -316,10 +240,8 @@ _IB_LAPTOP = IBSettings(epochs=10000, learning_rate=4e-4, batch_size=256, logged
 
 PRESETS: dict[str, Preset] = {
     "ci": Preset(
-        name="ci",
+        name="ci", seed=0, device="cpu",
         description="CPU, offline, minutes per chapter; illustrates, does not reproduce",
-        seed=0,
-        device="cpu",
         # No bootstraps: the chapters profile dozens of ci networks live, and a bootstrap of each
         # would add minutes to a chapter (the committed bundles' profiles carry theirs).
         profile=ProfileSettings(images=64, batch_size=16, img_size=32, patch_size=4, twonn_samples=1000,
@@ -342,10 +264,8 @@ PRESETS: dict[str, Preset] = {
         illustrative=True,
     ),
     "laptop": Preset(
-        name="laptop",
+        name="laptop", seed=0, device="cpu",
         description="CPU, ViT-Tiny, about 80 minutes per dataset on two cores",
-        seed=0,
-        device="cpu",
         profile=ProfileSettings(images=512, batch_size=32, img_size=32, patch_size=4, twonn_samples=2000),
         # 48 epochs of 5,000 images (3,744 steps of 64): at 16 epochs the k-NN accuracy did not
         # rise beyond noise (results/laptop-tier-16), at 48 it did (results/laptop-tier-48).
@@ -362,10 +282,8 @@ PRESETS: dict[str, Preset] = {
         ib=_IB_LAPTOP,
     ),
     "quick": Preset(
-        name="quick",
+        name="quick", seed=0, device="auto",
         description="one GPU, minutes per dataset",
-        seed=0,
-        device="auto",
         profile=ProfileSettings(images=1000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         train=TrainSettings(epochs=10, batch_size=256, warmup_epochs=2, knn_every=5, checkpoint_every=5,
                             warmup_min_steps=WARMUP_ANCHOR_STEPS, freeze_min_steps=FREEZE_ANCHOR_STEPS),
@@ -373,10 +291,8 @@ PRESETS: dict[str, Preset] = {
         ib=_IB_LAPTOP,
     ),
     "paper": Preset(
-        name="paper",
+        name="paper", seed=0, device="auto",
         description="the paper's settings where it states them; one or more GPUs",
-        seed=0,
-        device="auto",
         profile=ProfileSettings(images=2000, batch_size=128, img_size=224, patch_size=16, twonn_samples=4000),
         # Stated by the paper: ViT-S, DINO, 100 epochs; the rest is DINO's 100-epoch ViT-S recipe
         # (TrainSettings' defaults), with the warm-up and freeze floors for small data sets.
@@ -389,11 +305,7 @@ PRESETS: dict[str, Preset] = {
 
 
 def get_preset(name: str | None = None) -> Preset:
-    """Return the preset called ``name``, or the one ``IB_TUTORIAL_PRESET`` names.
-
-    Raises:
-        ValueError: for an unknown name, listing the known ones.
-    """
+    """The preset called ``name``, or the one ``IB_TUTORIAL_PRESET`` names."""
     chosen = name if name is not None else os.environ.get(ENV_VAR, DEFAULT_PRESET)
     try:
         return PRESETS[chosen]
@@ -404,12 +316,7 @@ def get_preset(name: str | None = None) -> Preset:
 
 
 def resolve_device(preset: Preset):
-    """The ``torch.device`` a preset asks for; ``auto`` means CUDA when available, else the
-    CPU with a warning that names the CPU tiers (the settings stay the preset's).
-
-    Raises:
-        ValueError: ``cuda`` where no GPU is visible.
-    """
+    """The ``torch.device`` a preset asks for; ``auto``: CUDA when available, else the CPU with a warning."""
     cpu_tiers = " or ".join(argument("preset", name) for name, tier in PRESETS.items() if tier.device == "cpu")
     if preset.device == "auto":
         if torch.cuda.is_available():

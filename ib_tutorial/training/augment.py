@@ -1,21 +1,16 @@
 r"""Multi-crop views for DINO: two global crops and ``n`` local crops of every image.
 
-DINO's recipe (Caron et al., 2021), with sizes from a :class:`~ib_tutorial.presets.ViewSettings`:
-global crop 1: random resized crop to ``img_size``, flip, colour jitter (p = 0.8), grayscale
-(p = 0.2), Gaussian blur (p = 1.0); global crop 2: the same with blur p = 0.1 and solarisation
-p = 0.2; each local crop: to ``local_crop_size``, flip, colour jitter, grayscale, blur p = 0.5.
-The blur radius (DINO: 0.1-2.0 px at 224 px) scales with ``img_size / 224``; the other view
-settings (colour strength, hue, grayscale, inversion, tone curves: :func:`apply_tone_curves`)
-apply in that order. A sample's views depend only on ``(seed, epoch, index)``, whatever the
-workers, processes or resumptions.
+DINO's recipe (Caron et al., 2021): global crop 1: random resized crop, flip, colour jitter
+(p = 0.8), grayscale (p = 0.2), blur (p = 1.0); global crop 2: the same with blur p = 0.1 and
+solarisation p = 0.2; each local crop: flip, jitter, grayscale, blur p = 0.5. The blur radius
+(DINO: 0.1-2.0 px at 224 px) scales with ``img_size / 224``. A sample's views depend only on
+``(seed, epoch, index)``.
 
-**Batched** (``augmentation="batched"``, :class:`BatchMultiCrop`): where few CPU cores cannot
-keep a GPU fed, every training image is decoded once (:class:`DecodedImages`) and the same
-recipe runs on a whole batch on the training device: torchvision's ``RandomResizedCrop`` rule
-cut by ``roi_align`` (which averages when it shrinks, so it does not alias), kornia's
-torchvision-matching colour jitter in a per-sample random order, grayscale, blur,
-solarisation, inversion and tone curves, with counter-based draws (:func:`counter_uniforms`).
-The two paths draw the same distributions but not the same pixels; the tests compare them.
+``augmentation="batched"`` (:class:`BatchMultiCrop`), for few CPU cores beside a GPU, decodes
+every image once (:class:`DecodedImages`) and runs the same recipe on a batch on the device:
+crops cut by ``roi_align`` (which averages when it shrinks, so it does not alias), kornia's
+torchvision-matching jitter, counter-based draws (:func:`counter_uniforms`). The two paths draw
+the same distributions but not the same pixels; the tests compare them.
 """
 from __future__ import annotations
 
@@ -48,9 +43,8 @@ def _normalize() -> transforms.Compose:
 
 
 class RandomGaussianBlur:
-    """PIL's Gaussian blur with probability ``p`` and a radius uniform in ``radius`` (pixels),
-    as DINO's ``GaussianBlur``; random draws come from PyTorch's generator, like
-    torchvision's transforms, so :class:`MultiCropDataset` seeds them."""
+    """DINO's ``GaussianBlur``: PIL's blur with probability ``p``, radius uniform in ``radius`` (px),
+    drawn from PyTorch's generator as torchvision's transforms are."""
 
     def __init__(self, p: float, radius: tuple[float, float]):
         self.p, self.radius = p, radius
@@ -61,14 +55,10 @@ class RandomGaussianBlur:
         radius = self.radius[0] + (self.radius[1] - self.radius[0]) * torch.rand(1).item()
         return image.filter(ImageFilter.GaussianBlur(radius=radius))
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(p={self.p}, radius={self.radius})"
-
 
 def apply_tone_curves(x: torch.Tensor, knots: torch.Tensor) -> torch.Tensor:
-    """Each channel of ``x`` (``[..., C, H, W]`` in [0, 1]) through its own piecewise-linear
-    curve: ``knots`` (``[..., C, TONE_KNOTS]``) are the curve's values at evenly spaced
-    inputs from 0 to 1."""
+    """Each channel of ``x`` [..., C, H, W] in [0, 1] through its own piecewise-linear curve,
+    ``knots`` [..., C, TONE_KNOTS] its values at evenly spaced inputs from 0 to 1."""
     position = x.clamp(0, 1) * (TONE_KNOTS - 1)
     below = position.floor().clamp(max=TONE_KNOTS - 2)
     fraction = position - below
@@ -79,9 +69,7 @@ def apply_tone_curves(x: torch.Tensor, knots: torch.Tensor) -> torch.Tensor:
 
 
 class RandomToneCurves:
-    """With probability ``p``, every channel of an RGB image through a random tone curve
-    (:func:`apply_tone_curves`, values uniform in [0, 1]); draws come from PyTorch's
-    generator, like torchvision's transforms."""
+    """With probability ``p``, every channel through a random tone curve (:func:`apply_tone_curves`)."""
 
     def __init__(self, p: float):
         self.p = p
@@ -94,29 +82,22 @@ class RandomToneCurves:
         curved = apply_tone_curves(pixels, knots).movedim(0, -1)
         return Image.fromarray((curved * 255).round().to(torch.uint8).numpy())
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(p={self.p})"
+
+def blur_radius(view: ViewSettings) -> tuple[float, float]:
+    """DINO's blur radii scaled to ``view.img_size``."""
+    scale = view.img_size / REFERENCE_SIZE
+    return view.blur_radius[0] * scale, view.blur_radius[1] * scale
 
 
 def _blur(p: float, view: ViewSettings):
-    """DINO's blur with the radius scaled to ``view.img_size``; no-op when the radius is 0."""
     from torchvision import transforms
 
-    scale = view.img_size / REFERENCE_SIZE
-    radius = (view.blur_radius[0] * scale, view.blur_radius[1] * scale)
-    return RandomGaussianBlur(p, radius) if radius[1] > 0 else transforms.Lambda(_unchanged)
-
-
-def _unchanged(image: Image.Image) -> Image.Image:
-    return image
+    radius = blur_radius(view)
+    return RandomGaussianBlur(p, radius) if radius[1] > 0 else transforms.Compose([])
 
 
 class MultiCropAugmentation:
-    """PIL image -> list of ``2 + local_crops_number`` normalised tensors.
-
-    Views 0 and 1 are global, [3, img_size, img_size]; the rest are local,
-    [3, local_crop_size, local_crop_size].
-    """
+    """PIL image -> the two global views, then ``local_crops_number`` local ones (normalised tensors)."""
 
     def __init__(self, view: ViewSettings, local_crops_number: int):
         from torchvision import transforms
@@ -151,8 +132,7 @@ class MultiCropAugmentation:
 
 
 def eval_transform(img_size: int) -> transforms.Compose:
-    """No augmentation: resize the short side to ``img_size``, centre-crop, normalise.
-    For the square images of every dataset here, the whole image is kept."""
+    """Resize the short side to ``img_size``, centre-crop, normalise."""
     from torchvision import transforms
 
     return transforms.Compose([transforms.Resize(img_size, interpolation=transforms.InterpolationMode.BICUBIC),
@@ -165,18 +145,11 @@ def sample_seed(seed: int, epoch: int, index: int) -> int:
 
 
 class MultiCropDataset(Dataset):
-    """``(views, label)`` for every ``(image, label)`` of ``dataset``, reproducibly.
-
-    Sample ``index`` of epoch ``epoch`` is augmented on PyTorch's CPU generator reseeded with
-    :func:`sample_seed` and restored afterwards. Call :meth:`set_epoch` before each epoch
-    (before creating the loader's iterator).
-    """
+    """``(views, label)`` of every item of ``dataset``, augmented on PyTorch's CPU generator seeded
+    with :func:`sample_seed`. Call :meth:`set_epoch` before each epoch's iterator."""
 
     def __init__(self, dataset: Dataset, augmentation: MultiCropAugmentation, seed: int):
-        self.dataset = dataset
-        self.augmentation = augmentation
-        self.seed = seed
-        self.epoch = 0
+        self.dataset, self.augmentation, self.seed, self.epoch = dataset, augmentation, seed, 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -189,20 +162,17 @@ class MultiCropDataset(Dataset):
         return self.augment(index, image), label
 
     def augment(self, index: int, image: Image.Image) -> list[torch.Tensor]:
-        """The views of ``image`` as sample ``index`` of the current epoch."""
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(sample_seed(self.seed, self.epoch, index))
             return self.augmentation(image)
 
 
-# ============ the same views, a batch at a time on the training device ============
 TRIES = 10  # torchvision's RandomResizedCrop tries this many boxes before its centre crop
 RATIO = (3 / 4, 4 / 3)
-# Uniform draws per view of a sample: crop areas and log-ratios (one each per try), the
-# crop's two offsets, flip, jitter or not, four jitter factors, four keys whose order is the
-# jitter order, grayscale, blur or not, blur radius, solarisation; then inversion, whose draws
-# follow every view's others (so that adding it left the draws of the rest unchanged); then,
-# after those, the tone curves' (whether, and every channel's values), for the same reason.
+# Uniform draws per view: crop areas and log-ratios (one each per try), two offsets, flip,
+# jitter or not, four jitter factors, four keys ordering the jitter, grayscale, blur or not,
+# radius, solarisation; then inversion, then the tone curves, each added after the others so
+# that the earlier draws stayed the same.
 CROP_DRAWS = 2 * TRIES + 2
 DRAWS = CROP_DRAWS + 16
 TONE_DRAWS = 1 + 3 * TONE_KNOTS
@@ -211,8 +181,7 @@ LARGEST_SIDE = 256  # images of different sizes are stored at most this large
 
 @dataclass(frozen=True)
 class ViewRecipe:
-    """One kind of view: its output side, crop scale, and the probabilities of its blur
-    and solarisation (the rest of DINO's recipe is shared by every view)."""
+    """One kind of view: output side, crop scale, probabilities of blur and solarisation."""
 
     size: int
     scale: tuple[float, float]
@@ -220,19 +189,10 @@ class ViewRecipe:
     solarize: float
 
 
-def view_recipes(view: ViewSettings, local_crops_number: int) -> list[ViewRecipe]:
-    """DINO's views in the loader path's order: the two global crops, then the local ones."""
-    strength = view.color_strength
-    first = ViewRecipe(view.img_size, view.global_crop_scale, blur=1.0, solarize=0.0)
-    second = ViewRecipe(view.img_size, view.global_crop_scale, blur=0.1, solarize=0.2 * strength)
-    local = ViewRecipe(view.local_crop_size, view.local_crop_scale, blur=0.5, solarize=0.0)
-    return [first, second, *[local] * local_crops_number]
-
-
 def crop_boxes(draws: torch.Tensor, widths: torch.Tensor, heights: torch.Tensor,
                scale: tuple[float, float]) -> torch.Tensor:
-    """``[B, 4]`` boxes (x0, y0, x1, y1, in the image's pixels) by torchvision's
-    ``RandomResizedCrop.get_params``, from ``[B, CROP_DRAWS]`` uniform draws."""
+    """[B, 4] boxes (x0, y0, x1, y1, image pixels) by torchvision's ``RandomResizedCrop.get_params``,
+    from [B, CROP_DRAWS] uniform draws."""
     width, height = widths.to(draws), heights.to(draws)
     area = (width * height)[:, None]
     target = area * (scale[0] + (scale[1] - scale[0]) * draws[:, :TRIES])
@@ -254,24 +214,25 @@ def crop_boxes(draws: torch.Tensor, widths: torch.Tensor, heights: torch.Tensor,
 
 
 class BatchMultiCrop:
-    """``uint8 [B, 3, S, S]`` stored images -> ``2 + local_crops_number`` normalised
-    float views, each ``[B, 3, side, side]``, on the images' device."""
+    """uint8 [B, 3, S, S] stored images -> the views of :class:`MultiCropAugmentation`, each
+    [B, 3, side, side], on the images' device."""
 
     def __init__(self, view: ViewSettings, local_crops_number: int, seed: int):
-        self.recipes = view_recipes(view, local_crops_number)
-        self.seed = seed
         strength = view.color_strength
+        local = ViewRecipe(view.local_crop_size, view.local_crop_scale, blur=0.5, solarize=0.0)
+        self.recipes = [ViewRecipe(view.img_size, view.global_crop_scale, blur=1.0, solarize=0.0),
+                        ViewRecipe(view.img_size, view.global_crop_scale, blur=0.1, solarize=0.2 * strength),
+                        *[local] * local_crops_number]
+        self.seed = seed
         self.jitter = (0.4 * strength, 0.4 * strength, 0.2 * strength, view.hue_jitter * strength)
         self.grayscale = view.grayscale * strength
         self.invert = view.invert
         self.tone_curve = view.tone_curve
-        radius_scale = view.img_size / REFERENCE_SIZE
-        self.radius = (view.blur_radius[0] * radius_scale, view.blur_radius[1] * radius_scale)
+        self.radius = blur_radius(view)
 
     def draws(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
-        """``[B, views, DRAWS]`` uniforms (``DRAWS + TONE_DRAWS`` with tone curves), a function of
-        ``(seed, epoch, index)`` and the draw's place, made for the whole batch at once where
-        ``indices`` are (:func:`counter_uniforms`)."""
+        """[B, views, DRAWS] uniforms (``DRAWS + TONE_DRAWS`` with tone curves) of
+        ``(seed, epoch, index)`` (:func:`counter_uniforms`)."""
         views, batch = len(self.recipes), len(indices)
         tone_draws = TONE_DRAWS if self.tone_curve else 0  # counter-based: the others' draws are the same
         per_sample = counter_uniforms(sample_seed(self.seed, epoch, 0), indices, views * (DRAWS + tone_draws))
@@ -280,8 +241,7 @@ class BatchMultiCrop:
                           tone.view(batch, views, tone_draws)], dim=2)
 
     def __call__(self, images: torch.Tensor, sizes: torch.Tensor, indices: torch.Tensor, epoch: int) -> list[torch.Tensor]:
-        """``images``: stored uint8 squares; ``sizes``: ``[B, 2]`` each image's own (width,
-        height) in pixels; ``indices``: the samples' dataset indices."""
+        """``sizes``: [B, 2] each image's own (width, height); ``indices``: the samples' dataset indices."""
         draws = self.draws(indices.to(images.device), epoch)
         pixels = images.float() / 255
         return [self.make_view(pixels, sizes.to(images.device), draws[:, number], recipe)
@@ -291,8 +251,7 @@ class BatchMultiCrop:
         return crop_boxes(draws[:, :CROP_DRAWS], sizes[:, 0], sizes[:, 1], recipe.scale)
 
     def make_view(self, pixels: torch.Tensor, sizes: torch.Tensor, draws: torch.Tensor, recipe: ViewRecipe) -> torch.Tensor:
-        # kornia and torchvision are imported where views are made: together they cost a
-        # chapter that only reads results about two seconds.
+        # Imported here: they cost a chapter that only reads results about two seconds.
         import kornia
         from torchvision.ops import roi_align
 
@@ -321,9 +280,8 @@ class BatchMultiCrop:
 
     def color_jitter(self, x: torch.Tensor, apply: torch.Tensor, factors: list[torch.Tensor],
                      keys: list[torch.Tensor]) -> torch.Tensor:
-        """torchvision's ``ColorJitter`` on the samples where ``apply``: factors uniform in
-        [1 - b, 1 + b] (hue in [-h, h] of a turn), the four operations in the order that
-        sorts ``keys`` (a uniform random permutation per sample)."""
+        """torchvision's ``ColorJitter`` where ``apply``: factors uniform in [1 - b, 1 + b] (hue in
+        [-h, h] of a turn), the four operations in the order that sorts ``keys``."""
         import kornia
 
         brightness, contrast, saturation, hue = self.jitter
@@ -370,10 +328,9 @@ def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
 
 
 def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tensor:
-    r"""``[B, count]`` uniforms in [0, 1), one row per sample ``indices[b]``: draw ``j`` is
-    SplitMix64's output for the state :math:`k + (\mathrm{index}\cdot 2^{20} + j + 1)\,\gamma`
-    of stream ``key`` (``key`` mixes the run's seed and the epoch), its top 24 bits scaled: every
-    draw computed from its own place, in one batch of integer operations on ``indices``' device."""
+    r"""[B, count] uniforms in [0, 1): draw ``j`` of sample ``indices[b]`` is SplitMix64's output
+    for the state :math:`k + (\mathrm{index}\cdot 2^{20} + j + 1)\,\gamma` of stream ``key``
+    (the run's seed and the epoch), its top 24 bits scaled."""
     if count > SAMPLE_STRIDE:
         raise ValueError(f"{count} draws a sample, more than the {SAMPLE_STRIDE} its counters leave room for")
     key = key % 2**64 - (2**64 if key % 2**64 >= 2**63 else 0)
@@ -386,13 +343,8 @@ def counter_uniforms(key: int, indices: torch.Tensor, count: int) -> torch.Tenso
 
 
 class DecodedImages(Dataset):
-    """Every image of ``dataset`` decoded once into ``uint8 [N, 3, S, S]`` (``pixels``),
-    with each image's own (width, height) (``sizes``) and label.
-
-    ``S`` is the images' side when they are all the same square size, else the largest side,
-    at most :data:`LARGEST_SIDE`. Indexing gives ``(index, label)``; :meth:`views` makes the
-    views. Call :meth:`set_epoch` before each epoch.
-    """
+    """Every image of ``dataset`` decoded once into uint8 [N, 3, S, S] (``pixels``, ``S`` at most
+    :data:`LARGEST_SIDE`), with its (width, height) (``sizes``); items are ``(index, label)``."""
 
     def __init__(self, dataset: Dataset, augmentation: BatchMultiCrop, device: torch.device, progress: bool = True):
         self.augmentation, self.epoch = augmentation, 0
@@ -405,7 +357,8 @@ class DecodedImages(Dataset):
             pixels[row] = torch.frombuffer(bytearray(square.tobytes()), dtype=torch.uint8).view(side, side, 3).permute(2, 0, 1)
         self.sizes = torch.tensor(list(zip(widths, heights)), dtype=torch.float32)
         self.labels = torch.tensor([label for _, label in images])
-        self.pixels = pixels.to(device) if fits_on(device, pixels.numel()) else pixels
+        free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else float("inf")
+        self.pixels = pixels.to(device) if pixels.numel() < free / 4 else pixels  # under a quarter of the free memory
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -417,26 +370,13 @@ class DecodedImages(Dataset):
         return index, int(self.labels[index])
 
     def views(self, indices: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
-        """The views of samples ``indices`` in the current epoch, on ``device``."""
         images = self.pixels[indices.to(self.pixels.device)].to(device, non_blocking=True)
         return self.augmentation(images, self.sizes[indices], indices, self.epoch)
 
 
-def fits_on(device: torch.device, elements: int) -> bool:
-    """Whether ``elements`` bytes take under a quarter of ``device``'s free memory (always,
-    for the CPU, where the images already are)."""
-    if device.type != "cuda":
-        return True
-    free, _ = torch.cuda.mem_get_info(device)
-    return elements < free / 4
-
-
 class DeviceViewsLoader:
-    """A loader of sample indices that yields ``(views, labels)`` made on ``device``:
-    what the training loop iterates, whichever path makes the views.
-
-    The next batch's views are made while the current step runs: on a GPU on a stream of their
-    own, so that augmentation and the step overlap; on a CPU one after the other."""
+    """A loader of sample indices that yields ``(views, labels)`` made on ``device``; on a GPU,
+    the next batch's views are made on a stream of their own while the current step runs."""
 
     def __init__(self, loader, images: DecodedImages, device: torch.device):
         self.loader, self.images, self.device = loader, images, device
@@ -457,13 +397,11 @@ class DeviceViewsLoader:
             yield self._ready(pending, side)
 
     def _make(self, indices: torch.Tensor, side) -> list[torch.Tensor]:
-        """The views of ``indices``, queued on ``side`` when there is one."""
         with torch.no_grad(), (torch.cuda.stream(side) if side is not None else contextlib.nullcontext()):
             return self.images.views(indices, self.device)
 
     @staticmethod
     def _ready(pending, side) -> tuple[list[torch.Tensor], torch.Tensor]:
-        """``pending`` views and labels, once the current stream may use them."""
         views, labels = pending
         if side is not None:
             torch.cuda.current_stream(side.device).wait_stream(side)

@@ -1,11 +1,5 @@
-"""What a training run costs: the time of a whole run on a machine where none was timed,
-estimated from the benchmark records in ``benchmarks/results/``.
-
-:func:`estimate_run_time` turns a step's FLOPs (the objective's ``image_flops``) into a time
-on a machine known by its data sheet (:data:`COLAB_FREE_GPU`), within two limits: the GPU's
-arithmetic at the best fraction of peak measured, and the loader's augmentation on its CPU
-cores. It is an estimate, and says so.
-"""
+"""What a training run costs: the time of a run on a machine where none was timed
+(:func:`estimate_run_time`), from the benchmark records in ``benchmarks/results/``."""
 from __future__ import annotations
 
 import json
@@ -17,8 +11,8 @@ from ..files import stored_benchmark
 from .run_config import get_objective, resolve_settings
 from .runs import saved_epochs
 
-# The records the estimate reads: FLOPs, fraction of the matmul peak and augmentation rate
-# of each CPU tier's step (benchmarks/bench_utilisation.py).
+# FLOPs, fraction of the matmul peak and augmentation rate of each CPU tier's step
+# (benchmarks/bench_utilisation.py).
 UTILISATION_RECORD = "bench_utilisation_cpu.json"
 
 
@@ -30,14 +24,7 @@ def crop_pixels(view: ViewSettings, train: TrainSettings) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Machine:
-    """A machine the run was not timed on, by its data sheet.
-
-    Attributes:
-        name: what to call it.
-        peak_flops: its arithmetic peak in the precision the run would use (FLOP/s).
-        peak_source: where that number comes from.
-        loader_cores: CPU cores the data loader can use.
-    """
+    """A machine by its data sheet: its peak (FLOP/s) in the run's precision, and the loader's CPU cores."""
 
     name: str
     peak_flops: float
@@ -52,21 +39,8 @@ COLAB_FREE_GPU = Machine("Colab's free GPU (NVIDIA T4)", 65e12,
 
 @dataclass(frozen=True)
 class RunTimeEstimate:
-    """The time of a run's training steps on a machine, and how it was reckoned.
-
-    Attributes:
-        dataset, preset: what runs.
-        machine: where (:class:`Machine`).
-        images: training images over the whole run (epochs x images per epoch).
-        epochs: epochs of the run.
-        gflop_per_image: the objective's ``image_flops`` of its step, in GFLOP.
-        utilisation: the fraction of peak assumed, the best the benchmarks measured.
-        utilisation_source: which benchmark record measured it.
-        gpu_seconds: the arithmetic alone at that fraction.
-        loader_images_per_s: (low, high) augmentation rate on the machine's cores, the measured
-            rate per core scaled by crops and by pixels written.
-        reference: the measured rate per core and the geometry it was measured at.
-    """
+    """The time of a run's training steps on a machine, and how it was reckoned (``utilisation``:
+    the best fraction of peak the benchmarks measured)."""
 
     dataset: str
     preset: str
@@ -82,24 +56,17 @@ class RunTimeEstimate:
 
     @property
     def seconds(self) -> tuple[float, float]:
-        """(low, high) seconds of training: GPU and loader overlap, so the slower one sets
-        the pace."""
+        """(low, high) seconds: GPU and loader overlap, so the slower one sets the pace."""
         slow, fast = self.loader_images_per_s
         return max(self.gpu_seconds, self.images / fast), max(self.gpu_seconds, self.images / slow)
 
 
 def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = COLAB_FREE_GPU,
                       record: dict | None = None) -> RunTimeEstimate | None:
-    """Estimate the training time of ``preset`` on ``dataset`` on ``machine`` from a
-    utilisation record (default: the stored ``bench_utilisation_cpu.json``); None without one.
-
-    - GPU: ``images x image_flops / (peak x u)``, ``u`` the best fraction of its own matmul peak
-      a benchmarked step reached (an optimistic bound).
-    - Loader: the measured augmentation rate per core, scaled to this run's crops by their
-      number and by the pixels written: the two ends of the range.
-
-    k-NN evaluations, profiles, pruning and the download are not counted.
-    """
+    """The training time of ``preset`` on ``dataset`` on ``machine`` from a utilisation record
+    (default: the stored one; None without one). GPU: ``images x image_flops / (peak x u)``, an
+    optimistic bound; loader: the measured rate per core scaled by the crops' number and by the
+    pixels written, the two ends of the range. k-NN, profiles and the download are not counted."""
     if record is None:
         stored = stored_benchmark(UTILISATION_RECORD)
         if not stored.exists():
@@ -132,10 +99,8 @@ def estimate_run_time(dataset: str, preset: str = "quick", machine: Machine = CO
 
 def epochs_within(seconds: float, images_per_s: float, images_per_epoch: int, most: int,
                   per_saved_s: float = 0.0, checkpoint_every: int = 1) -> int:
-    """The most epochs (at least 1, at most ``most``) of ``images_per_epoch`` that a
-    measured ``images_per_s`` trains in ``seconds``, with ``per_saved_s`` more for each
-    teacher the run saves (:func:`~ib_tutorial.training.runs.saved_epochs`): how a run with a
-    deadline sizes its schedule before it starts (a cosine schedule cannot be cut short)."""
+    """The most epochs (1 to ``most``) that train in ``seconds``, with ``per_saved_s`` more for each
+    teacher saved (:func:`~ib_tutorial.training.runs.saved_epochs`): a cosine schedule cannot be cut short."""
     if images_per_s <= 0 or images_per_epoch <= 0:
         raise ValueError(f"need a positive rate and epoch size, got {images_per_s} images/s and {images_per_epoch} images")
 

@@ -1,7 +1,5 @@
-"""What the training loop reads: the augmented views of the training images, and the plain
-images its k-NN evaluations (and a run's pruning) compare; both seeded subsets, the same on
-every machine and after every resume.
-"""
+"""What the training loop reads: the views of the training images, and the plain images k-NN
+compares; seeded subsets, the same on every machine and after every resume."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,9 +19,7 @@ from .run_config import RunConfig
 
 @dataclass
 class TrainingData:
-    """The training images (augmented in the loader, or decoded for augmentation on the
-    training device), the plain images k-NN compares, and what the training split is
-    (its classes and files, for ``config.json``)."""
+    """The training images, the plain images k-NN compares, and the training split's record."""
 
     train_views: MultiCropDataset | DecodedImages
     knn_train: Subset
@@ -48,17 +44,15 @@ def build_data(config: RunConfig, root, download: bool, device: torch.device, pr
 
 
 def knn_image_sets(config: RunConfig, root, download: bool) -> tuple[Subset, Subset]:
-    """The plain (unaugmented) training and held-out images a run's k-NN compares: seeded
-    subsets of ``knn_train_images`` and ``knn_eval_images`` (all when None)."""
+    """The plain training and held-out images a run's k-NN compares (:func:`knn_subsets`)."""
     return knn_subsets(config.dataset, config.dataset_options, config.held_out_split, eval_transform(config.view.img_size),
                        config.train.knn_train_images, config.train.knn_eval_images, config.seed, root, download)
 
 
 def knn_subsets(name: str, options: dict, held_out: str, transform, train_images: int | None,
                 eval_images: int | None, seed: int, root, download: bool) -> tuple[Subset, Subset]:
-    """Seeded subsets of ``train_images`` training and ``eval_images`` held-out images of a
-    dataset (all when None) through ``transform``: the images of :func:`knn_image_sets`, for
-    any network fed by ``transform`` (a published one at its own input, say)."""
+    """Seeded subsets of ``train_images`` training and ``eval_images`` held-out images (all when
+    None) through ``transform``."""
     knn_train = get_dataset(name, "train", root=root, download=download, transform=transform, **options)
     knn_eval = get_dataset(name, held_out, root=root, download=download, transform=transform, **options)
     return (Subset(knn_train, subset_indices(len(knn_train), train_images, seed + 1)),
@@ -66,9 +60,8 @@ def knn_subsets(name: str, options: dict, held_out: str, transform, train_images
 
 
 class ShuffledLabels(Dataset):
-    """``dataset``'s images with its labels (``targets``, one per item) permuted among them by
-    ``seed``: the class counts stay, and which image carries which label is noise
-    (:attr:`~ib_tutorial.presets.TrainSettings.label_shuffle_seed`)."""
+    """``dataset``'s images with its labels (``targets``) permuted by ``seed``: the class counts
+    stay, which image carries which label is noise."""
 
     def __init__(self, dataset: Dataset, targets: list[int], seed: int):
         if len(targets) != len(dataset):
@@ -85,8 +78,8 @@ class ShuffledLabels(Dataset):
 
 
 class ResumableSampler(DistributedSampler):
-    """A :class:`~torch.utils.data.DistributedSampler` that can leave out the first ``skip``
-    images of this process's share of an epoch: the batches a run stopped mid-epoch had done."""
+    """A ``DistributedSampler`` that leaves out the first ``skip`` images of this process's share
+    of an epoch: those a run stopped mid-epoch had done."""
 
     skip = 0
 
@@ -99,8 +92,7 @@ class ResumableSampler(DistributedSampler):
 
 def build_loader(data: TrainingData, config: RunConfig, processes: Processes,
                  device: torch.device) -> DataLoader | DeviceViewsLoader:
-    """Batches of ``(views, labels)`` for this process; with batched augmentation the loader
-    deals out indices and the views are made on ``device``."""
+    """Batches of ``(views, labels)`` for this process."""
     batched = isinstance(data.train_views, DecodedImages)
     sampler = ResumableSampler(data.train_views, num_replicas=processes.world_size, rank=processes.rank, shuffle=True,
                                seed=config.seed)

@@ -3,12 +3,9 @@
 Self-distillation with no labels (Caron et al., 2021): a student and a teacher of the same
 architecture map each view to :math:`K` logits; the student learns to predict the teacher's
 centred, sharpened distribution of a *different* view, and the teacher follows the student by
-an exponential moving average. Everything follows facebookresearch/dino term by term; the step
-that strings the parts together is :meth:`DINOTraining.update`, one page that reads as DINO's
-``train_one_epoch``: zero-grad, backward, clip, cancel the last layer's gradient, step, EMA, centre.
-
-:func:`build_networks` makes the parts from a run's settings; :class:`DINOTraining` holds them,
-takes a step and is what a checkpoint saves.
+an exponential moving average. Everything follows facebookresearch/dino term by term;
+:meth:`DINOTraining.update` reads as DINO's ``train_one_epoch``: zero-grad, backward, clip,
+cancel the last layer's gradient, step, EMA, centre.
 """
 from __future__ import annotations
 
@@ -25,10 +22,9 @@ from ..machine import autocast
 from ..models import ARCHITECTURES, build_vit
 from ..presets import TrainSettings, ViewSettings
 from .objective import Objective, apply_schedules, clip_gradients
-from .schedules import Phases, Schedules, phase_notes, phase_warnings
+from .schedules import Phases, Schedules
 
 
-# ============ projection head ============
 class DINOHead(nn.Module):
     r"""MLP, bottleneck, L2 normalisation, weight-normalised last layer.
 
@@ -38,27 +34,14 @@ class DINOHead(nn.Module):
         \mathrm{logits}_k = g_k \, \frac{v_k^\top \hat z}{\lVert v_k \rVert_2},\ k = 1..K
 
     With ``norm_last_layer`` the gains :math:`g_k` are fixed at 1, so every logit is a cosine
-    similarity (DINO's default, the more stable choice).
-
-    Args:
-        in_dim: backbone feature width (384 for ViT-S).
-        out_dim: :math:`K`, the number of output dimensions ("prototypes").
-        hidden_dim, bottleneck_dim, layers: MLP shape (DINO: 2048, 256, 3).
-
-    Shapes: [N, in_dim] -> [N, out_dim].
+    similarity (DINO's default). ``out_dim`` is :math:`K`.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, hidden_dim: int = 2048, bottleneck_dim: int = 256, layers: int = 3,
+    def __init__(self, in_dim: int, out_dim: int, hidden_dim: int = 2048, bottleneck_dim: int = 256,
                  norm_last_layer: bool = True):
         super().__init__()
-        if layers < 2:
-            raise ValueError(f"the DINO head needs at least 2 layers, got {layers}")
-        widths = [in_dim] + [hidden_dim] * (layers - 1)
-        blocks: list[nn.Module] = []
-        for width_in, width_out in zip(widths[:-1], widths[1:]):
-            blocks += [nn.Linear(width_in, width_out), nn.GELU()]
-        blocks.append(nn.Linear(hidden_dim, bottleneck_dim))
-        self.mlp = nn.Sequential(*blocks)
+        self.mlp = nn.Sequential(nn.Linear(in_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, hidden_dim),
+                                 nn.GELU(), nn.Linear(hidden_dim, bottleneck_dim))
         self.mlp.apply(_init_linear)
         # The last layer keeps PyTorch's default init, as in DINO (it is created after `apply`).
         self.last_layer = nn.utils.parametrizations.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
@@ -78,13 +61,10 @@ def _init_linear(module: nn.Module) -> None:
 
 
 class MultiCropWrapper(nn.Module):
-    """Backbone then head over a list of views of different sizes.
+    """Backbone then head over V views [B, 3, H_v, W_v] -> [V * B, K], view-major.
 
-    Consecutive views of equal size go through the backbone as one batch, and the head runs
-    once; one module keeps a single forward per step, which DDP requires.
-
-    Shapes: ``views`` is a list of V tensors [B, 3, H_v, W_v]; the output is [V * B, K],
-    view-major (rows ``v * B`` to ``(v + 1) * B`` belong to view ``v``).
+    Consecutive views of equal size go through the backbone as one batch and the head runs
+    once: a single forward per step, which DDP requires.
     """
 
     def __init__(self, backbone: nn.Module, head: nn.Module):
@@ -104,7 +84,6 @@ class MultiCropWrapper(nn.Module):
         return self.head(torch.cat(features))
 
 
-# ============ loss with teacher centring and sharpening ============
 @dataclass
 class DINOLossOutput:
     """The loss and what it says about the two distributions (all scalars, nats).
@@ -141,11 +120,7 @@ class DINOLoss(nn.Module):
 
     :meth:`update_center` then moves :math:`c \leftarrow m\,c + (1-m)\,\frac{1}{2B}\sum_{b,i} t_i[b]`
     (over all processes). Centring stops one dimension from dominating; a low :math:`\tau_t`
-    stops the uniform collapse that centring alone invites.
-
-    Args:
-        student_temp: :math:`\tau_s` (DINO: 0.1).
-        center_momentum: :math:`m` (DINO: 0.9).
+    stops the uniform collapse that centring alone invites. DINO: :math:`\tau_s = 0.1`, :math:`m = 0.9`.
     """
 
     def __init__(self, out_dim: int, student_temp: float = 0.1, center_momentum: float = 0.9):
@@ -155,8 +130,7 @@ class DINOLoss(nn.Module):
         self.register_buffer("center", torch.zeros(1, out_dim))
 
     def forward(self, student_output: torch.Tensor, teacher_output: torch.Tensor, teacher_temp: float) -> DINOLossOutput:
-        """``student_output`` [V * B, K] (view-major), ``teacher_output`` [2 * B, K] from the
-        two global views, in the same order as the student's first two views."""
+        """``student_output`` [V * B, K], ``teacher_output`` [2 * B, K] of the two global views (view-major)."""
         batch = teacher_output.shape[0] // 2
         n_views = student_output.shape[0] // batch
         student_log_probs = F.log_softmax(student_output.float() / self.student_temp, dim=-1).chunk(n_views)
@@ -203,64 +177,39 @@ def entropy(probs: torch.Tensor) -> torch.Tensor:
     return -(probs * torch.log(probs.clamp_min(torch.finfo(probs.dtype).tiny))).sum(dim=-1).mean()
 
 
-# ============ EMA teacher ============
 @torch.no_grad()
 def update_teacher(student: nn.Module, teacher: nn.Module, momentum: float) -> None:
-    r"""Move every teacher parameter towards the student's:
-    :math:`\theta_t \leftarrow m\,\theta_t + (1 - m)\,\theta_s`.
-
-    ``student`` is the unwrapped module (not the DDP wrapper), its parameters in the teacher's order.
-    """
+    r""":math:`\theta_t \leftarrow m\,\theta_t + (1 - m)\,\theta_s` for every parameter
+    (``student`` unwrapped from DDP)."""
     teacher_params = list(teacher.parameters())
     student_params = [p.detach() for p in student.parameters()]
-    if len(teacher_params) != len(student_params):
-        raise ValueError("student and teacher have different parameter lists")
     torch._foreach_mul_(teacher_params, momentum)
     torch._foreach_add_(teacher_params, student_params, alpha=1 - momentum)
 
 
-# ============ the last layer's freeze ============
 def cancel_last_layer_gradients(model: nn.Module) -> None:
-    """Drop the head's last-layer gradients, as a step does while the last layer is frozen
-    (the first :math:`F` steps, :class:`~ib_tutorial.training.schedules.Phases`; DINO: 1 epoch),
-    so the prototypes stay put while the rest of the network settles."""
+    """Drop the head's last-layer gradients (the first :math:`F` steps,
+    :class:`~ib_tutorial.training.schedules.Phases`)."""
     for name, param in model.named_parameters():
         if "last_layer" in name:
             param.grad = None
 
 
-#: Teacher entropy within this fraction of log K of either end (log K: uniform, 0: one-hot)
-#: is a collapse (DINOTraining.collapse_warning).
+#: Teacher entropy within this fraction of log K of either end (uniform or one-hot) is a collapse.
 COLLAPSE_FRACTION = 0.02
-#: Teacher information (what the output says about the image) below this fraction of log K
-#: is a collapse too; a DINO run whose teacher ends under it did not learn
-#: (:mod:`ib_tutorial.book.learned`).
+#: Teacher information under this fraction of log K is a collapse too; a DINO run whose teacher
+#: ends under it did not learn (:mod:`ib_tutorial.book.learned`).
 INFORMATION_FRACTION = 0.05
-# A teacher whose information falls under this fraction of its peak (of at least WATCHED_PEAK
-# nats) in the same phase is going back towards uniform (InformationWatch).
+# InformationWatch: information under FALL_FRACTION of its peak in a phase (a peak of at least
+# WATCHED_PEAK nats, means of WATCHED_LOGS logs) is going back towards uniform.
 FALL_FRACTION = 0.6
 WATCHED_PEAK = 0.3
 WATCHED_LOGS = 3
 
-def build_networks(train: TrainSettings, view: ViewSettings) -> tuple[MultiCropWrapper, MultiCropWrapper]:
-    """Student (with stochastic depth) and teacher (without), starting from the same weights."""
-
-    def network(drop_path_rate: float) -> MultiCropWrapper:
-        head = DINOHead(ARCHITECTURES[train.arch]["embed_dim"], train.out_dim, train.hidden_dim, train.bottleneck_dim,
-                        norm_last_layer=train.norm_last_layer)
-        backbone = build_vit(train.arch, view.img_size, view.patch_size, drop_path_rate)
-        return MultiCropWrapper(backbone, head)
-
-    student = network(train.drop_path_rate)
-    teacher = network(0.0)
-    teacher.load_state_dict(student.state_dict())
-    teacher.requires_grad_(False)
-    return student, teacher
-
 
 class DINOTraining(Objective):
-    """Student, teacher, loss (with its centre), optimiser, loss scaler and schedules: a step
-    is :meth:`forward` (the loss), then, if it is finite, :meth:`update`."""
+    """Student, teacher (from the same weights, without stochastic depth), loss with its centre,
+    optimiser, loss scaler and schedules."""
 
     name = "dino"
     local_crops = True
@@ -272,8 +221,15 @@ class DINOTraining(Objective):
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):
         super().__init__(train, view, precision, schedules, device, num_classes)
-        student, teacher = build_networks(train, view)
-        self.teacher = teacher.to(device)
+
+        def network(drop_path_rate: float) -> MultiCropWrapper:
+            head = DINOHead(ARCHITECTURES[train.arch]["embed_dim"], train.out_dim, train.hidden_dim,
+                            train.bottleneck_dim, norm_last_layer=train.norm_last_layer)
+            return MultiCropWrapper(build_vit(train.arch, view.img_size, view.patch_size, drop_path_rate), head)
+
+        student, teacher = network(train.drop_path_rate), network(0.0)
+        teacher.load_state_dict(student.state_dict())
+        self.teacher = teacher.requires_grad_(False).to(device)
         self.loss_fn = DINOLoss(self.settings.out_dim, self.settings.student_temp,
                                 self.settings.center_momentum).to(device)
         self.watch = InformationWatch(schedules.phases)
@@ -281,12 +237,10 @@ class DINOTraining(Objective):
 
     @property
     def backbone(self) -> torch.nn.Module:
-        """The network a run evaluates and saves: the teacher's backbone."""
         return self.teacher.backbone
 
     def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int) -> DINOLossOutput:
-        """Teacher on the two global views, student on all of them, then the DINO loss (the
-        labels are not used). The teacher's output is kept for the centre, which moves after the step."""
+        """Teacher on the two global views, student on all; the teacher's output is kept for the centre."""
         views = [v.to(self.device, non_blocking=True) for v in views]
         with autocast(self.device, self.precision):
             self.teacher_output = self.teacher(views[:2])
@@ -294,10 +248,7 @@ class DINOTraining(Objective):
         return self.loss_fn(student_output, self.teacher_output, float(self.schedules.teacher_temp[epoch]))
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """What DINO's ``train_one_epoch`` does after the loss, at step ``step`` (from 0): the
-        student's AdamW step at this step's learning rate and weight decay (zero-grad, backward,
-        each parameter's gradient clipped, the last layer's dropped while it is frozen), then
-        the teacher's EMA and the centre."""
+        """What DINO's ``train_one_epoch`` does after the loss at step ``step`` (from 0)."""
         apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
         # student update
         self.optimizer.zero_grad(set_to_none=True)
@@ -314,14 +265,7 @@ class DINOTraining(Objective):
         # the centre follows the teacher's batch mean
         self.loss_fn.update_center(self.teacher_output)
 
-    @staticmethod
-    def statistics(result: DINOLossOutput) -> dict[str, torch.Tensor]:
-        return {"teacher_entropy": result.teacher_entropy, "student_entropy": result.student_entropy,
-                "kl": result.kl, "teacher_usage": result.teacher_usage,
-                "teacher_information": result.teacher_information}
-
     def step_settings(self, epoch: int, step: int) -> dict[str, float]:
-        """The schedules' values at ``step`` (steps done, so the last step's) and the centre's norm."""
         return {**super().step_settings(epoch, step), "teacher_temp": float(self.schedules.teacher_temp[epoch]),
                 "momentum": float(self.schedules.momentum[step - 1]),
                 "center_norm": self.loss_fn.center.norm().item()}
@@ -329,17 +273,10 @@ class DINOTraining(Objective):
     def checkpointed(self) -> dict[str, torch.nn.Module]:
         return {"student": self.student_module, "teacher": self.teacher, "loss": self.loss_fn}
 
-    def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
-        """:func:`collapse_message` of a logged training record, else the
-        :class:`InformationWatch`'s message when the teacher's information is falling."""
+    def collapse_warning(self, record: dict) -> str | None:
+        """:func:`collapse_message`, else :class:`InformationWatch`'s message."""
         falling = self.watch.update(record["step"], record["teacher_information"])  # every logged step feeds the watch
-        return collapse_message(record["teacher_entropy"], record["teacher_information"], settings.out_dim) or falling
-
-    @staticmethod
-    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
-        """The phases a floor lengthened (notes), and those shorter than the recipes that
-        learn keep (warnings): :mod:`ib_tutorial.training.schedules`."""
-        return phase_notes(train, schedules), phase_warnings(train, schedules)
+        return collapse_message(record["teacher_entropy"], record["teacher_information"], self.settings.out_dim) or falling
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
@@ -348,46 +285,26 @@ class DINOTraining(Objective):
         block of width :math:`D` costs :math:`24 D^2` forward, plus :math:`4 T D` for attention
         over :math:`T` tokens; a backward costs twice a forward. Per crop: the teacher's forward
         (global crops only), the student's forward and backward, the head on the CLS token; the
-        patch embedding's backward computes its weight gradient only.
-
-        Args:
-            view: the crops' geometry (global and local side, patch size).
-            train: the backbone (``arch``), the number of local crops and the head's shape.
-            attention: count the attention products (``False``: as the CPU benchmark counted).
+        patch embedding's backward computes its weight gradient only. ``attention=False``
+        leaves out the attention products, as the CPU benchmark counted.
         """
         shape = ARCHITECTURES[train.arch]
-        width, depth = shape["embed_dim"], shape["depth"]
+        width, depth, patch = shape["embed_dim"], shape["depth"], view.patch_size
+        hidden, bottleneck = train.hidden_dim, train.bottleneck_dim
+        head = 2.0 * (width * hidden + hidden * hidden + hidden * bottleneck + bottleneck * train.out_dim)
         total = 0.0
         for side, crops, teacher_sees in ((view.img_size, 2, True), (view.local_crop_size, train.local_crops_number, False)):
-            blocks, embedding = backbone_flops(width, depth, tokens_per_crop(side, view.patch_size), view.patch_size, attention)
-            forward = blocks + head_flops(width, train)
+            tokens = (side // patch) ** 2 + 1  # patches and the CLS token
+            blocks = float(depth * (24 * width**2 * tokens + (4 * tokens**2 * width if attention else 0)))
+            embedding = float(2 * 3 * patch**2 * width * (tokens - 1))
+            forward = blocks + head
             total += crops * (3 * forward + 2 * embedding + ((forward + embedding) if teacher_sees else 0.0))
         return total
 
 
-def tokens_per_crop(side: int, patch_size: int) -> int:
-    """Patch tokens of a square crop plus the CLS token: ``(side / patch)^2 + 1``."""
-    return (side // patch_size) ** 2 + 1
-
-
-def backbone_flops(width: int, depth: int, tokens: int, patch_size: int, attention: bool = True) -> tuple[float, float]:
-    """(FLOPs of the transformer blocks, FLOPs of the patch embedding) of one crop's forward
-    pass: ``depth (24 D^2 T + 4 T^2 D)`` and ``2 (3 p^2) D (T - 1)``."""
-    blocks = depth * (24 * width**2 * tokens + (4 * tokens**2 * width if attention else 0))
-    embedding = 2 * 3 * patch_size**2 * width * (tokens - 1)
-    return float(blocks), float(embedding)
-
-
-def head_flops(width: int, train: TrainSettings) -> float:
-    """FLOPs of the DINO head's forward pass on one CLS token."""
-    hidden, bottleneck = train.hidden_dim, train.bottleneck_dim
-    return 2.0 * (width * hidden + hidden * hidden + hidden * bottleneck + bottleneck * train.out_dim)
-
-
 def collapse_message(teacher_entropy: float, teacher_information: float, out_dim: int) -> str | None:
-    """A warning text when the teacher entropy is near log K (uniform) or 0 (one-hot), or when
-    the teacher's output carries almost no information about its image (either collapse
-    under way: :class:`~ib_tutorial.training.dino.DINOLossOutput`), else None."""
+    """A warning when the teacher entropy is near log K (uniform) or 0 (one-hot), or its output
+    carries almost no information about its image; else None."""
     limit = math.log(out_dim)
     if teacher_entropy > (1 - COLLAPSE_FRACTION) * limit:
         kind = f"entropy {teacher_entropy:.3f} nats is near log K = {limit:.2f} (uniform collapse: try a lower --teacher-temp)"
@@ -403,14 +320,9 @@ def collapse_message(teacher_entropy: float, teacher_information: float, out_dim
 
 
 class InformationWatch:
-    """Follows the teacher's information about the image through a run's phases and says
-    when it falls: in the warm-up, while the last layer is frozen, or after its release.
-
-    A teacher whose information rises and then falls back once the prototypes move is how
-    DINO fails on small data (the DINO chapter), long before the collapse warning. The watch
-    keeps the peak of the mean of the last :data:`WATCHED_LOGS` logged values within each
-    phase and warns once a phase when it falls under :data:`FALL_FRACTION` of that peak.
-    """
+    """Warns once a phase (warm-up, freeze, after the release) when the teacher's information
+    falls under :data:`FALL_FRACTION` of the phase's peak (means of :data:`WATCHED_LOGS` logs):
+    how DINO fails on small data (the DINO chapter), long before the collapse warning."""
 
     def __init__(self, phases: Phases):
         self.phases = phases
@@ -419,20 +331,13 @@ class InformationWatch:
         self.peak, self.peak_step = 0.0, 0
         self.warned: set[str] = set()
 
-    def phase_at(self, step: int) -> str:
-        """The phase a logged ``step`` (steps done) belongs to."""
-        if step <= self.phases.warmup_steps:
-            return "during the warm-up"
-        if step <= self.phases.freeze_steps:
-            return "while the last layer is frozen"
-        return f"after the last layer's release at step {self.phases.freeze_steps}"
-
     def update(self, step: int, information: float) -> str | None:
-        """Record the information (nats) at ``step``; a message the first time in a phase
-        that its recent mean falls under :data:`FALL_FRACTION` of the phase's peak."""
+        """Record the information (nats) at ``step``; the warning, if one is due."""
         self.recent = (self.recent + [information])[-WATCHED_LOGS:]
         level = sum(self.recent) / len(self.recent)
-        phase = self.phase_at(step)
+        warmup, freeze = self.phases.warmup_steps, self.phases.freeze_steps
+        phase = ("during the warm-up" if step <= warmup else "while the last layer is frozen" if step <= freeze
+                 else f"after the last layer's release at step {freeze}")
         if phase != self.phase:
             self.phase, self.peak, self.peak_step = phase, level, step
         if level > self.peak:

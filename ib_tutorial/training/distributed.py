@@ -1,10 +1,5 @@
-"""One training process among those ``torchrun`` started, or the only one.
-
-:meth:`Processes.start` joins the process group that ``torchrun``'s ``WORLD_SIZE``, ``RANK``
-and ``LOCAL_RANK`` describe (NCCL between GPUs, gloo between CPU processes); without
-``torchrun`` every collective is the identity. After ``torchrun --max-restarts=N`` restarts a
-job, :func:`restarted` tells its processes to resume from the last checkpoint.
-"""
+"""One training process among those ``torchrun`` started, or the only one (then every
+collective is the identity)."""
 from __future__ import annotations
 
 import os
@@ -15,15 +10,13 @@ import torch.distributed as dist
 
 
 def restarted() -> bool:
-    """Whether ``torchrun`` restarted this process's group after a failure
-    (``TORCHELASTIC_RESTART_COUNT`` above 0): the run folder then holds the job's own run."""
+    """Whether ``torchrun --max-restarts`` restarted this process's group: it then resumes the run."""
     return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
 
 
 def _attempt_store() -> dist.Store:
-    """The store of torchrun's agent, with keys of this attempt only. The agent keeps one
-    store across restarts, and the processes of a restarted job otherwise read the
-    addresses the dead ones published there (gloo: "Connection refused", or a hang)."""
+    """The agent's store, with keys of this attempt only: it lives across restarts, and a restarted
+    job would otherwise read the dead processes' addresses (gloo: "Connection refused", or a hang)."""
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), int(os.environ["WORLD_SIZE"]),
                           is_master=False, timeout=dist.constants.default_pg_timeout)
     return dist.PrefixStore(f"attempt-{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
@@ -39,7 +32,6 @@ class Processes:
 
     @property
     def is_main(self) -> bool:
-        """Rank 0: the only process that writes files and evaluates."""
         return self.rank == 0
 
     @property
@@ -48,7 +40,7 @@ class Processes:
 
     @classmethod
     def start(cls, device_type: str) -> "Processes":
-        """Join the process group described by the environment (NCCL for ``cuda``, else gloo)."""
+        """Join the process group ``torchrun``'s environment describes (NCCL for ``cuda``, else gloo)."""
         if int(os.environ.get("WORLD_SIZE", "1")) == 1:
             return cls()
         if not dist.is_initialized():
@@ -61,7 +53,7 @@ class Processes:
         return cls(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
 
     def device(self, device_type: str) -> torch.device:
-        """This process's device of ``device_type``: on CUDA, the GPU of its local rank (made current)."""
+        """On CUDA, the GPU of this process's local rank, made current."""
         if device_type != "cuda":
             return torch.device(device_type)
         device = torch.device("cuda", self.local_rank)
@@ -73,7 +65,6 @@ class Processes:
             dist.destroy_process_group()
 
     def mean(self, values: torch.Tensor) -> torch.Tensor:
-        """The average of ``values`` over processes (``values`` itself when there is one)."""
         if not self.distributed:
             return values
         values = values.clone()
@@ -85,7 +76,6 @@ class Processes:
             dist.barrier()
 
     def gather(self, obj) -> list:
-        """Every process's ``obj`` (any picklable object), in rank order."""
         if not self.distributed:
             return [obj]
         gathered = [None] * self.world_size

@@ -1,20 +1,10 @@
-"""The training loop: resumable epochs, checkpoints, and stopping cleanly on a signal.
+"""The training loop (:func:`train`): resumable epochs, checkpoints, and stopping cleanly on a signal.
 
-Stopping a training run on request: SIGTERM (a scheduler, ``kill``) or SIGINT (Ctrl-C,
-a notebook's interrupt) asks the run to stop after the step under way; it writes a
-checkpoint there, mid-epoch if need be, and stops with :class:`TrainingStopped`, whose
-message is the exact command that resumes it. A second signal stops at once.
-
-Train a ViT with DINO (or, as a control, with labels): the loop, and what a run records
-as it goes.
-
-:func:`train` resolves one :class:`~ib_tutorial.training.run_config.RunConfig`, builds the data,
-the run's :class:`~ib_tutorial.training.schedules.Schedules` once and its
-:class:`~ib_tutorial.training.objective.Objective`, then runs the objective's ``forward`` (a
-non-finite loss stops the run before any weight changes) and ``update`` at every step. Under
-``torchrun`` it runs one DDP process per device; only rank 0 writes files. Checkpoints carry
+A step is the objective's ``forward``, then ``update`` unless the loss is not finite. Under
+``torchrun`` there is one DDP process per device; only rank 0 writes files. Checkpoints carry
 every random state (:mod:`ib_tutorial.seeding`), so a resumed run continues exactly as an
-uninterrupted one.
+uninterrupted one. SIGTERM or SIGINT stops the run after the step under way, with a checkpoint
+there and :class:`TrainingStopped`; a second signal stops at once.
 """
 from __future__ import annotations
 
@@ -44,7 +34,7 @@ from .distributed import Processes, restarted
 from .objective import Objective
 from .run_config import RunConfig, default_run_dir
 from .runs import RunDirectory, check_disk_space, run_writes
-from .schedules import ScheduleWarning, Schedules
+from .schedules import ScheduleWarning, Schedules, phase_notes, phase_warnings
 
 
 class TrainingStopped(KeyboardInterrupt):
@@ -57,8 +47,7 @@ class TrainingStopped(KeyboardInterrupt):
 
 class StopRequests:
     """While open (``with``), SIGINT and SIGTERM set :attr:`received` instead of ending the
-    process; a second one raises ``KeyboardInterrupt`` at once. Signal handlers belong to
-    the main thread, so elsewhere nothing is installed and the defaults stay."""
+    process; a second one raises ``KeyboardInterrupt``. Only the main thread installs handlers."""
 
     def __init__(self):
         self.received: int | None = None
@@ -80,24 +69,18 @@ class StopRequests:
 
     def requested(self, processes: Processes) -> bool:
         """Whether any process received a stop signal, so that all stop at the same step."""
-        if not processes.distributed:
-            return self.received is not None
         return bool(processes.mean(torch.tensor([float(self.received is not None)])).item() > 0)
 
 
 def resume_command(config: RunConfig, preset: Preset, out: os.PathLike, root: os.PathLike | None) -> str:
-    """The command line that continues this run: its dataset, preset, folder and every
-    setting that differs from the preset's, with ``--resume``."""
+    """The command line that continues this run, with every setting that differs from the preset's."""
     changed = {"seed": config.seed} if config.seed != preset.seed else {}
-    changed |= {**_changes(config.view, preset.view(config.dataset)), **_changes(config.train, preset.train)}
+    for settings, reference in ((config.view, preset.view(config.dataset)), (config.train, preset.train)):
+        changed |= {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+                    if getattr(settings, f.name) != getattr(reference, f.name)}
     changed.pop("num_workers", None)  # resolved from the machine when the preset leaves it open
     return train_command(config.dataset, config.preset, out, config.dataset_options, root, changed,
                          config.world_size, resume=True)
-
-
-def _changes(settings, reference) -> dict:
-    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
-            if getattr(settings, f.name) != getattr(reference, f.name)}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -108,30 +91,18 @@ class CollapseWarning(UserWarning):
     """The teacher's output distribution is close to uniform or to one-hot."""
 
 
-# ============ the run ============
 def train(dataset: str, preset: str | Preset | None = None, out: str | os.PathLike | None = None, resume: bool = False,
           root: str | os.PathLike | None = None, download: bool = False, dataset_options: dict | None = None,
           progress: bool = True, **overrides) -> Path:
-    """Train a ViT (ViT-Small by default) with DINO on ``dataset`` and return the run directory
-    (with labels instead when the override ``objective="supervised"`` is given).
+    """Train a ViT with DINO (or the ``objective`` override's) on ``dataset``; return the run directory.
 
-    Args:
-        dataset: a name :func:`ib_tutorial.data.get_dataset` knows (e.g. ``synthetic-objects``).
-        preset: a preset or its name (default: ``$IB_TUTORIAL_PRESET``, else ``ci``).
-        out: the run directory (default ``<data root>/runs/<dataset>-<preset>``).
-        resume: continue from the run directory's checkpoint (start afresh when it has none);
-            implied in processes that ``torchrun --max-restarts`` restarted.
-        root, download, dataset_options: passed to :func:`~ib_tutorial.data.get_dataset`.
-        **overrides: any :class:`~ib_tutorial.presets.TrainSettings` or
-            :class:`~ib_tutorial.presets.ViewSettings` field, ``seed`` or ``device``.
-
-    A second process training into the same ``out`` is refused (:class:`~ib_tutorial.training.runs.RunLockedError`).
-
-    Raises:
-        NonFiniteLossError: the loss became NaN or infinite; the checkpoint on disk is the last good one.
-        TrainingStopped: on SIGTERM or SIGINT, after a checkpoint at the step under way; its
-            message is the command that resumes the run.
-        CheckpointError: ``resume`` found a checkpoint it cannot read.
+    ``preset`` defaults to ``$IB_TUTORIAL_PRESET``, else ``ci``; ``out`` to
+    ``<data root>/runs/<dataset>-<preset>``. ``resume`` (implied after ``torchrun
+    --max-restarts`` restarts) continues from the folder's checkpoint, if any. ``overrides``:
+    any :class:`~ib_tutorial.presets.TrainSettings` or :class:`~ib_tutorial.presets.ViewSettings`
+    field, ``seed`` or ``device``. Raises :class:`NonFiniteLossError`, :class:`TrainingStopped`
+    (its message resumes the run), :class:`~ib_tutorial.training.runs.CheckpointError` and
+    :class:`~ib_tutorial.training.runs.RunLockedError`.
     """
     preset = preset if isinstance(preset, Preset) else get_preset(preset)
     config = RunConfig.resolve(dataset, preset, overrides, dataset_options)
@@ -164,7 +135,7 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
     schedules = Schedules.of(config.train, len(loader), config.objective.phase_floors)  # once, for the whole run
     state = config.objective(config.train, config.view, config.precision, schedules, device, data.num_classes)
     seed_all(config.seed + processes.rank)  # from here on, each process its own random stream
-    start = _restore(run, state, processes, device) if resume else Position()
+    start = _restore(run, state, processes) if resume else Position()
     if processes.is_main:
         check_disk_space(run.path, run_writes(state, config, start.epoch))  # before anything is written
         if run.exists():  # drop what the interrupted run logged after its last checkpoint, and its unfinished files
@@ -172,7 +143,8 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
             run.remove_unfinished_files()
             tqdm.write(f"resuming {display_path(run.path)} at epoch {start.epoch}, step {start.step}")
         run.write_config(config)
-        _announce_phases(config, schedules, start)
+        if not start.step and config.objective.phase_floors:
+            _announce_phases(config, schedules)
     if processes.distributed:
         state.distribute()
     recorder = RunRecorder(run, config, state, data, processes, device, start, progress)
@@ -200,14 +172,13 @@ def _train(config: RunConfig, run: RunDirectory, resume: bool, root, download: b
                 raise TrainingStopped(_stopped_message(stop.received, recorder.last_saved, resume_hint),
                                       stop.received or signal.SIGTERM)
         recorder.epoch_done(epoch + 1, step)
-    recorder.close()
+    recorder.bar.close()
     return run.path
 
 
 @dataclass(frozen=True)
 class Position:
-    """Where a run stands: in epoch ``epoch`` after its first ``batch`` batches (0 at an
-    epoch's start), ``step`` steps done in all, and its wall time so far (over resumptions)."""
+    """Where a run stands: ``batch`` batches into ``epoch``, ``step`` steps and ``wall_s`` done in all."""
 
     epoch: int = 0
     step: int = 0
@@ -215,10 +186,8 @@ class Position:
     batch: int = 0
 
 
-def _restore(run: RunDirectory, state: Objective, processes: Processes, device: torch.device) -> Position:
+def _restore(run: RunDirectory, state: Objective, processes: Processes) -> Position:
     """Load the run's last checkpoint into ``state`` and this process's random generators."""
-    # Loaded on the CPU: the random generators' states and the schedules are host arrays;
-    # the modules and the optimiser copy their tensors onto the device themselves.
     checkpoint = run.load_checkpoint()
     if checkpoint is None:
         return Position()
@@ -229,13 +198,12 @@ def _restore(run: RunDirectory, state: Objective, processes: Processes, device: 
 
 
 class RunRecorder:
-    """What a run writes as it goes, on rank 0: training metrics every ``log_every`` steps,
-    collapse warnings, one ``epoch`` record per epoch, k-NN evaluations and checkpoints when
-    due; and the progress bar. A new run starts by recording its random initialisation."""
+    """What a run writes as it goes (on rank 0): metrics, collapse warnings, k-NN evaluations,
+    checkpoints and the progress bar. A new run starts by recording its random initialisation."""
 
     def __init__(self, run: RunDirectory, config: RunConfig, state: Objective, data: TrainingData,
                  processes: Processes, device: torch.device, start: Position, progress: bool):
-        self.run, self.config, self.settings, self.state = run, config, config.train, state
+        self.run, self.settings, self.state = run, config.train, state
         self.data, self.processes, self.device = data, processes, device
         self.wall_before, self.started = start.wall_s, time.perf_counter()
         self.last_saved = f"{run.checkpoint_path} (epoch {start.epoch}, step {start.step})" if start.step else None
@@ -250,7 +218,6 @@ class RunRecorder:
             self.evaluate(0, 0)  # the random initialisation: the baseline the k-NN curve starts from
 
     def wall_s(self) -> float:
-        """Wall time of the run, summed over its resumptions."""
         return self.wall_before + time.perf_counter() - self.started
 
     def step_done(self, result, loss: float, epoch: int, step: int) -> None:
@@ -269,7 +236,7 @@ class RunRecorder:
                   **dict(zip(statistics, averaged.tolist())), "images_per_s": images_per_s}
         self.run.append_metrics(record)
         self.bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.1f}")
-        warning = self.state.collapse_warning(record, self.settings)
+        warning = self.state.collapse_warning(record)
         if warning and self.warned_epoch != epoch:
             warnings.warn(f"epoch {epoch}, step {step}: {warning}", CollapseWarning, stacklevel=3)
             self.warned_epoch = epoch
@@ -298,8 +265,7 @@ class RunRecorder:
         self.processes.barrier()
 
     def save(self, epoch: int, step: int, batch: int = 0) -> None:
-        """A checkpoint in epoch ``epoch`` after ``batch`` of its batches (0: at its start,
-        where the teacher backbone of the epoch is saved too)."""
+        """A checkpoint ``batch`` batches into ``epoch`` (at 0, the epoch's teacher backbone too)."""
         rng = self.processes.gather(rng_state())  # every process's generators, so each resumes its own
         if self.processes.is_main:
             if batch == 0:
@@ -308,22 +274,14 @@ class RunRecorder:
                                       "batch": batch, "wall_s": self.wall_s()})
         self.last_saved = f"{self.run.checkpoint_path} (epoch {epoch}, step {step})"
 
-    def close(self) -> None:
-        self.bar.close()
 
-
-def _announce_phases(config: RunConfig, schedules: Schedules, start: "Position") -> None:
-    """When a run starts (not when it resumes): the phases a floor lengthened, and a
-    :class:`~ib_tutorial.training.schedules.ScheduleWarning` for each phase shorter than the
-    recipes that learn keep; an illustrative tier's few steps are exempt from the warning."""
-    if start.step:
-        return
-    notes, problems = config.objective.start_messages(config.train, schedules)
-    for note in notes:
+def _announce_phases(config: RunConfig, schedules: Schedules) -> None:
+    """The phases a floor lengthened, and warnings (not for an illustrative tier) for those too short."""
+    for note in phase_notes(config.train, schedules):
         tqdm.write(note)
     tier = PRESETS.get(config.preset)
     if tier is None or not tier.illustrative:
-        for problem in problems:
+        for problem in phase_warnings(config.train, schedules):
             warnings.warn(problem, ScheduleWarning, stacklevel=4)
 
 
@@ -339,15 +297,13 @@ def _non_finite_message(value: float, epoch: int, step: int, last_saved: str | N
             "(--teacher-temp), or train in fp32 (--precision fp32), then continue with --resume.")
 
 
-# ============ running out of GPU memory ============
 class TrainingOutOfMemory(RuntimeError):
     """A training step ran out of memory; ``str()`` names the batch and what to try."""
 
 
 def largest_batch(batch: int, fixed: int, peak: int, tried: int, total: int) -> int:
-    """The largest batch whose step would fit in ``total`` bytes, if its memory above ``fixed``
-    (weights and optimiser) grows with the batch: the failed step held ``peak`` and asked for
-    ``tried`` more."""
+    """The largest batch that fits in ``total`` bytes if the memory above ``fixed`` grows with
+    the batch: the failed step held ``peak`` and asked for ``tried`` more."""
     per_image = max(1, peak + tried - fixed) / batch
     return max(0, int((total - fixed) // per_image))
 
@@ -361,7 +317,6 @@ def tried_bytes(error: BaseException) -> int:
 
 
 def out_of_memory(error: BaseException, batch: int, world_size: int, device: torch.device, fixed: int) -> TrainingOutOfMemory:
-    """The error to raise in place of ``error`` for a step of ``batch`` images per process."""
     total = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
     peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
     if total:

@@ -1,15 +1,9 @@
-"""What every training objective shares, and the facts in which objectives differ.
-
-An objective (:class:`~ib_tutorial.training.dino.DINOTraining`,
-:class:`~ib_tutorial.training.supervised_step.SupervisedTraining`) holds everything one step
-changes and a checkpoint holds; a step is :meth:`Objective.forward`, then, if the loss is
-finite, :meth:`Objective.update`. Shared here: the optimiser groups (:func:`parameter_groups`),
-each step's learning rate and weight decay (:func:`apply_schedules`), DINO's per-parameter
-clipping (:func:`clip_gradients`), DDP and the checkpoint's layout. The table from name to
-objective is :data:`ib_tutorial.training.run_config.OBJECTIVES`.
-"""
+"""What every training objective shares (optimiser groups, schedules, clipping, DDP, the
+checkpoint's layout), and the facts in which objectives differ; they are listed in
+:data:`ib_tutorial.training.run_config.OBJECTIVES`."""
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -22,18 +16,10 @@ from .schedules import Schedules
 
 
 class Objective(ABC):
-    """The networks, optimiser, loss scaler and schedules of one run; its class attributes are
-    the facts in which objectives differ.
-
-    Attributes:
-        name: the objective's name in :class:`~ib_tutorial.presets.TrainSettings`.
-        local_crops: whether its views include DINO's local crops (else the two global ones only).
-        network: what a profile calls the saved network (``teacher`` or ``network``).
-        compared_with_paper: whether the paper's values (a DINO ViT-S) apply to its runs.
-        uses_labels: whether its loss reads the training labels.
-        phase_floors: whether its warm-up and freeze keep their floors in steps
-            (:class:`~ib_tutorial.training.schedules.Phases`).
-    """
+    """The networks, optimiser, loss scaler and schedules of one run: a step is :meth:`forward`,
+    then, if the loss is finite, :meth:`update`. ``network``: what a profile calls the saved
+    network; ``phase_floors``: whether the warm-up and freeze keep their floors in steps
+    (:class:`~ib_tutorial.training.schedules.Phases`)."""
 
     uses_labels: ClassVar[bool]
     name: ClassVar[str]
@@ -44,20 +30,16 @@ class Objective(ABC):
 
     def __init__(self, train: TrainSettings, view: ViewSettings, precision: str, schedules: Schedules,
                  device: torch.device, num_classes: int):
-        """A run's settings (its :class:`~ib_tutorial.training.run_config.RunConfig`'s ``train``,
-        ``view`` and resolved ``precision``); subclasses build their networks (``num_classes``:
-        the dataset's classes) and call :meth:`_optimise`."""
         self.settings, self.schedules, self.device = train, schedules, device
         self.precision = precision
 
     def _optimise(self, student_module: nn.Module) -> None:
-        """Make ``student_module`` (on the device) the trained network, with AdamW and a loss scaler."""
+        """Make ``student_module`` the trained network, with AdamW and a loss scaler."""
         self.student_module = student_module
         self.student: nn.Module = student_module  # the DDP wrapper once distributed
         self.optimizer = torch.optim.AdamW(parameter_groups(student_module))
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
 
-    # ---- what differs ----
     @property
     @abstractmethod
     def backbone(self) -> nn.Module:
@@ -67,53 +49,51 @@ class Objective(ABC):
     def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int):
         """The loss of one batch (an output with a ``loss`` field)."""
 
-    @abstractmethod
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """Back-propagate ``loss`` and take the optimiser's step (and whatever follows it)."""
+        """Back-propagate ``loss``, clip, and take the AdamW step at step ``step`` (from 0)."""
+        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.settings.clip_grad:
+            self.scaler.unscale_(self.optimizer)
+            clip_gradients(self.student_module, self.settings.clip_grad)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
 
     @staticmethod
-    @abstractmethod
     def statistics(result) -> dict[str, torch.Tensor]:
-        """What a logged step records of its output (averaged over processes)."""
+        """What a logged step records of its output: every field but the loss."""
+        return {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "loss"}
 
     @abstractmethod
     def checkpointed(self) -> dict[str, nn.Module]:
         """The parts a checkpoint holds beside the optimiser, scaler and schedules."""
 
     def step_settings(self, epoch: int, step: int) -> dict[str, float]:
-        """The learning rate and weight decay of the last step (``step`` counts steps done)."""
+        """The last step's settings (``step`` counts steps done)."""
         return {"lr": float(self.schedules.lr[step - 1]), "weight_decay": float(self.schedules.weight_decay[step - 1])}
 
-    def collapse_warning(self, record: dict, settings: TrainSettings) -> str | None:
-        """A warning text when a logged training ``record`` shows the run collapsing; None."""
+    def collapse_warning(self, record: dict) -> str | None:
+        """A warning when a logged ``record`` shows the run collapsing."""
         return None
-
-    @staticmethod
-    def start_messages(train: TrainSettings, schedules: Schedules) -> tuple[list[str], list[str]]:
-        """What a run of these settings and schedules says when it starts: notes, and warnings
-        about a recipe unlikely to learn; none by default."""
-        return [], []
 
     @classmethod
     def image_flops(cls, view: ViewSettings, train: TrainSettings, attention: bool = True) -> float:
         """FLOPs one training image costs in one step; only DINO's step is counted."""
         raise ValueError(f"image_flops counts a DINO step; this run trains with objective {cls.name!r}")
 
-    # ---- what is shared ----
     def distribute(self) -> None:
-        """Wrap the trained network in DDP, which averages its gradients over processes."""
         device_ids = [self.device.index] if self.device.type == "cuda" else None
         self.student = DistributedDataParallel(self.student_module, device_ids=device_ids)
 
     def state_dict(self) -> dict:
-        """What a checkpoint holds: each part of :meth:`checkpointed`, then the optimiser,
-        loss scaler and schedules."""
+        """What a checkpoint holds."""
         parts = {name: part.state_dict() for name, part in self.checkpointed().items()}
         return {**parts, "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
                 "schedules": self.schedules.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        """Load what :meth:`state_dict` saved; refuse a checkpoint whose schedules differ from the run's."""
+        """Load what :meth:`state_dict` saved, if its schedules are the run's."""
         if not self.schedules.matches(state["schedules"]):
             raise ValueError("The checkpoint's schedules differ from this run's; start a new run with a new --out.")
         for name, part in self.checkpointed().items():
@@ -123,8 +103,7 @@ class Objective(ABC):
 
 
 def parameter_groups(model: nn.Module) -> list[dict]:
-    """Two AdamW groups: weights (decayed by the schedule) and biases/norm gains (never decayed).
-    Frozen parameters (the fixed weight-norm gains) are left out."""
+    """Two AdamW groups: weights (decayed) and biases and norm gains (not); frozen ones left out."""
     decayed, not_decayed = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
@@ -134,7 +113,7 @@ def parameter_groups(model: nn.Module) -> list[dict]:
 
 
 def apply_schedules(optimizer: torch.optim.Optimizer, lr: float, weight_decay: float) -> None:
-    """Set this step's learning rate on every group and weight decay on the first (decayed) group."""
+    """Set this step's learning rate, and weight decay on the decayed group."""
     for index, group in enumerate(optimizer.param_groups):
         group["lr"] = float(lr)  # plain floats: the optimiser state goes into weights-only checkpoints
         if index == 0:

@@ -1,15 +1,9 @@
-"""A run's settings: the spec written in its folder, and the configuration resolved from the command line.
+"""A run's settings: its spec (:class:`RunSpec`), its resolved configuration (:class:`RunConfig`,
+written to ``config.json``) and the table of objectives (:data:`OBJECTIVES`).
 
-A run as one string, ``DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]``, parsed once where it
-enters and passed on as a :class:`RunSpec`. What follows ``@`` overrides the preset for this run
-only, e.g. ``tiny-imagenet@objective=supervised``; a pair is written in brackets,
-``@global_crop_scale=(0.9,1.0)``.
-
-One training run's resolved settings, as one frozen object, and the table of objectives.
-
-:meth:`RunConfig.resolve` applies overrides to a preset for one dataset, processes and device;
-``config.json`` holds :meth:`RunConfig.to_dict`, read back by :meth:`RunConfig.from_dict`. A
-resumed run must match up to :data:`RESUMABLE_DIFFERENCES` (:meth:`RunConfig.check_resumable`).
+A run as one string, ``DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]``: what follows ``@``
+overrides the preset for this run only, e.g. ``tiny-imagenet@objective=supervised``; a pair is
+written in brackets, ``@global_crop_scale=(0.9,1.0)``.
 """
 from __future__ import annotations
 
@@ -38,15 +32,8 @@ from .supervised_step import SupervisedTraining
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run's dataset, dataset options and training overrides, with the text they came from.
-
-    Attributes:
-        text: the spec as written (a bundle's key for the run; ``str()`` gives it back).
-        dataset: the dataset's name, e.g. ``dtd``.
-        options: its options (what follows ``:``), checked against what the dataset takes.
-        overrides: the training settings that follow ``@``, checked against
-            :func:`~ib_tutorial.presets.training_overrides`.
-    """
+    """One run's dataset, dataset options and training overrides, with the text they came from
+    (a bundle's key for the run; ``str()`` gives it back)."""
 
     text: str
     dataset: str
@@ -55,19 +42,15 @@ class RunSpec:
 
     @classmethod
     def parse(cls, text: str) -> RunSpec:
-        """``"DATASET[:KEY=VALUE,...][@SETTING=VALUE,...]"`` -> a checked :class:`RunSpec`."""
         dataset_spec, _, override_text = text.partition("@")
         dataset, options = parse_spec(dataset_spec)
         overrides = parse_options(override_text)
-        known = training_overrides()
-        unknown = sorted(set(overrides) - set(known))
-        if unknown:
-            raise ValueError(f"Unknown training setting(s) {unknown} in {text!r}. Known: {', '.join(sorted(known))}.")
+        _check_names(overrides, f" in {text!r}")
         return cls(text, dataset, options, overrides)
 
     @classmethod
     def of(cls, spec: str | RunSpec) -> RunSpec:
-        """``spec`` as a :class:`RunSpec`: parsed when it is text (where a spec enters the API)."""
+        """``spec``, parsed when it is text."""
         return spec if isinstance(spec, RunSpec) else cls.parse(spec)
 
     def __str__(self) -> str:
@@ -80,7 +63,7 @@ class RunSpec:
 
     @property
     def folder(self) -> str:
-        """The run's folder name in a results bundle, valid on every file system."""
+        """The run's folder name in a results bundle."""
         return spec_folder(self.text)
 
 
@@ -91,13 +74,11 @@ MAY_BE_ZERO = ("warmup_epochs", "warmup_min_steps", "warmup_teacher_temp_epochs"
 # Settings that may differ when a run is resumed (they do not change its trajectory).
 RESUMABLE_DIFFERENCES = ("world_size", "batch_per_process", "torch", "timm", "num_workers", "threads")
 
-#: Every objective a run can train with, by name (``TrainSettings.objective``): the one place
-#: that knows which exist; callers look an objective up here instead of testing its name.
+#: Every objective a run can train with, by name: callers look one up here instead of testing its name.
 OBJECTIVES: dict[str, type[Objective]] = {objective.name: objective for objective in (DINOTraining, SupervisedTraining)}
 
 
 def get_objective(name: str) -> type[Objective]:
-    """The objective called ``name``; a clear error listing the known ones."""
     try:
         return OBJECTIVES[name]
     except KeyError:
@@ -107,23 +88,9 @@ def get_objective(name: str) -> type[Objective]:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Every resolved setting of a training run.
-
-    Attributes:
-        dataset, dataset_options: what :func:`~ib_tutorial.data.get_dataset` loads.
-        held_out_split: the split k-NN and block profiles evaluate on.
-        preset, seed, device, precision: the tier, its seed, ``cpu``/``cuda`` and the
-            resolved precision (:func:`~ib_tutorial.machine.resolve_precision`).
-        world_size, batch_per_process: processes, and the batch each one sees.
-        model: the backbone's architecture name and shape (``arch``, ``embed_dim``, ...).
-        view, train: input geometry and training settings, overrides applied.
-        versions: torch and timm versions of the run.
-        steps_per_epoch, train_images_used: known once the data is loaded.
-        train_data: what the run trained on (:class:`~ib_tutorial.data.subsets.SubsetRecord`;
-            None in older runs).
-        profile: the :class:`~ib_tutorial.presets.ProfileSettings` the run's networks are
-            profiled with (None in older runs, profiled with their preset's of today).
-    """
+    """Every resolved setting of a training run. ``steps_per_epoch`` and ``train_images_used`` are
+    known once the data is loaded; ``train_data`` and ``profile`` are None in older runs (profiled
+    with their preset's settings of today)."""
 
     dataset: str
     dataset_options: dict
@@ -146,10 +113,9 @@ class RunConfig:
     @classmethod
     def resolve(cls, dataset: str, preset: Preset, overrides: dict, dataset_options: dict | None = None,
                 world_size: int | None = None) -> "RunConfig":
-        """The configuration of ``preset`` on ``dataset`` with ``overrides`` (names from
-        :func:`~ib_tutorial.presets.training_overrides`; ``seed`` and ``device`` included):
-        the one place where overrides are applied and the device resolved. ``world_size``: the
-        job's processes (default: ``$WORLD_SIZE``, which ``torchrun`` sets, else 1)."""
+        """``preset`` on ``dataset`` with ``overrides`` (:func:`~ib_tutorial.presets.training_overrides`):
+        the one place where overrides are applied and the device resolved. ``world_size``
+        defaults to ``$WORLD_SIZE``, else 1."""
         check_dataset_options(dataset, dataset_options or {})  # an unknown name or option fails here, first
         train, view = resolve_settings(preset, dataset, overrides)
         device = resolve_device(preset.replace(device=overrides.get("device", preset.device)))
@@ -170,23 +136,20 @@ class RunConfig:
 
     @property
     def objective(self) -> type[Objective]:
-        """The objective the run trains with (:data:`OBJECTIVES`)."""
         return get_objective(self.train.objective)
 
     def to_dict(self) -> dict:
-        """JSON-ready data (``config.json``): :func:`dataclasses.asdict`, tuples as lists."""
+        """JSON-ready data (``config.json``), tuples as lists."""
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
-        """The configuration :meth:`to_dict` wrote. Settings added to the package after a
-        run was made are absent from its file and read as their defaults."""
+        """What :meth:`to_dict` wrote; settings newer than the run read as their defaults."""
         return from_json(cls, data)
 
     def check_resumable(self, saved: "RunConfig", where: str | os.PathLike) -> None:
-        """Refuse to resume the run in ``where`` (configured as ``saved``) with settings that
-        would change its trajectory. A run made before its training data was recorded is
-        compared on everything else; the profile settings do not touch the trajectory."""
+        """Refuse to resume the run in ``where`` (configured as ``saved``) with settings that would
+        change its trajectory (a run older than its ``train_data`` record is compared without it)."""
         current = self if saved.train_data is not None else dataclasses.replace(self, train_data=None)
         old, new = _flatten(saved.to_dict()), _flatten(current.to_dict())
         changed = sorted(key for key in set(old) | set(new)
@@ -198,11 +161,8 @@ class RunConfig:
 
 
 def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[TrainSettings, ViewSettings]:
-    """A preset's training settings and ``dataset``'s view with ``overrides`` applied."""
-    known = training_overrides()
-    unknown = sorted(set(overrides) - set(known))
-    if unknown:
-        raise ValueError(f"Unknown training setting(s) {unknown}. Known: {', '.join(sorted(known))}.")
+    """A preset's training settings and ``dataset``'s view with ``overrides`` applied and checked."""
+    _check_names(overrides)
     view_names = {f.name for f in dataclasses.fields(ViewSettings)}
     train_names = {f.name for f in dataclasses.fields(TrainSettings)}
     train = dataclasses.replace(preset.train, **{k: v for k, v in overrides.items() if k in train_names})
@@ -231,10 +191,15 @@ def resolve_settings(preset: Preset, dataset: str, overrides: dict) -> tuple[Tra
     return train, view
 
 
+def _check_names(overrides: dict, where: str = "") -> None:
+    known = training_overrides()
+    if unknown := sorted(set(overrides) - set(known)):
+        raise ValueError(f"Unknown training setting(s) {unknown}{where}. Known: {', '.join(sorted(known))}.")
+
+
 def _check_counts(train: TrainSettings, view: ViewSettings, preset: Preset, overrides: dict) -> None:
-    """Refuse whole-number settings that cannot make a run: each must be at least 1 (those
-    in :data:`MAY_BE_ZERO` at least 0), and the warm-up no longer than the training. The
-    messages name the settings as the reader gives them (``--epochs`` after a command)."""
+    """Refuse whole-number settings under 1 (under 0 for :data:`MAY_BE_ZERO`), and a warm-up
+    longer than the training."""
     for section in (train, view):
         for item in dataclasses.fields(section):
             value = getattr(section, item.name)
@@ -250,7 +215,7 @@ def _check_counts(train: TrainSettings, view: ViewSettings, preset: Preset, over
 
 
 def default_run_dir(dataset: str, preset: str) -> Path:
-    """``<data root>/runs/<dataset>-<preset>``: outside the repository, like the data."""
+    """``<data root>/runs/<dataset>-<preset>``."""
     return data_root() / "runs" / f"{dataset}-{preset}"
 
 

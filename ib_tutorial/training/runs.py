@@ -11,9 +11,9 @@ A run directory holds::
     backbones/teacher-epoch0000.pt, ...
                                 the teacher backbone at initialisation and every checkpoint
 
-A run first checks that they fit on its disk (:func:`check_disk_space`); every file is written
-to a temporary name and renamed (a last ``metrics.jsonl`` line cut short is ignored); one
-process at a time holds the OS lock on ``run.lock``.
+Every file is written to a temporary name and renamed (a last ``metrics.jsonl`` line cut short
+is ignored); one process at a time holds the OS lock on ``run.lock``, which the system releases
+however its holder ends.
 """
 from __future__ import annotations
 
@@ -65,10 +65,9 @@ class RunDirectory:
         self.backbones = self.path / "backbones"
 
     def exists(self) -> bool:
-        """Whether a run was started here (it wrote its configuration)."""
+        """Whether a run was started here (wrote its configuration)."""
         return self.config_path.exists()
 
-    # --- configuration ---------------------------------------------------------
     def write_config(self, config: RunConfig) -> None:
         write_json_atomic(self.config_path, config.to_dict())
 
@@ -77,28 +76,25 @@ class RunDirectory:
             raise FileNotFoundError(f"{self.path} is not a training run (no config.json); train one with `ib-tutorial train`.")
         return RunConfig.from_dict(json.loads(self.config_path.read_text()))
 
-    # --- metrics ---------------------------------------------------------------
     def append_metrics(self, record: dict) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         with self.metrics_path.open("a") as file:
             file.write(json.dumps(record) + "\n")
 
     def read_metrics(self, kind: str | None = None) -> list[dict]:
-        """All records, or those of one ``kind`` (``"train"``, ``"epoch"`` or ``"knn"``), in order.
-        A last line without its newline was cut short by a kill, and is left out."""
+        """All records, or those of one ``kind``, leaving out a last line a kill cut short."""
         if not self.metrics_path.exists():
             return []
-        lines = read_text(self.metrics_path).split("\n")[:-1]  # the part after the last newline is unfinished
+        lines = read_text(self.metrics_path).split("\n")[:-1]
         records = [json.loads(line) for line in lines if line.strip()]
         return [r for r in records if kind is None or r["kind"] == kind]
 
     def truncate_metrics(self, last_step: int) -> None:
-        """Drop the records after step ``last_step`` (those a resumed run will write again)."""
+        """Drop the records after step ``last_step``, which a resumed run writes again."""
         kept = [r for r in self.read_metrics() if r["step"] <= last_step]
         text = "".join(json.dumps(r) + "\n" for r in kept)
         atomic_write(self.metrics_path, lambda f: f.write(text.encode()))
 
-    # --- checkpoints -----------------------------------------------------------
     def save_checkpoint(self, state: dict) -> None:
         """Write ``state`` as the latest checkpoint; the latest so far becomes the previous one."""
         staged = self.path / ".checkpoint-next.pt"
@@ -112,14 +108,9 @@ class RunDirectory:
             os.replace(self.checkpoint_path, self.previous_checkpoint_path)
         os.replace(staged, self.checkpoint_path)
 
-    def load_checkpoint(self, map_location: str | torch.device = "cpu") -> dict | None:
+    def load_checkpoint(self) -> dict | None:
         """The latest checkpoint (the previous one when a kill came between their renames), or
-        ``None`` when the run has none yet; ``weights_only``: never code.
-
-        Raises:
-            CheckpointError: the checkpoint cannot be read; the message names it, and the
-                previous checkpoint when that one can be read, with what to do.
-        """
+        ``None``; :class:`CheckpointError` when it cannot be read, saying what to do."""
         path = self.checkpoint_path
         if not path.exists():
             path = self.previous_checkpoint_path
@@ -127,7 +118,7 @@ class RunDirectory:
                 return None
             print(f"{self.checkpoint_path.name} is missing; resuming from {path}")
         try:
-            return torch.load(path, map_location=map_location, weights_only=True)
+            return torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # truncated zip, bad pickle, a refused object: all unreadable
             raise CheckpointError(self._unreadable_message(path, error)) from None
 
@@ -144,22 +135,16 @@ class RunDirectory:
                     f"continues from epoch {epoch}.")
         return f"{reason}, and no earlier checkpoint is left. Start a new run with another --out."
 
-    # --- one process at a time --------------------------------------------------
     @contextlib.contextmanager
     def lock(self):
-        """Hold the run's lock while training into it. Unless a run started here (wrote its
-        configuration), the folder is left as it was found: the lock file, and the folders
-        this made, are removed again; what was there before stays.
-
-        Raises:
-            RunLockedError: another process holds it (the message says which).
-        """
+        """Hold the run's lock (else :class:`RunLockedError`). Unless a run started here, the lock
+        file and the folders this made are removed again."""
         made = [folder for folder in (self.path, *self.path.parents) if not folder.exists()]
         lock_was_there, run_was_there = self.lock_path.exists(), self.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             with open(self.lock_path, "a+") as file:
-                if not _try_lock(file):
+                if not _lock(file):
                     raise RunLockedError(
                         f"{self.path} is in use by another training process ({_holder(file)}); "
                         "wait for it to finish, or train into another --out.")
@@ -176,17 +161,15 @@ class RunDirectory:
                         # (Windows keeps a file that is open, and with it the lock file).
                         with contextlib.suppress(PermissionError):
                             self.lock_path.unlink(missing_ok=True)
-                    _unlock(file)
+                    _lock(file, take=False)
         finally:
             for folder in made:  # the deepest first; one that holds anything now is kept
                 with contextlib.suppress(OSError):
                     folder.rmdir()
 
     def remove_unfinished_files(self) -> None:
-        """Delete the files a killed write left beside the final ones: temporary files, and a
-        staged checkpoint that was never renamed into place."""
-        leftovers = [*self.path.glob(".*.tmp"), *self.backbones.glob(".*.tmp"), self.path / ".checkpoint-next.pt"]
-        for leftover in leftovers:
+        """Delete the temporary files and staged checkpoint a killed write left."""
+        for leftover in [*self.path.glob(".*.tmp"), *self.backbones.glob(".*.tmp"), self.path / ".checkpoint-next.pt"]:
             leftover.unlink(missing_ok=True)
 
     def save_backbone(self, state_dict: dict, epoch: int) -> None:
@@ -196,17 +179,14 @@ class RunDirectory:
         return self.backbones / f"teacher-epoch{epoch:04d}.pt"
 
     def backbone_epochs(self) -> list[int]:
-        """Epochs with a saved teacher backbone (0 is the random initialisation)."""
+        """Epochs with a saved teacher backbone (0: the random initialisation)."""
         if not self.backbones.exists():
             return []
         found = (BACKBONE_PATTERN.fullmatch(p.name) for p in self.backbones.iterdir())
         return sorted(int(m.group(1)) for m in found if m)
 
     def load_backbone(self, epoch: int | None = None, device: str | torch.device = "cpu") -> torch.nn.Module:
-        """The teacher ViT of ``epoch`` (default: the latest saved), in eval mode.
-
-        Epoch 0 is the initialisation, the baseline against which training is judged.
-        """
+        """The teacher ViT of ``epoch`` (default: the latest saved), in eval mode."""
         epochs = self.backbone_epochs()
         if not epochs:
             raise FileNotFoundError(f"No backbones saved under {self.backbones}; has the run started?")
@@ -221,27 +201,20 @@ class RunDirectory:
         return model.to(device).eval()
 
 
-# The run lock is an operating-system lock, which the system releases however its holder
-# ends (a crash or SIGKILL included), so a stale lock never blocks the next run.
-def _try_lock(file) -> bool:
-    """Take the exclusive lock of the open ``file`` without waiting; False if another process holds it."""
+def _lock(file, take: bool = True) -> bool:
+    """Take the exclusive lock of the open ``file`` without waiting (False if another process
+    holds it), or release it."""
     try:
         if fcntl is not None:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(file, (fcntl.LOCK_EX | fcntl.LOCK_NB) if take else fcntl.LOCK_UN)
         else:
             file.seek(0)
-            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK if take else msvcrt.LK_UNLCK, 1)
     except OSError:  # BlockingIOError on POSIX, PermissionError on Windows
+        if not take:
+            raise
         return False
     return True
-
-
-def _unlock(file) -> None:
-    if fcntl is not None:
-        fcntl.flock(file, fcntl.LOCK_UN)
-    else:
-        file.seek(0)
-        msvcrt.locking(file.fileno(), msvcrt.LK_UNLCK, 1)
 
 
 def _holder(file) -> str:
@@ -253,14 +226,13 @@ def _holder(file) -> str:
         return "unknown"
 
 
-# --- disk space ------------------------------------------------------------------
 @dataclass(frozen=True)
 class RunWrites:
-    """What a run will write from here to its end, in bytes."""
+    """What a run will write from here to its end, in bytes (``backbones``: how many)."""
 
     checkpoint: int
     backbone: int
-    backbones: int  # saved epochs still to come
+    backbones: int
 
     @property
     def total(self) -> int:
@@ -272,15 +244,13 @@ def _bytes(state: dict) -> int:
 
 
 def saved_epochs(first: int, epochs: int, every: int) -> list[int]:
-    """The epochs from ``first`` on whose teacher backbone a run saves (every ``every``, the
-    last, and 0 for a new run)."""
+    """The epochs from ``first`` on whose teacher backbone a run saves."""
     return [e for e in range(first, epochs + 1) if e % every == 0 or e == epochs]
 
 
 def run_writes(state, config, start_epoch: int) -> RunWrites:
-    """Reckon :class:`RunWrites` from a built training ``state``: the checkpoint (networks, centre
-    and the optimiser's two moments of every trainable weight), three at once while the next is
-    written, and the teacher's backbone at every saved epoch."""
+    """:class:`RunWrites` of a built training ``state``: the checkpoint (its parts and the
+    optimiser's two moments of every trainable weight) and the saved backbones."""
     parts = sum(_bytes(part.state_dict()) for part in state.checkpointed().values())
     moments = 2 * sum(p.numel() * p.element_size() for group in state.optimizer.param_groups for p in group["params"]
                       if p.requires_grad)
@@ -290,8 +260,7 @@ def run_writes(state, config, start_epoch: int) -> RunWrites:
 
 
 def check_disk_space(folder: Path, writes: RunWrites) -> None:
-    """Raise :class:`~ib_tutorial.files.DiskFullError` with the numbers when ``writes`` do not
-    fit in the free space of ``folder``'s disk (its nearest existing parent)."""
+    """Raise :class:`~ib_tutorial.files.DiskFullError` when ``writes`` do not fit on ``folder``'s disk."""
     existing = next(path for path in [folder, *folder.parents] if path.exists())
     free = shutil.disk_usage(existing).free
     if writes.total > free:

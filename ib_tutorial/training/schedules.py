@@ -1,21 +1,16 @@
-r"""A run's schedules, built once: warm-up and last-layer freeze, learning rate, weight decay,
-teacher momentum and teacher temperature.
+r"""A run's schedules, built once (:meth:`Schedules.of`): warm-up, last-layer freeze, learning
+rate, weight decay, teacher momentum and temperature.
 
-DINO states its early phases in epochs (10 warm-up epochs, the last layer frozen for 1):
-thousands of steps on ImageNet, a few dozen on a small data set, where a teacher that meets a
-full learning rate that early collapses within steps (the DINO chapter). ViT-DINO recipes
-known to learn on small data spend thousands of low-lr steps first (Gani et al. 2022: about
-5,850 on Tiny ImageNet). So each phase of a DINO run lasts the longer of its epochs and a
-floor in steps,
+DINO's early phases, in epochs, are a few dozen steps on a small data set, where the teacher
+then collapses (the DINO chapter); recipes that learn there spend thousands of low-lr steps
+first (Gani et al. 2022). So each phase lasts the longer of its epochs and a floor in steps,
 
 .. math::
     W = \max(\text{warmup\_epochs} \cdot S,\ \text{warmup\_min\_steps}),\qquad
     F = \max(\text{freeze\_last\_layer} \cdot S,\ \text{freeze\_min\_steps}),
 
-for :math:`S` steps an epoch (:class:`Phases`). A run whose phases come out shorter than
-:data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS` and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS`
-says so when it starts (:func:`phase_warnings`); the supervised control has no floors. The
-loop builds one :class:`Schedules` (:meth:`Schedules.of`) and passes it on.
+for :math:`S` steps an epoch; phases shorter than :data:`~ib_tutorial.presets.WARMUP_ANCHOR_STEPS`
+and :data:`~ib_tutorial.presets.FREEZE_ANCHOR_STEPS` are warned of (:func:`phase_warnings`).
 """
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ import torch
 from ..command_line import argument, argument_name
 from ..presets import FREEZE_ANCHOR_STEPS, WARMUP_ANCHOR_STEPS, TrainSettings
 
-# The per-step and per-epoch values a checkpoint holds (and a resumed run must match).
+# The values a checkpoint holds (and a resumed run must match).
 VALUES = ("lr", "weight_decay", "momentum", "teacher_temp")
 
 
@@ -45,9 +40,8 @@ class Phases:
 
     @classmethod
     def of(cls, train: TrainSettings, steps_per_epoch: int, floored: bool = True) -> "Phases":
-        """The phases of a run with ``train``'s settings at ``steps_per_epoch``: DINO's, with the
-        floors (a floor never makes the warm-up longer than the run); ``floored=False``: the
-        warm-up's epochs alone and no freeze (the supervised control's)."""
+        """DINO's phases with their floors (the warm-up's never beyond the run); ``floored=False``:
+        the warm-up's epochs alone and no freeze."""
         if not floored:
             return cls(warmup_steps=train.warmup_epochs * steps_per_epoch, freeze_steps=0)
         total = train.epochs * steps_per_epoch
@@ -58,16 +52,9 @@ class Phases:
 
 def cosine_schedule(base: float, final: float, epochs: int, steps_per_epoch: int, warmup_steps: int = 0,
                     warmup_start: float = 0.0) -> np.ndarray:
-    r"""One value per training step: a linear warm-up, then a half cosine from ``base`` to ``final``.
-
-    For step :math:`i` after :math:`W` warm-up steps, of :math:`T` steps in all:
-
-    .. math::
-        v_i = f + \tfrac12 (b - f)\Big(1 + \cos\frac{\pi (i - W)}{T - W}\Big),
-
-    and during warm-up :math:`v` runs linearly from ``warmup_start`` (step 0) to ``base``
-    (step :math:`W - 1`), as ``np.linspace`` does.
-    """
+    r"""One value per step: a linear warm-up from ``warmup_start`` to ``base`` (``np.linspace``
+    over :math:`W` steps), then :math:`v_i = f + \tfrac12 (b - f)\big(1 + \cos\frac{\pi (i - W)}{T - W}\big)`
+    for :math:`T` steps in all."""
     total = epochs * steps_per_epoch
     if warmup_steps > total:
         raise ValueError(f"warm-up ({warmup_steps} steps) is longer than training ({total} steps)")
@@ -78,16 +65,16 @@ def cosine_schedule(base: float, final: float, epochs: int, steps_per_epoch: int
 
 
 def teacher_temperature_schedule(warmup_temp: float, temp: float, warmup_epochs: int, epochs: int) -> np.ndarray:
-    r"""One teacher temperature per epoch: linear from ``warmup_temp`` to ``temp`` over
-    ``warmup_epochs`` epochs (``np.linspace``, both ends included), then constant ``temp``."""
+    """One teacher temperature per epoch: ``np.linspace`` from ``warmup_temp`` to ``temp`` over
+    ``warmup_epochs``, then ``temp``."""
     warmup_epochs = min(warmup_epochs, epochs)
     return np.concatenate([np.linspace(warmup_temp, temp, warmup_epochs), np.full(epochs - warmup_epochs, temp)])
 
 
 @dataclass
 class Schedules:
-    """Every value that changes during a run: its :class:`Phases`; per step ``lr``,
-    ``weight_decay``, ``momentum`` (teacher EMA); per epoch ``teacher_temp``."""
+    """Every value that changes during a run: per step ``lr``, ``weight_decay``, ``momentum``
+    (teacher EMA); per epoch ``teacher_temp``."""
 
     phases: Phases
     lr: np.ndarray
@@ -97,11 +84,9 @@ class Schedules:
 
     @classmethod
     def of(cls, train: TrainSettings, steps_per_epoch: int, floored: bool = True) -> "Schedules":
-        r"""The schedules of a run with ``train``'s settings at ``steps_per_epoch`` (``floored``:
-        whether its phases keep DINO's floors, :meth:`Phases.of`). The peak learning rate follows
-        the linear scaling rule, :math:`\eta = \eta_{256} \cdot B / 256` for global batch :math:`B`;
-        the warm-up starts at 0 and lasts :math:`W` steps. Weight decay and momentum follow a
-        cosine (no warm-up) to their final values (momentum to 1)."""
+        r"""The peak learning rate follows the linear scaling rule, :math:`\eta = \eta_{256} \cdot B / 256`
+        for global batch :math:`B`, after :math:`W` warm-up steps from 0; weight decay and
+        momentum follow a cosine to their final values (momentum to 1)."""
         phases = Phases.of(train, steps_per_epoch, floored)
         epochs = train.epochs
         return cls(phases=phases,
@@ -114,20 +99,19 @@ class Schedules:
 
     @property
     def steps_per_epoch(self) -> int:
-        """Steps in one epoch (the step schedules hold one value a step, the temperature one an epoch)."""
         return len(self.lr) // len(self.teacher_temp)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {name: torch.from_numpy(getattr(self, name)) for name in VALUES}
 
     def matches(self, state: dict[str, torch.Tensor]) -> bool:
-        """Whether a checkpoint's schedules are these (resuming with changed settings would not be)."""
+        """Whether a checkpoint's schedules are these."""
         return set(state) == set(VALUES) and all(np.array_equal(state[name].numpy(), getattr(self, name))
                                                  for name in VALUES)
 
 
 def phase_notes(train: TrainSettings, schedules: Schedules) -> list[str]:
-    """What a run prints when it starts: a line for each phase a floor lengthened."""
+    """A line for each phase a floor lengthened."""
     per_epoch, phases = schedules.steps_per_epoch, schedules.phases
     notes = []
     for setting, floor, steps in (("warmup_epochs", "warmup_min_steps", phases.warmup_steps),
@@ -141,8 +125,7 @@ def phase_notes(train: TrainSettings, schedules: Schedules) -> list[str]:
 
 
 def phase_warnings(train: TrainSettings, schedules: Schedules) -> list[str]:
-    """A message for each phase shorter than its anchor, naming the settings that fix it (a
-    short phase may be chosen on purpose, but never silently)."""
+    """A message for each phase shorter than its anchor, naming the settings that fix it."""
     per_epoch, phases, total = schedules.steps_per_epoch, schedules.phases, len(schedules.lr)
     messages = []
     for phase, steps, anchor, setting, floor in (

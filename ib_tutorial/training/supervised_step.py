@@ -1,11 +1,6 @@
-"""One supervised training step: the control that asks whether the bottleneck comes from
-the data or from DINO's objective.
-
-The backbone DINO trains, with a linear classifier on its CLS token, learns by cross-entropy
-on DINO's two global views with the same optimiser, schedules, clipping and precision: only
-the objective differs. :class:`SupervisedTraining` is an
-:class:`~ib_tutorial.training.objective.Objective`, so the loop serves both.
-"""
+"""The supervised control, asking whether the bottleneck comes from the data or from DINO's
+objective: DINO's backbone with a linear classifier on its CLS token, trained by cross-entropy on
+the two global views with the same optimiser, schedules, clipping and precision."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,12 +12,12 @@ from torch import nn
 from ..models import ARCHITECTURES, build_vit
 from ..machine import autocast
 from ..presets import TrainSettings, ViewSettings
-from .objective import Objective, apply_schedules, clip_gradients
+from .objective import Objective
 from .schedules import Schedules
 
 
 class Classifier(nn.Module):
-    """A backbone and a linear layer on its pooled (CLS) features."""
+    """A backbone and a linear layer on its CLS features."""
 
     def __init__(self, backbone: nn.Module, embed_dim: int, num_classes: int):
         super().__init__()
@@ -42,8 +37,7 @@ class SupervisedOutput:
 
 
 class SupervisedTraining(Objective):
-    """Classifier, optimiser, loss scaler and schedules: everything one step changes and a
-    checkpoint holds. One step is :meth:`forward`, then, if the loss is finite, :meth:`update`."""
+    """Classifier, optimiser, loss scaler and schedules."""
 
     name = "supervised"
     local_crops = False  # it learns from the two global views only
@@ -60,11 +54,9 @@ class SupervisedTraining(Objective):
 
     @property
     def backbone(self) -> nn.Module:
-        """The network a run evaluates and saves: the classifier's backbone."""
         return self.student_module.backbone
 
     def forward(self, views: list[torch.Tensor], labels: torch.Tensor, epoch: int) -> SupervisedOutput:
-        """Cross-entropy of the classifier on the two global views, each with its image's label."""
         images = torch.cat([v.to(self.device, non_blocking=True) for v in views[:2]])
         targets = labels.to(self.device).repeat(2)
         with autocast(self.device, self.precision):
@@ -72,21 +64,6 @@ class SupervisedTraining(Objective):
         logits = logits.float()
         accuracy = (logits.detach().argmax(-1) == targets).float().mean()
         return SupervisedOutput(F.cross_entropy(logits, targets), accuracy)
-
-    def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """Back-propagate, clip, and take the AdamW step with this step's learning rate and weight decay."""
-        apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        if self.settings.clip_grad:
-            self.scaler.unscale_(self.optimizer)
-            clip_gradients(self.student_module, self.settings.clip_grad)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-
-    @staticmethod
-    def statistics(result: SupervisedOutput) -> dict[str, torch.Tensor]:
-        return {"train_accuracy": result.train_accuracy}
 
     def checkpointed(self) -> dict[str, nn.Module]:
         return {"student": self.student_module}

@@ -30,15 +30,11 @@ def committed_pruning(keys=PRUNED) -> tuple[dict[str, dict], dict[str, BundleRun
     """The last pruning record and the run of each run of the committed bundles ``keys`` that has
     one, by ``"<bundle>: <spec>"``."""
     records, runs = {}, {}
-    for key in keys:
-        folder = stored_entry(key)
-        if not folder.exists():
-            continue
+    for folder in (folder for folder in map(stored_entry, keys) if folder.exists()):
         bundle = load_bundle(folder)
-        for spec, run in bundle.runs.items():
-            if run.pruning:
-                label = f"{folder.name}: {spec}"
-                records[label], runs[label] = run.pruning[-1], run
+        for spec, record in pruning_of(bundle).items():
+            label = f"{folder.name}: {spec}"
+            records[label], runs[label] = record, bundle.runs[spec]
     return records, runs
 
 
@@ -136,10 +132,8 @@ def measurement_table(bundle):
             "in brackets the lowest block at the end, under each measurement:\n",
             "| run | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
     for spec in specs:
-        cells = []
-        for label in labels:
-            first, last = measured[spec][label][0], measured[spec][label][-1]
-            cells.append(f"{middle_eed(first):.1f} -> {middle_eed(last):.1f} ({lowest_text(profile_shape(last))})")
+        cells = [f"{middle_eed(recs[0]):.1f} -> {middle_eed(recs[-1]):.1f} ({lowest_text(profile_shape(recs[-1]))})"
+                 for recs in (measured[spec][label] for label in labels)]
         rows.append(f"| {spec} | " + " | ".join(cells) + " |")
     survive = []
     for spec in specs:

@@ -169,15 +169,15 @@ def compare_profile(dataset: str, eed_percent: list[float], setting: Setting) ->
     where = eed_percent.index(minimum)
     late = late_value(ref, eed_percent)
     rows = []
-    for key, statistic, ours, ours_text in (
-            ("early", f"early EED% (mean of L{ref.early_blocks[0]}-L{ref.early_blocks[-1]})", early, f"{early:.1f} %"),
-            ("minimum", "minimum EED%", minimum, f"{minimum:.1f} % at L{where}"),
-            ("late", f"late EED% ({late_label(ref)})", late, f"{late:.1f} %")):
+    early_blocks = f"L{ref.early_blocks[0]}-L{ref.early_blocks[-1]}"
+    for key, statistic, ours, ours_text in (("early", f"early EED% (mean of {early_blocks})", early, f"{early:.1f} %"),
+                                            ("minimum", "minimum EED%", minimum, f"{minimum:.1f} % at L{where}"),
+                                            ("late", f"late EED% ({late_label(ref)})", late, f"{late:.1f} %")):
         bounds = getattr(reported, f"{key}_eed") if reported else None
         paper, verdict, deviation = _against_range(ours, bounds) if reported else ("not studied", "not reported", "-")
         note = reported.band_note(key, bounds) if reported else ""
-        rows.append(ComparisonRow(dataset, statistic, ours, ours_text, f"{paper} ({note})" if note else paper, verdict,
-                                  deviation))
+        paper = f"{paper} ({note})" if note else paper
+        rows.append(ComparisonRow(dataset, statistic, ours, ours_text, paper, verdict, deviation))
     if reported and reported.minimum_eed is not None:
         in_middle = where in reported.middle_blocks
         rows.insert(2, ComparisonRow(

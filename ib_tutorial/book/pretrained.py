@@ -75,7 +75,8 @@ def _published_model(name: str, weights, img_size: int | None) -> tuple[torch.nn
     digest = hashlib.sha256()
     for key, tensor in sorted(model.state_dict().items()):
         digest.update(key.encode() + tensor.detach().cpu().contiguous().numpy().tobytes())
-    return model, {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}", "weights_sha256": digest.hexdigest()}
+    return model, {"weights": f"hub:{timm.models.get_pretrained_cfg(name).hf_hub_id}",
+                   "weights_sha256": digest.hexdigest()}
 
 
 def profile_published(name: str, spec: str | RunSpec, out: str | os.PathLike, weights: str | os.PathLike | None = None,

@@ -1,9 +1,6 @@
-"""Files on disk: where data and results live, and writing them whole.
-
-Where data and results live on disk: never inside the repository by default.
-
-Writing files so that an interruption, or a full disk, never leaves half of one under
-its final name: every file is written whole beside its destination and then renamed.
+"""Files on disk: where data and results live (never inside the repository by default), and
+writing them whole: every file is written beside its destination and then renamed, so that an
+interruption or a full disk never leaves half of one under its final name.
 """
 from __future__ import annotations
 
@@ -27,35 +24,31 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
 
 
 def display_path(path: str | os.PathLike) -> str:
-    """``path`` as a page shows it: under the home folder as ``~/...``, so a built page does
-    not carry the builder's home."""
+    """``path`` with the home folder as ``~``, so a built page does not carry the builder's home."""
     path, home = Path(path), Path.home()
     return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
 
 def repository_root() -> Path:
-    """The folder that holds the package: the repository's root when it runs from a checkout,
-    else ``site-packages`` (:func:`in_repository` tells which). The one place the package
-    finds the repository."""
+    """The folder that holds the package: the repository's root in a checkout, else
+    ``site-packages`` (:func:`in_repository` tells which)."""
     return Path(__file__).resolve().parents[1]
 
 
 def in_repository() -> bool:
-    """Whether the package runs from a checkout of the repository (which has the book's
-    ``_toc.yml`` beside the package), so that the committed results and benchmark records are there."""
+    """Whether the package runs from a checkout (the book's ``_toc.yml`` lies beside it), where
+    the committed results and benchmark records are."""
     return (repository_root() / "_toc.yml").exists()
 
 
 def stored_results(name: str = "") -> Path:
-    """``results/<name>`` of the repository this package was loaded from (not the working
-    directory): the bundles committed with the book. An installed package has none; check
-    ``.exists()``."""
+    """``results/<name>`` of the repository the package was loaded from (absent for an
+    installed package: check ``.exists()``)."""
     return repository_root() / "results" / name
 
 
 def stored_benchmark(name: str) -> Path:
-    """``benchmarks/results/<name>`` of the repository this package was loaded from (absent
-    for an installed package; check ``.exists()``)."""
+    """``benchmarks/results/<name>``, as :func:`stored_results`."""
     return repository_root() / "benchmarks" / "results" / name
 
 
@@ -64,11 +57,8 @@ class DiskFullError(OSError):
 
 
 def atomic_write(path: Path, write) -> None:
-    """Call ``write(file_object)`` on a temporary file beside ``path``, then rename it to ``path``.
-
-    Raises:
-        DiskFullError: the disk filled up; ``path`` keeps its previous content (if any).
-    """
+    """Call ``write(file_object)`` on a temporary file beside ``path``, then rename it to
+    ``path``; :class:`DiskFullError` where the disk fills up."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -76,7 +66,9 @@ def atomic_write(path: Path, write) -> None:
             write(file)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes files private; use the usual mode
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)  # mkstemp makes files private; use the usual mode
         os.replace(temporary, path)
     except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
@@ -85,11 +77,8 @@ def atomic_write(path: Path, write) -> None:
 
 def atomic_folder(path: Path, fill) -> None:
     """Call ``fill(folder)`` on a new temporary folder beside ``path``, then put it in place of
-    ``path`` (whose previous content is removed only once the new one is complete).
-
-    Raises:
-        DiskFullError: the disk filled up; ``path`` keeps its previous content (if any).
-    """
+    ``path``, whose content is removed only once the new one is complete; :class:`DiskFullError`
+    where the disk fills up."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
@@ -108,17 +97,10 @@ def atomic_folder(path: Path, fill) -> None:
 
 
 def _disk_full(error: BaseException, path: Path) -> BaseException:
-    """A :class:`DiskFullError` naming ``path`` in place of a bare ENOSPC; other errors as they are."""
     if isinstance(error, OSError) and error.errno == errno.ENOSPC and not isinstance(error, DiskFullError):
         return DiskFullError(errno.ENOSPC, f"No space left on the device to write {path}; it is unchanged. "
                                            "Free some space (or choose a folder on another disk) and run the command again.")
     return error
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # An indented JSON array of numbers only. The line breaks it must have are outside every
@@ -127,8 +109,8 @@ _NUMBER_ARRAY = re.compile(r"\[\n\s*(-?[0-9][-+0-9.eE]*(?:,\n\s*-?[0-9][-+0-9.eE
 
 
 def json_text(data) -> str:
-    """``data`` as indented JSON with every array of numbers on one line: readable, and a
-    profile's bootstrap replicates take a line each instead of a line a number."""
+    """``data`` as indented JSON with every array of numbers on one line (a profile's bootstrap
+    replicates take a line each, not a line a number)."""
     return _NUMBER_ARRAY.sub(lambda match: "[" + " ".join(match.group(1).split()) + "]", json.dumps(data, indent=2)) + "\n"
 
 

@@ -1,33 +1,16 @@
-"""How a run uses the machine it runs on: loader workers, CPU threads, freed memory, numerical precision.
+"""How a run uses the machine it runs on: loader workers, CPU threads, freed memory, precision.
 
-DataLoader worker processes leave stopping to the main process.
+**Threads.** PyTorch starts one thread per core; when another process keeps one busy, every
+parallel operation waits for the thread that shares it (``benchmarks/bench_chapters.py --busy``:
+the EED chapter took 20 s on two idle cores and 201 s beside one busy process). A chapter
+therefore gives PyTorch only the cores other work leaves free (:func:`use_free_cores`).
 
-A SIGTERM or Ctrl-C sent to the process group reaches the loader's workers too, and PyTorch
-then fails the step under way before the run can checkpoint (:mod:`ib_tutorial.training.loop`).
-Workers that ignore both signals serve batches until the main process closes its loader.
+**Memory.** glibc's ``malloc`` returns large freed blocks to the system, so every batch of a
+forward pass faults hundreds of MiB in again: 8 to 13 % slower on a 2-core CPU
+(``benchmarks/bench_allocator.py``). :func:`keep_freed_memory` keeps them in the process.
 
-How many CPU threads PyTorch should use on a machine that other work shares.
-
-PyTorch starts one thread per core. When another process keeps one of those cores busy,
-every parallel operation waits for the thread that shares a core with it, and the many
-small operations of a chapter run several times slower than on the free cores alone
-(``benchmarks/bench_chapters.py --busy``: the EED chapter took 20 s on two idle cores and
-201 s beside one busy process). A chapter therefore counts, when it starts, the cores that
-other processes keep busy (niced background jobs yield theirs), and gives PyTorch the rest.
-
-Keep freed memory in the process, so that a forward pass does not pay for fresh pages.
-
-glibc's ``malloc`` returns large freed blocks to the system, so every batch of a ViT forward
-pass faults hundreds of MiB of pages in again, each zeroed by the kernel: on a 2-core CPU that
-made a pass 8 to 13 % slower (benchmarks/bench_allocator.py). :func:`keep_freed_memory`
-raises glibc's mmap and trim thresholds, so the next batch reuses the freed blocks and the
-process keeps the memory of its largest batch. The command line calls it at start; a notebook
-or script calls it itself. Elsewhere than glibc it does nothing.
-
-Numerical precision of forward passes: one rule for training, k-NN and block profiles.
-
-CUDA runs forward passes under autocast (bf16 where supported, else fp16); the CPU stays in
-fp32. Measurements (covariances, eigenvalues) are accumulated in float64.
+**Precision.** CUDA runs forward passes under autocast (bf16 where supported, else fp16); the
+CPU stays in fp32. Measurements are accumulated in float64.
 """
 from __future__ import annotations
 
@@ -50,9 +33,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def ignore_stop_signals(worker_id: int) -> None:
-    """A ``worker_init_fn`` for every ``DataLoader`` with workers: SIGINT and SIGTERM are
-    ignored in the worker (replacing PyTorch's handlers). Workers need no seeding of their own:
-    the views are drawn from a generator seeded by (seed, epoch, image index)."""
+    """A ``DataLoader`` ``worker_init_fn``: the worker ignores SIGINT and SIGTERM, so that a
+    Ctrl-C reaching the process group does not fail the step before the run checkpoints
+    (:mod:`ib_tutorial.training.loop`); workers need no seeding of their own."""
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
 
@@ -60,15 +43,14 @@ def ignore_stop_signals(worker_id: int) -> None:
 PROC_STAT = Path("/proc/stat")
 #: PyTorch's own choice, read once: what a later :func:`use_free_cores` may give back.
 DEFAULT_THREADS = torch.get_num_threads()
-#: How busy a core must be, as a share of the sampled window, to count as taken: a process
-#: that keeps a core busy reads about 1; a kernel starting or a notebook client polling, a
-#: few tenths.
+#: The share of the sampled window a core must be busy to count as taken (a busy process
+#: reads about 1; a kernel starting or a notebook client polling, a few tenths).
 TAKEN = 0.75
 
 
 def busy_cores(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
     """How many cores other (not niced) work kept busy over the next ``seconds``, from the
-    kernel's CPU counters while this process sleeps; None where there are none (not Linux)."""
+    kernel's CPU counters; None where there are none (not Linux)."""
     try:
         first = _cpu_times(stat)
         time.sleep(seconds)
@@ -79,8 +61,7 @@ def busy_cores(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
     total = sum(elapsed)
     if total <= 0:
         return None
-    # Idle and iowait are free; so is the time of niced processes (long background jobs), which
-    # the scheduler takes back for a process at normal priority as soon as it needs a core.
+    # Idle, iowait and niced time are free: the scheduler takes niced cores back at once.
     free = elapsed[1] + elapsed[3] + elapsed[4]
     return (total - free) / total * (os.cpu_count() or 1)
 
@@ -94,17 +75,15 @@ def _cpu_times(stat: Path) -> list[int]:
 
 
 def free_threads(busy: float | None, available: int) -> int:
-    """Threads for PyTorch: the ``available`` ones less the cores other work takes (a
-    fraction of a core counts from :data:`TAKEN` on), at least one; all of them where
-    ``busy`` is unknown."""
+    """The ``available`` threads less the cores other work takes (a fraction counts from
+    :data:`TAKEN` on), at least one; all of them where ``busy`` is unknown."""
     if busy is None:
         return available
     return max(1, available - math.floor(busy + 1 - TAKEN))
 
 
 def use_free_cores() -> tuple[int, float | None]:
-    """Set PyTorch's CPU threads to the cores other work leaves free (:func:`free_threads`);
-    returns the threads and the busy cores measured."""
+    """Set PyTorch's CPU threads to :func:`free_threads`; returns them and the busy cores."""
     busy = busy_cores()
     threads = free_threads(busy, DEFAULT_THREADS)
     torch.set_num_threads(threads)
@@ -120,8 +99,8 @@ KEPT_BYTES = 1 << 30
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Ask glibc's ``malloc`` to keep freed blocks of up to 1 GiB for reuse; True if it
-    agreed, False where the C library is not glibc (macOS, Windows, musl). Idempotent."""
+    """Ask glibc's ``malloc`` to keep freed blocks of up to 1 GiB for reuse; False where the
+    C library is not glibc. The command line calls it at start; a script calls it itself."""
     name = ctypes.util.find_library("c")
     if name is None:
         return False
@@ -152,7 +131,6 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 
 def autocast(device: torch.device, precision: str = "auto"):
-    """The context a forward pass on ``device`` runs in (see :func:`resolve_precision`):
-    CUDA autocast for bf16/fp16, nothing for fp32."""
+    """The context a forward pass on ``device`` runs in: CUDA autocast for bf16/fp16, nothing for fp32."""
     dtype = AUTOCAST_DTYPES.get(resolve_precision(precision, device))
     return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()

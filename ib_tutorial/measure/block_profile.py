@@ -1,14 +1,14 @@
 """Measure every transformer block of a ViT in one forward pass.
 
-A forward hook on each block hands its output tokens [B, T, D] (the residual stream after the
-block, before the final LayerNorm) to one
+A forward hook on each block (:func:`recording_blocks`) hands its output tokens [B, T, D], the
+residual stream after the block, before the final LayerNorm, to one
 :class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block.
 """
 from __future__ import annotations
 
 import contextlib
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -73,12 +73,37 @@ def select_tokens(block_output: torch.Tensor, tokens: str, num_prefix_tokens: in
     return selected.reshape(-1, block_output.shape[-1])
 
 
+@contextlib.contextmanager
+def recording_blocks(model: torch.nn.Module, record: Callable[[int, torch.Tensor], None]):
+    """While open, ``model`` is in eval mode and each of its blocks hands its output to
+    ``record(block_index, output)``."""
+    handles = [block.register_forward_hook(lambda _module, _inputs, output, index=index: record(index, output))
+               for index, block in enumerate(model.blocks)]
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        model.train(was_training)
+
+
+def image_batches(images_or_loader) -> Iterable[torch.Tensor]:
+    """The image batches of one tensor [B, 3, H, W] or of an iterable of tensors or of
+    ``(images, labels)`` pairs."""
+    if isinstance(images_or_loader, torch.Tensor):
+        yield images_or_loader
+        return
+    for batch in images_or_loader:
+        yield batch[0] if isinstance(batch, (tuple, list)) else batch
+
+
 class _TokenReservoir:
     """A uniform random sample of at most ``size`` rows from a stream (for TwoNN)."""
 
     def __init__(self, size: int, seed: int):
         self.size = size
-        self.seen = 0
         self.rows: torch.Tensor | None = None
         self.keys: torch.Tensor | None = None
         self.generator = torch.Generator().manual_seed(seed)
@@ -94,15 +119,6 @@ class _TokenReservoir:
         if self.rows.shape[0] > self.size:
             keep = torch.topk(self.keys, self.size, largest=False).indices
             self.rows, self.keys = self.rows[keep], self.keys[keep]
-        self.seen += rows.shape[0]
-
-
-def _batches(images_or_loader) -> Iterable[torch.Tensor]:
-    if isinstance(images_or_loader, torch.Tensor):
-        yield images_or_loader
-        return
-    for batch in images_or_loader:
-        yield batch[0] if isinstance(batch, (tuple, list)) else batch
 
 
 @torch.no_grad()
@@ -112,17 +128,14 @@ def profile_model(model: torch.nn.Module, images_or_loader, tokens: str = "all",
     """Per-block EED (and optional companions) of a timm ViT, one forward pass per batch.
 
     Args:
-        model: a timm ``VisionTransformer`` (anything with ``.blocks``).
-        images_or_loader: an image tensor [B, 3, H, W], or an iterable of such tensors or of
-            ``(images, labels)`` pairs (a ``DataLoader``).
+        images_or_loader: as :func:`image_batches` takes them.
         tokens: which tokens feed the metric, see :func:`select_tokens`.
         center: centred covariance (default) or uncentred :math:`H^\\top H / N`.
-        companions: any of ``rankme``, ``participation_ratio``, ``twonn``.
+        companions: any of :data:`COMPANIONS`.
         device: where to run; defaults to the model's device.
         twonn_samples, seed: tokens per block kept (uniformly, seeded) for TwoNN.
 
-    The model is in eval mode for the pass; on CUDA the forward runs under autocast, the
-    accumulators in float64 everywhere.
+    On CUDA the forward runs under autocast, the accumulators in float64 everywhere.
     """
     (profile,) = profile_measurements(model, images_or_loader, [(tokens, center)], companions, device, twonn_samples,
                                       seed, progress)
@@ -145,64 +158,30 @@ def profile_measurements(model: torch.nn.Module, images_or_loader, measurements:
     if blocks is None:
         raise TypeError("profile_model needs a ViT with a `.blocks` list (e.g. from ib_tutorial.models.vit_small)")
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    dim = model.embed_dim
-    prefix = getattr(model, "num_prefix_tokens", 1)
-    recorders = [_BlockRecorder(tokens, [CovarianceAccumulator(dim, center=center) for _ in blocks],
-                                [_TokenReservoir(twonn_samples, seed + i) for i in range(len(blocks))]
-                                if "twonn" in companions else [])
-                 for tokens, center in measurements]
+    dim, prefix = model.embed_dim, getattr(model, "num_prefix_tokens", 1)
+    accumulators = [[CovarianceAccumulator(dim, center=center) for _ in blocks] for _, center in measurements]
+    reservoirs = [[_TokenReservoir(twonn_samples, seed + i) for i in range(len(blocks))] if "twonn" in companions
+                  else None for _ in measurements]
 
-    was_training = model.training
-    model.eval()
+    def record(index: int, output: torch.Tensor) -> None:
+        selected: dict[str, torch.Tensor] = {}  # one selection per token choice, shared by its measurements
+        for (tokens, _), block_accumulators, block_reservoirs in zip(measurements, accumulators, reservoirs):
+            if tokens not in selected:
+                selected[tokens] = select_tokens(output, tokens, prefix)
+            block_accumulators[index].update(selected[tokens])
+            if block_reservoirs:
+                block_reservoirs[index].update(selected[tokens])
+
     n_images = 0
-    try:
-        with _recording(blocks, recorders, prefix), autocast(device):
-            for images in tqdm(_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
-                model.forward_features(images.to(device, non_blocking=True))
-                n_images += images.shape[0]
-    finally:
-        model.train(was_training)
-    return [_summarise(recorder.accumulators, recorder.reservoirs, companions, dim, recorder.tokens, center, n_images)
-            for recorder, (_, center) in zip(recorders, measurements)]
+    with recording_blocks(model, record), autocast(device):
+        for images in tqdm(image_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
+            model.forward_features(images.to(device, non_blocking=True))
+            n_images += images.shape[0]
+    return [_summarise(accs, res, tokens, center, companions, dim, n_images)
+            for accs, res, (tokens, center) in zip(accumulators, reservoirs, measurements)]
 
 
-@dataclass(frozen=True)
-class _BlockRecorder:
-    """What one measurement keeps of every block: its token choice, and per block an
-    accumulator (and, for TwoNN, a reservoir)."""
-
-    tokens: str
-    accumulators: list[CovarianceAccumulator]
-    reservoirs: list[_TokenReservoir]
-
-
-@contextlib.contextmanager
-def _recording(blocks, recorders: Sequence[_BlockRecorder], prefix: int):
-    """Forward hooks, while open, that hand each block's selected tokens to every recorder's
-    accumulator (and, for TwoNN, reservoir) of that block."""
-
-    def make_hook(index: int):
-        def hook(_module, _inputs, output):
-            selected: dict[str, torch.Tensor] = {}  # one selection per token choice, shared by its recorders
-            for recorder in recorders:
-                if recorder.tokens not in selected:
-                    selected[recorder.tokens] = select_tokens(output, recorder.tokens, prefix)
-                rows = selected[recorder.tokens]
-                recorder.accumulators[index].update(rows)
-                if recorder.reservoirs:
-                    recorder.reservoirs[index].update(rows)
-
-        return hook
-
-    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(blocks)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_images) -> Profile:
+def _summarise(accumulators, reservoirs, tokens, center, companions, dim, n_images) -> Profile:
     spectra = [acc.spectrum() for acc in accumulators]
     n_eff = [effective_dimension_from_spectrum(s) for s in spectra]
     extra: dict[str, list[float]] = {}
@@ -219,10 +198,8 @@ def _summarise(accumulators, reservoirs, companions, dim, tokens, center, n_imag
 @torch.no_grad()
 def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[float, int]:
     r""":math:`N_\mathrm{eff}` of the raw pixel patches a ViT with ``patch_size`` would embed,
-    and their dimension :math:`3p^2`.
-
-    The patch embedding is linear, so this baseline says how much of a profile the data sets.
-    """
+    and their dimension :math:`3p^2`: the patch embedding is linear, so this baseline says how
+    much of a profile the data sets."""
     accumulator = patch_covariance(images_or_loader, patch_size, center)
     return accumulator.effective_dimension(), accumulator.dim
 
@@ -230,9 +207,9 @@ def patch_eed(images_or_loader, patch_size: int, center: bool = True) -> tuple[f
 def patch_covariance(images_or_loader, patch_size: int, center: bool = True,
                      dtype: torch.dtype = torch.float32) -> CovarianceAccumulator:
     """The covariance of the non-overlapping ``patch_size`` pixel patches of ``images_or_loader``
-    (as :func:`profile_model` takes it), from the images in ``dtype``."""
+    (as :func:`image_batches` takes it), from the images in ``dtype``."""
     accumulator = None
-    for images in _batches(images_or_loader):
+    for images in image_batches(images_or_loader):
         patches = torch.nn.functional.unfold(images.to(dtype), patch_size, stride=patch_size)  # [B, Cp^2, T]
         rows = patches.transpose(1, 2).reshape(-1, patches.shape[1])
         accumulator = accumulator or CovarianceAccumulator(rows.shape[1], center=center)

@@ -9,6 +9,8 @@ independent, and resampling them would give intervals far too narrow.
 **Memory.** :class:`ImageStatistics` keeps at most :math:`K` groups of sums (``groups``, by
 default as many as ``max_bytes`` allows): image :math:`j < K` has a group of its own, every
 later one joins a random group, a cluster bootstrap, still valid but coarser: keep :math:`K \ge 100`.
+:func:`bootstrap_blocks` makes one forward pass per token choice, not one for all: per-image
+Gram matrices of every block for every choice would not fit at :math:`D = 384`.
 
 **Intervals.** With :math:`\hat\theta` the measured statistic and :math:`q_a` its replicates'
 quantiles, at ``level`` :math:`1 - 2\alpha`: *basic*
@@ -20,29 +22,19 @@ above its basic interval (:attr:`BootstrapProfile.bias`).
 
 Every block is measured on the same replicates (:meth:`BootstrapProfile.interval`); profiles
 bootstrapped with the same ``seed`` on the same images in the same order are paired
-(:func:`joint_interval`). :func:`wilson_interval` gives the binomial interval of a k-NN accuracy.
-
-Bootstrap profiles of a network's blocks: one forward pass feeds every block's
-per-image sums, from which :func:`~ib_tutorial.measure.bootstrap.bootstrap_eed` draws its replicates.
-
-A hook on each block hands its output (and, for ``post_ln``, the output through the next
-block's LayerNorm, :func:`~ib_tutorial.measure.variants.next_norms`) to one
-:class:`~ib_tutorial.measure.bootstrap.ImageStatistics` per block (and per LayerNorm or not).
-One pass per token choice, not one for all, bounds the memory: per-image Gram matrices of
-every block for every choice would not fit at :math:`D = 384`.
+(:func:`joint_interval`).
 """
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterable, Sequence, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .block_profile import select_tokens
+from .block_profile import image_batches, recording_blocks, select_tokens
 from .metrics import eed_percent, effective_dimension_from_spectrum
 from .shape import DIRECTIONS, ProfileShape, Verdict, classify_shape, middle_is_lowest, verdict
 from .variants import IMAGE_OUTER, POSITIONS, TokenMoments, get_variant, needed_sums, next_norms
@@ -66,17 +58,12 @@ class ImageStatistics:
 
     For each group :math:`g` of images: the number of images, the token sum
     :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D], the Gram matrix
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D] and, on request, the
-    per-position sums [T, D] and the per-image sums' outer products [D, D]
-    (:func:`~ib_tutorial.measure.variants.needed_sums`). The shift :math:`c`, the first batch's
-    mean token, keeps the float64 sums far from cancelling.
-
-    Args:
-        dim: D, the token width.
-        keep: optional sums to keep, from ``"positions"`` and ``"image_outer"``.
-        groups: the most groups kept; default: as many as ``max_bytes`` holds.
-        seed: seeds which group each image beyond the first ``groups`` joins.
-        expected_images: how many images will come, when known, to allocate their storage once.
+    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D] and, as ``keep`` asks
+    (:func:`~ib_tutorial.measure.variants.needed_sums`), the per-position sums [T, D] and the
+    per-image sums' outer products [D, D]. The shift :math:`c`, the first batch's mean token,
+    keeps the float64 sums far from cancelling. ``groups`` is the most groups kept (default:
+    as many as ``max_bytes`` holds); ``seed`` draws the group each later image joins;
+    ``expected_images``, when known, lets the storage be allocated once.
     """
 
     def __init__(self, dim: int, keep: Iterable[str] = (), groups: int | None = None,
@@ -88,11 +75,11 @@ class ImageStatistics:
             raise ValueError(f"the width and the number of groups must be at least 1, got {dim} and {groups}")
         self.dim, self.max_groups, self.max_bytes, self.expected_images = dim, groups, max_bytes, expected_images
         self.images = 0
+        self.groups = 0  # groups holding images so far
         self.tokens: int | None = None
         self._generator = torch.Generator().manual_seed(seed)
         self._shift: Tensor | None = None
-        self._sums: dict[str, Tensor] = {}  # storage for `capacity` groups, of which the first `groups` are used
-        self._groups = 0
+        self._sums: dict[str, Tensor] = {}  # storage for some groups, of which the first `groups` are used
         self._copied: tuple = (None, {})  # (device, images) and the sums copied there
 
     def _start(self, tokens: int, shift: Tensor) -> None:
@@ -110,14 +97,8 @@ class ImageStatistics:
         self._sums = {name: torch.zeros(capacity, *shape, dtype=torch.float64) for name, shape in shapes.items()}
         self._shift = shift
 
-    @property
-    def groups(self) -> int:
-        """The number of groups holding images so far."""
-        return self._groups
-
     def update(self, tokens: Tensor) -> None:
-        """Add a batch of images' tokens [B, T, D] (any float dtype and device; T the same
-        for every batch)."""
+        """Add a batch of images' tokens [B, T, D] (any float dtype and device; the same T every batch)."""
         if tokens.ndim != 3 or tokens.shape[-1] != self.dim:
             raise ValueError(f"expected tokens [B, T, {self.dim}], got shape {tuple(tokens.shape)}")
         batch, count = tokens.shape[:2]
@@ -151,13 +132,13 @@ class ImageStatistics:
         first = torch.arange(self.images, self.images + batch)
         drawn = torch.randint(self.max_groups, (batch,), generator=self._generator)
         ids = torch.where(first < self.max_groups, first, drawn)
-        needed = max(self._groups, int(ids.max()) + 1)
+        needed = max(self.groups, int(ids.max()) + 1)
         if needed > len(self._sums["images"]):
             # Grow the storage geometrically: one copy per doubling, not one per batch.
             capacity = min(self.max_groups, max(needed, 2 * len(self._sums["images"])))
             self._sums = {name: torch.cat([s, s.new_zeros(capacity - len(s), *s.shape[1:])])
                           for name, s in self._sums.items()}
-        self._groups = needed
+        self.groups = needed
         return ids
 
     def _add(self, name: str, ids: Tensor, values: Tensor) -> None:
@@ -165,8 +146,7 @@ class ImageStatistics:
 
     def moments(self, weights: Tensor | None = None) -> TokenMoments:
         r"""The sums over groups weighted by ``weights`` [..., K] (K = :attr:`groups`; default
-        all ones: the images themselves), as :class:`~ib_tutorial.measure.variants.TokenMoments`
-        with the leading shape of ``weights``."""
+        all ones: the images themselves), with the leading shape of ``weights``."""
         if not self.images:
             raise ValueError("no images accumulated yet")
         if weights is None:
@@ -174,17 +154,14 @@ class ImageStatistics:
         if weights.shape[-1] != self.groups:
             raise ValueError(f"expected weights [..., {self.groups}], got shape {tuple(weights.shape)}")
         weights = weights.to(torch.float64)
-        weighted = {name: torch.tensordot(weights, s, dims=1) for name, s in self._used_sums(weights.device).items()}
+        # A copy of the sums on the weights' device is kept while no image is added, so a
+        # bootstrap's chunks of replicates copy them once.
+        key = (weights.device, self.images)
+        if self._copied[0] != key:
+            self._copied = (key, {name: s[: self.groups].to(weights.device) for name, s in self._sums.items()})
+        weighted = {name: torch.tensordot(weights, s, dims=1) for name, s in self._copied[1].items()}
         return TokenMoments(weighted["images"], self.tokens, weighted["total"], weighted["gram"],
                             weighted.get(POSITIONS), weighted.get(IMAGE_OUTER))
-
-    def _used_sums(self, device: torch.device) -> dict[str, Tensor]:
-        """The groups' sums on ``device``; a copy there is kept while no image is added, so a
-        bootstrap's chunks of replicates copy them once."""
-        key = (device, self.images)
-        if self._copied[0] != key:
-            self._copied = (key, {name: s[: self.groups].to(device) for name, s in self._sums.items()})
-        return self._copied[1]
 
     def group_images(self) -> Tensor:
         """The number of images in each group [K]."""
@@ -192,9 +169,8 @@ class ImageStatistics:
 
 
 def resampling_weights(groups: int, replicates: int, seed: int) -> Tensor:
-    r"""Multinomial counts [replicates, groups] (float64): each row draws ``groups`` groups
-    uniformly with replacement, :math:`w \sim \mathrm{Mult}(K; 1/K, \dots, 1/K)`; a fixed
-    function of ``seed``."""
+    r"""Multinomial counts [replicates, groups] (float64), each row
+    :math:`w \sim \mathrm{Mult}(K; 1/K, \dots, 1/K)`; a fixed function of ``seed``."""
     generator = torch.Generator().manual_seed(seed)
     draws = torch.randint(groups, (replicates, groups), generator=generator)
     counts = torch.zeros(replicates, groups, dtype=torch.float64)
@@ -220,10 +196,8 @@ METHODS = ("basic", "percentile")
 
 
 def bootstrap_interval(estimate: float, replicates: Tensor, level: float, method: str = METHODS[0]) -> Interval:
-    r"""The interval at ``level`` of a statistic measured as ``estimate`` (:math:`\hat\theta`)
-    from its ``replicates`` [R]: ``basic``, :math:`[2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha]`,
-    or ``percentile``, :math:`[q_\alpha, q_{1-\alpha}]`, with :math:`\alpha = (1 - \mathrm{level})/2`
-    and :math:`q` the replicates' quantiles (linear interpolation); see the module docstring."""
+    r"""The interval at ``level`` of a statistic measured as ``estimate`` from its
+    ``replicates`` [R], as the module docstring defines it (quantiles by linear interpolation)."""
     if not 0 < level < 1:
         raise ValueError(f"the level must lie between 0 and 1, got {level}")
     _check_method(method)
@@ -238,7 +212,7 @@ def bootstrap_interval(estimate: float, replicates: Tensor, level: float, method
 @dataclass(frozen=True)
 class StoredReplicates:
     r"""What a profile file keeps of its bootstrap: the replicates' :math:`N_\mathrm{eff}`
-    [R][L], the variant and the resampling seed. The level and kind of an interval are chosen
+    [R][L], the variant and the resampling seed; the level and kind of an interval are chosen
     when it is read (:meth:`BootstrapProfile.from_stored`)."""
 
     variant: str
@@ -248,18 +222,10 @@ class StoredReplicates:
 
 @dataclass(frozen=True)
 class BootstrapProfile:
-    r"""A profile's :math:`N_\mathrm{eff}` per block and its bootstrap replicates.
-
-    Attributes:
-        n_eff: the measured :math:`N_\mathrm{eff}` of each block (all images once).
-        replicates: [R, L] :math:`N_\mathrm{eff}` of every block in each replicate, every
-            block of a replicate on the same resampled images.
-        dim: D, the width (EED% is :math:`100 N_\mathrm{eff} / D`).
-        level: the intervals' level.
-        method: the intervals' kind (:data:`METHODS`).
-        variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`).
-        seed: the seed of the resampling weights.
-    """
+    r"""A profile's :math:`N_\mathrm{eff}` per block (all images once) and its bootstrap
+    ``replicates`` [R, L], every block of a replicate on the same resampled images; ``dim`` is
+    D, ``method`` one of :data:`METHODS`, ``variant`` a key of
+    :data:`~ib_tutorial.measure.variants.VARIANTS`, ``seed`` that of the resampling weights."""
 
     n_eff: list[float]
     replicates: Tensor
@@ -276,45 +242,42 @@ class BootstrapProfile:
 
     @property
     def bias(self) -> list[float]:
-        r"""The bootstrap's estimate of each block's bias, the replicates' mean less the measured
-        :math:`N_\mathrm{eff}` (negative: a finite sample's spectral entropy is biased low); a bias
-        comparable to the interval's width says the images are too few for the width."""
+        r"""Each block's bootstrap bias, the replicates' mean less the measured :math:`N_\mathrm{eff}`
+        (negative: a finite sample's spectral entropy is biased low); a bias comparable to the
+        interval's width says the images are too few for the width."""
         return (self.replicates.mean(0) - torch.tensor(self.n_eff, dtype=torch.float64)).tolist()
 
     def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:
-        r"""The share of replicates :func:`~ib_tutorial.measure.shape.classify_shape` gives each
-        shape, of their :math:`N_\mathrm{eff}` values with ``tolerance`` in effective directions
-        (shapes no replicate has are left out), reflected as the basic intervals are: how
-        firmly the images fix the profile's shape."""
+        """The share of replicates :func:`~ib_tutorial.measure.shape.classify_shape` gives each
+        shape (shapes no replicate has left out), the replicates reflected as the basic
+        intervals reflect them: how firmly the images fix the profile's shape."""
         shapes = [classify_shape(row, tolerance) for row in self._read_replicates()]
         return {shape: shapes.count(shape) / len(shapes) for shape in ProfileShape if shape in shapes}
 
     def middle_minimum_share(self) -> float:
-        """The share of replicates whose lowest block is a middle one
-        (:func:`~ib_tutorial.measure.shape.middle_is_lowest`), read as :meth:`shape_shares`
-        reads them: how firmly the images put the profile's minimum where the paper puts it."""
+        """The share of replicates, read as :meth:`shape_shares` reads them, whose lowest block
+        is a middle one (:func:`~ib_tutorial.measure.shape.middle_is_lowest`)."""
         rows = self._read_replicates()
         return sum(middle_is_lowest(row) for row in rows) / len(rows)
 
     def _read_replicates(self) -> list[list[float]]:
-        r"""The replicates as this profile's intervals read them: reflected about the measured
-        profile, :math:`2\hat v - v^*`, for the basic method, as they are for the percentile one."""
+        r"""The replicates reflected about the measured profile, :math:`2\hat v - v^*`, for the
+        basic method; as they are for the percentile one."""
         rows = self.replicates
         if self.method == "basic":
             rows = 2 * torch.tensor(self.n_eff, dtype=torch.float64) - rows
         return rows.tolist()
 
     def stored(self, decimals: int = 4) -> StoredReplicates:
-        r"""The replicates as a profile file keeps them (:math:`N_\mathrm{eff}` to ``decimals``
-        places, far below any interval's width)."""
+        """The replicates as a profile file keeps them (to ``decimals`` places, far below any
+        interval's width)."""
         return StoredReplicates(self.variant, self.seed,
                                 [[round(value, decimals) for value in row] for row in self.replicates.tolist()])
 
     @classmethod
     def from_stored(cls, n_eff: Sequence[float], dim: int, stored: StoredReplicates, level: float = LEVEL,
                     method: str = METHODS[0]) -> BootstrapProfile:
-        r"""The bootstrap of a stored profile: its measured :math:`N_\mathrm{eff}`, its width
-        and its :class:`StoredReplicates`, read at ``level`` with ``method``."""
+        """The bootstrap of a stored profile, read at ``level`` with ``method``."""
         _check_method(method)
         replicates = torch.tensor(stored.n_eff, dtype=torch.float64)
         if replicates.ndim != 2 or replicates.shape[1] != len(n_eff):
@@ -327,19 +290,17 @@ class BootstrapProfile:
         return [self.interval(lambda values, block=block: values[block], percent) for block in range(len(self.n_eff))]
 
     def interval(self, statistic: Callable[[Sequence[float]], float], percent: bool = False) -> Interval:
-        r"""The interval of ``statistic`` (a function of one value per block, e.g.
-        :func:`~ib_tutorial.measure.shape.middle_dip`) over this profile's replicates, of
-        :math:`N_\mathrm{eff}` values or (``percent``) of EED% values."""
+        """The interval of ``statistic``, a function of one value per block (e.g.
+        :func:`~ib_tutorial.measure.shape.middle_dip`), as :meth:`intervals`."""
         return joint_interval(statistic, [self], percent)
 
 
 def joint_interval(statistic: Callable[..., float], profiles: Sequence[BootstrapProfile], percent: bool = False,
                    level: float | None = None, method: str | None = None) -> Interval:
     """The interval of ``statistic(values_1, ..., values_k)``, one list of per-block values
-    per profile, computed on the measured values and on replicate :math:`r` of every profile
-    together: paired for profiles with the same ``seed`` on the same images in the same order,
-    a valid draw of both for independent image sets. ``level`` and ``method`` default to the
-    first profile's."""
+    per profile, from replicate :math:`r` of every profile together: paired for profiles with
+    the same ``seed`` on the same images in the same order, a valid draw of both for
+    independent image sets. ``level`` and ``method`` default to the first profile's."""
     if len({profile.replicates.shape[0] for profile in profiles}) != 1:
         raise ValueError("the profiles have different numbers of replicates")
     scales = [100 / profile.dim if percent else 1.0 for profile in profiles]
@@ -353,17 +314,11 @@ def joint_interval(statistic: Callable[..., float], profiles: Sequence[Bootstrap
 def bootstrap_eed(statistics: Sequence[ImageStatistics], variant: str = "tokens", replicates: int = REPLICATES,
                   level: float = LEVEL, method: str = METHODS[0], seed: int = 0,
                   device: torch.device | str = "cpu") -> BootstrapProfile:
-    r""":math:`N_\mathrm{eff}` of every block and its bootstrap replicates.
-
-    Args:
-        statistics: one :class:`ImageStatistics` per block, all fed the same images in the
-            same order.
-        variant: the measurement variant (:data:`~ib_tutorial.measure.variants.VARIANTS`);
-            the accumulators must keep the sums it needs.
-        seed: seeds the resampling weights (:func:`resampling_weights`), shared by every block.
-        device: where the replicates' weighted sums and eigendecompositions run (on one CPU
-            core at :math:`D = 384`, 1,000 replicates of 12 blocks take about 5 minutes).
-    """
+    r""":math:`N_\mathrm{eff}` of every block and its bootstrap replicates, from one
+    :class:`ImageStatistics` per block, all fed the same images in the same order and keeping
+    the sums ``variant`` needs. ``seed`` seeds the :func:`resampling_weights` every block
+    shares; ``device`` runs the replicates' linear algebra (on one CPU core at
+    :math:`D = 384`, 1,000 replicates of 12 blocks take about 5 minutes)."""
     if not statistics:
         raise ValueError("no blocks to bootstrap")
     _check_method(method)
@@ -416,32 +371,7 @@ def wilson_interval(correct: int, total: int, level: float = 0.95) -> Interval:
     return Interval(p, 0.0 if correct == 0 else centre - half, 1.0 if correct == total else centre + half, level)
 
 
-
 Measurement = tuple[str, str]  # (variant, tokens)
-
-
-@contextlib.contextmanager
-def _recording(model: torch.nn.Module, statistics: dict[tuple[bool, str], list[ImageStatistics]]) -> Iterator[None]:
-    """Hooks, while open, that hand each block's output to ``statistics[(layer_norm, tokens)]``,
-    through the next block's LayerNorm where ``layer_norm``."""
-    prefix = getattr(model, "num_prefix_tokens", 1)
-    norms = next_norms(model)
-
-    def hook(index: int):
-        def record(_module, _inputs, output: Tensor) -> None:
-            normed = norms[index](output) if any(ln for ln, _ in statistics) else None
-            for (layer_norm, tokens), blocks in statistics.items():
-                chosen = select_tokens(normed if layer_norm else output, tokens, prefix)
-                blocks[index].update(chosen.reshape(output.shape[0], -1, output.shape[-1]))
-
-        return record
-
-    handles = [block.register_forward_hook(hook(index)) for index, block in enumerate(model.blocks)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 @torch.no_grad()
@@ -449,47 +379,34 @@ def bootstrap_blocks(model: torch.nn.Module, dataset: Dataset, measured: Sequenc
                      replicates: int = REPLICATES, level: float = LEVEL, seed: int = 0, batch_size: int = 64,
                      max_bytes: int = 16 * MAX_BYTES, device: torch.device | str = "cpu"
                      ) -> dict[Measurement, BootstrapProfile]:
-    """Bootstrap profiles of ``model``'s blocks on ``dataset`` for each of ``measured``: one
-    forward pass per token choice, which feeds every block and every variant of that choice.
-
-    Args:
-        model: a timm ViT (``.blocks``, ``.norm``, ``.forward_features``).
-        dataset: image tensors [C, H, W] (or ``(image, label)`` items) as the model receives them.
-        measured: (variant, tokens) pairs, e.g. from
-            :func:`~ib_tutorial.book.measurement.measurements`.
-        replicates, level, seed: the bootstrap's (one seed for every measurement, so those of
-            one token choice share their replicates' images).
-        max_bytes: the memory the per-image sums of one pass may take, shared equally by its
-            accumulators (:class:`~ib_tutorial.measure.bootstrap.ImageStatistics`).
-        device: where the forward passes and the bootstrap's float64 linear algebra run.
-    """
+    """Bootstrap profiles of a timm ViT's blocks on ``dataset`` (images, or ``(image, label)``
+    items) for each ``(variant, tokens)`` of ``measured``: one forward pass per token choice
+    feeds every block and every variant of that choice, through the next block's LayerNorm
+    (:func:`~ib_tutorial.measure.variants.next_norms`) for ``post_ln``. One ``seed`` for every
+    measurement, so those of one token choice share their replicates' images; ``max_bytes``
+    is shared equally by the pass's :class:`ImageStatistics`."""
     by_tokens: dict[str, dict[bool, set[str]]] = {}
     for variant, tokens in measured:
         by_tokens.setdefault(tokens, {}).setdefault(get_variant(variant).layer_norm, set()).add(variant)
+    prefix, norms = getattr(model, "num_prefix_tokens", 1), next_norms(model)
     profiles = {}
     for tokens, sources in by_tokens.items():
         share = max_bytes // (len(sources) * len(model.blocks))
-        statistics = {(layer_norm, tokens): [ImageStatistics(model.embed_dim, needed_sums(names), max_bytes=share,
-                                                             seed=seed, expected_images=len(dataset))
-                                             for _ in model.blocks]
+        statistics = {layer_norm: [ImageStatistics(model.embed_dim, needed_sums(names), max_bytes=share, seed=seed,
+                                                   expected_images=len(dataset)) for _ in model.blocks]
                       for layer_norm, names in sources.items()}
-        _forward(model, dataset, statistics, batch_size, device)
+
+        def record(index: int, output: Tensor) -> None:
+            normed = norms[index](output) if True in statistics else None
+            for layer_norm, blocks in statistics.items():
+                chosen = select_tokens(normed if layer_norm else output, tokens, prefix)
+                blocks[index].update(chosen.reshape(output.shape[0], -1, output.shape[-1]))
+
+        with recording_blocks(model, record):
+            for images in image_batches(DataLoader(dataset, batch_size=batch_size)):
+                model.forward_features(images.to(device))
         for layer_norm, names in sources.items():
             for variant in names:
-                profiles[(variant, tokens)] = bootstrap_eed(statistics[(layer_norm, tokens)], variant, replicates,
-                                                            level, seed=seed, device=device)
+                profiles[(variant, tokens)] = bootstrap_eed(statistics[layer_norm], variant, replicates, level,
+                                                            seed=seed, device=device)
     return {measurement: profiles[measurement] for measurement in measured}
-
-
-def _forward(model: torch.nn.Module, dataset: Dataset, statistics: dict[tuple[bool, str], list[ImageStatistics]],
-             batch_size: int, device: torch.device | str) -> None:
-    """One pass of ``dataset`` through ``model`` (in eval mode) with :func:`_recording` open."""
-    was_training = model.training
-    model.eval()
-    try:
-        with _recording(model, statistics):
-            for batch in DataLoader(dataset, batch_size=batch_size):
-                images = batch[0] if isinstance(batch, (tuple, list)) else batch
-                model.forward_features(images.to(device))
-    finally:
-        model.train(was_training)

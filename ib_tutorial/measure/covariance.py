@@ -1,9 +1,4 @@
-r"""The streaming covariance of a block's tokens: millions of rows, one batch at a time.
-
-:class:`CovarianceAccumulator` keeps the count, mean and centred scatter of the rows it
-is given, in float64, and merges batches (or other processes' accumulators) exactly; the
-spectral measures of :mod:`~ib_tutorial.measure.metrics` read its spectrum.
-"""
+"""The streaming covariance of a block's tokens: millions of rows, one batch at a time, in float64."""
 from __future__ import annotations
 
 import contextlib
@@ -16,9 +11,8 @@ from .metrics import effective_dimension_from_spectrum, rankme_from_singular_val
 
 Tensor = torch.Tensor
 
-# A float32 product sums the rows it is given in float32, so its rounding error grows with
-# their number: longer batches are split into products of at most this many rows, summed
-# in float64.
+# A float32 product's rounding error grows with its rows: longer batches are split into
+# products of at most this many rows, summed in float64.
 _ROWS_PER_PRODUCT = 4096
 # The scatter is symmetric: a product is formed in column blocks of this width, on and
 # above the diagonal only (0.58 of the work for D = 384; narrower blocks ran slower).
@@ -42,14 +36,12 @@ class CovarianceAccumulator:
 
     which stays accurate where the naive :math:`\sum h h^\top - n \bar h \bar h^\top` loses every digit.
 
-    **Precision.** Batches not in float64 are centred on their float32 mean and multiplied in
-    float32, at most 4,096 rows at a time, and summed in float64: every entry errs by at most
-    :math:`\gamma_{K+2} \sqrt{M_{jj} M_{kk}}`, relative to the *centred* variances (the API
-    reference's section "Numerics of the covariance accumulator" derives it).
+    **Precision.** Batches not in float64 are centred on their float32 mean, multiplied in
+    float32 at most 4,096 rows at a time and summed in float64: every entry errs by at most
+    :math:`\gamma_{K+2} \sqrt{M_{jj} M_{kk}}`, relative to the *centred* variances.
 
-    Args:
-        center: whether :meth:`covariance` is centred (:math:`M/(n-1)`, the default) or the
-            uncentred second moment :math:`H^\top H / n = M/n + \bar h \bar h^\top`.
+    :meth:`covariance` is centred, :math:`M/(n-1)`, or with ``center=False`` the uncentred
+    second moment :math:`H^\top H / n = M/n + \bar h \bar h^\top`.
     """
 
     def __init__(self, dim: int, center: bool = True):
@@ -63,8 +55,7 @@ class CovarianceAccumulator:
         self._spread_seen = False  # until two different rows are seen, the scatter stays exactly 0
 
     def update(self, features: Tensor) -> None:
-        """Add a batch of samples ``features`` [n, D] (any float dtype, any device; see the
-        class docstring for the precision)."""
+        """Add a batch of samples ``features`` [n, D] (any float dtype, any device)."""
         if features.ndim != 2 or features.shape[1] != self.dim:
             raise ValueError(f"expected a [n, {self.dim}] batch, got shape {tuple(features.shape)}")
         n = features.shape[0]
@@ -92,9 +83,8 @@ class CovarianceAccumulator:
 
     def _shifted_moments(self, rows: Tensor, shift: Tensor) -> tuple[Tensor, Tensor]:
         r"""Column sums of :math:`C = R - \mathrm{shift}` and the blocks of :math:`C^\top C`
-        on and above the diagonal, in float64, from products in ``rows``' dtype over at most
-        ``_ROWS_PER_PRODUCT`` rows at a time, each piece centred and scaled
-        (:func:`_unbiasing_scale`) in the thread's work buffers."""
+        on and above the diagonal, in float64, from products in ``rows``' dtype, each piece
+        centred and scaled (:func:`_unbiasing_scale`) in the thread's work buffers."""
         dim, device = self.dim, rows.device
         pieces = torch.split(rows, _ROWS_PER_PRODUCT)
         centred, product, moments = _work_buffers(len(pieces[0]), dim, rows.dtype, device)
@@ -141,10 +131,6 @@ class CovarianceAccumulator:
             return self.scatter / (self.count - 1)
         return self.scatter / self.count + torch.outer(self.mean, self.mean)
 
-    def second_moment(self) -> Tensor:
-        r"""The uncentred :math:`H^\top H` whose eigenvalues are the squared singular values of H."""
-        return self.scatter + self.count * torch.outer(self.mean, self.mean)
-
     def spectrum(self) -> Tensor:
         """Eigenvalues of :meth:`covariance`, largest first, negatives from round-off clamped to 0."""
         return sorted_eigenvalues(self.covariance())
@@ -154,23 +140,21 @@ class CovarianceAccumulator:
         return effective_dimension_from_spectrum(self.spectrum())
 
     def rankme(self, eps: float = 1e-7) -> float:
-        """RankMe of the accumulated samples, from the singular values of H (uncentred)."""
-        singular_values = sorted_eigenvalues(self.second_moment()).sqrt()
+        """RankMe of the accumulated samples, from the singular values of H (uncentred): the
+        square roots of the eigenvalues of :math:`H^\top H`."""
+        singular_values = sorted_eigenvalues(self.scatter + self.count * torch.outer(self.mean, self.mean)).sqrt()
         return rankme_from_singular_values(singular_values, eps=eps)
 
 
 # One set of work buffers per thread, shared by every accumulator the thread updates (an
-# update uses them only until it returns): a profile's accumulators, one per block, then
-# touch one set of fresh pages instead of one each, and later profiles none. Fresh pages
-# cost a fault per 4 KiB: with the C library's default allocator, buffers of its own for
-# each accumulator made a one-batch profile of ViT-S on a CPU 8 % slower.
+# update uses them only until it returns), so a profile's accumulators touch one set of fresh
+# pages, not one each: buffers of their own made a one-batch profile of ViT-S on a CPU 8 % slower.
 _work = threading.local()
 
 
 def _work_buffers(rows: int, dim: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
     """This thread's buffers for centred rows [>= rows, dim] and a product [dim, dim], in
-    ``dtype``, and float64 moments [dim, dim]; made anew for a piece of another width,
-    dtype or device, or a longer one."""
+    ``dtype``, and float64 moments [dim, dim]; made anew when those do not fit."""
     buffers = getattr(_work, "buffers", None)
     if buffers is None or (buffers[0].shape[1], buffers[0].dtype, buffers[0].device) != (dim, dtype, device) \
             or len(buffers[0]) < rows:

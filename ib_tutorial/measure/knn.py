@@ -17,8 +17,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
-from ..machine import autocast
-from ..machine import ignore_stop_signals
+from ..machine import autocast, ignore_stop_signals
 from .metrics import effective_encoding_dimension
 
 #: Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
@@ -58,16 +57,9 @@ def extract_features(backbone: torch.nn.Module, dataset: Dataset, batch_size: in
 @torch.no_grad()
 def weighted_knn_predict(train_features: torch.Tensor, train_labels: torch.Tensor, query_features: torch.Tensor,
                          num_classes: int, k: int = 20, temperature: float = 0.07, chunk: int = 1024) -> torch.Tensor:
-    r"""Class scores [M, C] of each query by the weighted vote above.
-
-    Args:
-        train_features: [N, D], rows L2-normalised.
-        train_labels: [N] integers in ``[0, num_classes)``.
-        query_features: [M, D], rows L2-normalised.
-        k: neighbours per query (capped at N).
-        temperature: :math:`T`.
-        chunk: queries per similarity block, to bound memory at ``chunk * N`` floats.
-    """
+    """Class scores [M, C] of each query [M, D] by the weighted vote above, against training
+    features [N, D] (rows L2-normalised) and labels [N]; ``k`` is capped at N, and ``chunk``
+    queries at a time bound the memory at ``chunk * N`` floats."""
     k = min(k, train_features.shape[0])
     scores = []
     for queries in torch.split(query_features, chunk):

@@ -48,7 +48,7 @@ def spectral_entropy(eigenvalues: Tensor) -> float:
     r"""Shannon entropy (nats) :math:`S = -\sum_k p_k \log p_k` of a non-negative spectrum,
     :math:`p_k = \lambda_k / \sum_j \lambda_j` (:math:`0 \log 0 = 0`; an all-zero spectrum raises ``ValueError``)."""
     p = _normalised(eigenvalues)
-    return float(-(torch.special.xlogy(p, p)).sum())
+    return float(-torch.special.xlogy(p, p).sum())
 
 
 def effective_dimension_from_spectrum(eigenvalues: Tensor) -> float:
@@ -64,11 +64,9 @@ def participation_ratio_from_spectrum(eigenvalues: Tensor) -> float:
 
 
 def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
-    r"""Eigenvalues, largest first, of the covariance of ``features`` [N, D].
-
-    Centred: :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`; uncentred: :math:`C = H^\top H / N`.
-    In float64 (the reference the streaming path is tested against), round-off negatives clamped to zero.
-    """
+    r"""Eigenvalues, largest first, of the covariance of ``features`` [N, D], in float64 (the
+    reference the streaming path is tested against): centred,
+    :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`, or uncentred, :math:`C = H^\top H / N`."""
     h = _check_features(features)
     if torch.equal(h, h[:1].expand_as(h)):  # one row repeated: exactly no spread, not round-off
         return torch.zeros(h.shape[1], dtype=torch.float64) if center else sorted_eigenvalues(h[:1].T @ h[:1])
@@ -79,11 +77,9 @@ def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
 
 
 def effective_encoding_dimension(features: Tensor, center: bool = True) -> float:
-    r"""Effective Encoding Dimension :math:`N_\mathrm{eff} = \exp S` of ``features`` [N, D].
-
-    :math:`S` is the spectral entropy of the covariance eigenvalues (:func:`covariance_spectrum`):
-    :math:`D` for an isotropic representation, 1 for one that varies along one direction only.
-    """
+    r"""Effective Encoding Dimension :math:`N_\mathrm{eff}` of ``features`` [N, D], from
+    :func:`covariance_spectrum`: :math:`D` for an isotropic representation, 1 for one that
+    varies along one direction only."""
     return effective_dimension_from_spectrum(covariance_spectrum(features, center=center))
 
 
@@ -95,8 +91,7 @@ def eed_percent(n_eff: float, dim: int) -> float:
 
 
 def participation_ratio(features: Tensor, center: bool = True) -> float:
-    r"""Participation ratio of the covariance spectrum of ``features`` [N, D]; see
-    :func:`participation_ratio_from_spectrum`."""
+    """:func:`participation_ratio_from_spectrum` of :func:`covariance_spectrum`."""
     return participation_ratio_from_spectrum(covariance_spectrum(features, center=center))
 
 
@@ -113,8 +108,7 @@ def rankme_from_singular_values(singular_values: Tensor, eps: float = 1e-7) -> f
 
 
 def rankme(features: Tensor, eps: float = 1e-7) -> float:
-    r"""RankMe of ``features`` [N, D]: effective rank over the singular values of
-    :math:`H` itself (no centring), see :func:`rankme_from_singular_values`."""
+    """:func:`rankme_from_singular_values` of ``features`` [N, D] itself (no centring)."""
     h = _check_features(features)
     return rankme_from_singular_values(torch.linalg.svdvals(h), eps=eps)
 

@@ -18,56 +18,38 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from ..machine import autocast
-from .block_profile import select_tokens
+from .block_profile import recording_blocks, select_tokens
 from .covariance import CovarianceAccumulator
 from .knn import POOLS, knn_accuracy
 
 KEEP_FRACTION = 0.95
 
 
-@dataclass
-class BlockFeatures:
-    """Per block: the pooled feature of every image [N, D] and, when requested, the
-    accumulated covariance of all its tokens (the principal directions)."""
-
-    pooled: list[torch.Tensor]
-    labels: torch.Tensor
-    tokens: list[CovarianceAccumulator] | None
-
-
 @torch.no_grad()
 def block_features(model: torch.nn.Module, dataset: Dataset, pool: str = "mean", with_tokens: bool = False,
-                   batch_size: int = 64, device: torch.device | str = "cpu") -> BlockFeatures:
-    """Every block's pooled features of ``dataset`` (``(image, label)`` pairs) in one pass,
-    and with ``with_tokens`` the covariance of every block's tokens (all of them, CLS and
-    patches, as EED measures them)."""
+                   batch_size: int = 64, device: torch.device | str = "cpu"
+                   ) -> tuple[list[torch.Tensor], torch.Tensor, list[CovarianceAccumulator] | None]:
+    """Every block's pooled features [N, D] of ``dataset`` (``(image, label)`` pairs) in one
+    pass, the labels [N] and, with ``with_tokens``, the covariance of every block's tokens (all
+    of them, CLS and patches, as EED measures them)."""
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
     device = torch.device(device)
-    blocks, prefix, dim = model.blocks, getattr(model, "num_prefix_tokens", 1), model.embed_dim
-    pooled: list[list[torch.Tensor]] = [[] for _ in blocks]
-    tokens = [CovarianceAccumulator(dim) for _ in blocks] if with_tokens else None
+    prefix = getattr(model, "num_prefix_tokens", 1)
+    pooled: list[list[torch.Tensor]] = [[] for _ in model.blocks]
+    tokens = [CovarianceAccumulator(model.embed_dim) for _ in model.blocks] if with_tokens else None
 
-    def make_hook(index: int):
-        def hook(_module, _inputs, output):
-            pooled[index].append(select_tokens(output, "mean" if pool == "mean" else "cls", prefix).double().cpu())
-            if tokens is not None:
-                tokens[index].update(select_tokens(output, "all", prefix))
-        return hook
+    def record(index: int, output: torch.Tensor) -> None:
+        pooled[index].append(select_tokens(output, pool, prefix).double().cpu())
+        if tokens is not None:
+            tokens[index].update(select_tokens(output, "all", prefix))
 
-    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(blocks)]
-    was_training, labels = model.training, []
-    model.eval()
-    try:
-        with autocast(device):
-            for images, targets in DataLoader(dataset, batch_size=batch_size):
-                model.forward_features(images.to(device))
-                labels.append(torch.as_tensor(targets))
-    finally:
-        for handle in handles:
-            handle.remove()
-        model.train(was_training)
-    return BlockFeatures([torch.cat(chunks) for chunks in pooled], torch.cat(labels), tokens)
+    labels = []
+    with recording_blocks(model, record), autocast(device):
+        for images, targets in DataLoader(dataset, batch_size=batch_size):
+            model.forward_features(images.to(device))
+            labels.append(torch.as_tensor(targets))
+    return [torch.cat(chunks) for chunks in pooled], torch.cat(labels), tokens
 
 
 def principal_directions(tokens: CovarianceAccumulator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,8 +85,8 @@ def smallest_sufficient_k(ks: Sequence[int], accuracies: Sequence[float], unprun
 @dataclass
 class BlockPruning:
     """One block's pruning curve: accuracy (%) at each ``k``, the unpruned accuracy (which
-    ``k = D`` reproduces), the smallest ``k`` keeping 95 % of it, the N_eff of the block's
-    training tokens and how many tokens the directions were fitted on."""
+    ``k = D`` reproduces), :func:`smallest_sufficient_k`, and the N_eff and number of the
+    training tokens the directions were fitted on."""
 
     block: int
     ks: list[int]
@@ -120,16 +102,15 @@ def prune_blocks(model: torch.nn.Module, train_set: Dataset, held_out_set: Datas
                  temperature: float = 0.07, device: torch.device | str = "cpu") -> list[BlockPruning]:
     """The pruning curve of every block: directions fitted on ``train_set``'s tokens, k-NN
     of ``held_out_set`` against ``train_set`` (default ``ks``: every k from 1 to D)."""
-    train = block_features(model, train_set, pool, with_tokens=True, device=device)
-    held_out = block_features(model, held_out_set, pool, device=device)
+    train, train_labels, train_tokens = block_features(model, train_set, pool, with_tokens=True, device=device)
+    held_out, held_out_labels, _ = block_features(model, held_out_set, pool, device=device)
     ks = list(ks) if ks is not None else list(range(1, model.embed_dim + 1))
     curves = []
-    for block, (train_features, held_out_features, tokens) in enumerate(zip(train.pooled, held_out.pooled, train.tokens)):
+    for block, (train_features, held_out_features, tokens) in enumerate(zip(train, held_out, train_tokens)):
         mean, directions = principal_directions(tokens)
-        accuracy = pruned_accuracy(train_features, train.labels, held_out_features, held_out.labels, mean, directions,
-                                   ks, num_classes, k_neighbours, temperature)
-        unpruned = pruned_accuracy(train_features, train.labels, held_out_features, held_out.labels, mean,
-                                   None, (), num_classes, k_neighbours, temperature)[0]
+        data = (train_features, train_labels, held_out_features, held_out_labels, mean)
+        accuracy = pruned_accuracy(*data, directions, ks, num_classes, k_neighbours, temperature)
+        unpruned = pruned_accuracy(*data, None, (), num_classes, k_neighbours, temperature)[0]
         curves.append(BlockPruning(block, ks, accuracy, unpruned, smallest_sufficient_k(ks, accuracy, unpruned),
                                    tokens.effective_dimension(), tokens.count))
     return curves

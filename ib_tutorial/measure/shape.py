@@ -24,9 +24,8 @@ Naming a shape uses two statistics, both :math:`\ge 0`:
         0 & \text{otherwise}
     \end{cases}
 
-where *inside* is every block neither early nor late. A profile whose lowest block is not a
-middle one has no U however low its middle lies. Gated and clipped at 0, U-depth names a
-shape but is no statistic to put an interval on (its replicates pile up at 0).
+where *inside* is every block neither early nor late. Gated and clipped at 0, U-depth names
+a shape but is no statistic to put an interval on (its replicates pile up at 0).
 
 :func:`classify_shape` names a profile by the first that applies, with a ``tolerance``
 :math:`\tau` in the values' units: ``flat`` (range :math:`\le \tau`), ``U`` (U-depth
@@ -54,8 +53,7 @@ DIRECTIONS = 1.0
 
 
 class ProfileShape(enum.StrEnum):
-    """The name :func:`classify_shape` gives a profile (a ``str``: it compares equal to and
-    serialises as its value)."""
+    """The name :func:`classify_shape` gives a profile."""
 
     U = "U"
     HUMP = "hump"
@@ -66,10 +64,8 @@ class ProfileShape(enum.StrEnum):
 
 
 class Verdict(enum.StrEnum):
-    """Whether a statistic exceeds its margin: ``holds`` (all of its interval lies above),
-    ``fails`` (none of it does) or ``undetermined`` (the interval straddles the margin); and,
-    for a claim about what a network learned, ``not applicable`` where the network did not
-    learn (:func:`~ib_tutorial.book.claims.on_learned`)."""
+    """Whether a statistic exceeds its margin (:func:`verdict`); for a claim about what a
+    network learned, ``not applicable`` where it did not learn (:func:`~ib_tutorial.book.claims.on_learned`)."""
 
     HOLDS = "holds"
     FAILS = "fails"
@@ -94,9 +90,8 @@ class DepthRegions:
 
 @functools.cache  # called for every profile a chapter reads, always with a handful of depths
 def depth_regions(depth: int) -> DepthRegions:
-    r"""The regions of a profile of ``depth`` blocks: boundaries :math:`\lfloor fL + \tfrac12 \rfloor`
-    at :data:`EARLY_END`, :data:`MIDDLE_END` and :data:`LATE_START` (exact fractions, so no
-    boundary depends on round-off). Each region is non-empty from 4 blocks on."""
+    """The regions of a profile of ``depth`` (at least 4) blocks, as the module docstring
+    defines them; the fractions are exact, so no boundary depends on round-off."""
     if depth < 4:
         raise ValueError(f"a profile needs at least 4 blocks to have early, middle and late ones, got {depth}")
     early_end, middle_end, late_start = (
@@ -117,13 +112,13 @@ class RegionMeans:
 def region_means(values: Sequence[float]) -> RegionMeans:
     """:class:`RegionMeans` of one value per block."""
     regions = depth_regions(len(values))
-    return RegionMeans(*(_mean(values, blocks) for blocks in (regions.early, regions.middle, regions.late)))
+    return RegionMeans(*(sum(values[block] for block in blocks) / len(blocks)
+                         for blocks in (regions.early, regions.middle, regions.late)))
 
 
 def middle_dip(values: Sequence[float]) -> float:
-    r"""How far the middle blocks' mean lies below the lower of the early and late means,
-    :math:`\min(\bar v_E, \bar v_L) - \bar v_M`, signed (negative where the middle lies above
-    either end); in the units of ``values``. The statistic of every verdict on a U."""
+    r"""The middle dip :math:`\min(\bar v_E, \bar v_L) - \bar v_M`, signed, in the units of
+    ``values``: the statistic of every verdict on a U."""
     means = region_means(values)
     return min(means.early, means.late) - means.middle
 
@@ -134,24 +129,19 @@ def middle_is_lowest(values: Sequence[float]) -> bool:
 
 
 def near_lowest(values: Sequence[float], tolerance: float = DIRECTIONS) -> list[int]:
-    """The blocks other than the lowest whose values lie within ``tolerance`` of it (in the
-    units of ``values``): the blocks a sentence naming "the lowest block" must name beside it,
-    because a resampling of the images may put any of them lowest."""
+    """The blocks other than the lowest within ``tolerance`` of it: those a sentence naming
+    "the lowest block" must name beside it, as a resampling may put any of them lowest."""
     lowest = min(range(len(values)), key=values.__getitem__)
     return [block for block, value in enumerate(values) if block != lowest and value - values[lowest] <= tolerance]
 
 
 def u_depth(values: Sequence[float]) -> float:
-    r"""How far the middle blocks' mean lies below the lower of the early and late means,
-    :math:`\max(0, \min(\bar v_E, \bar v_L) - \bar v_M)`, counted only when the lowest block is
-    a middle one (else 0); in the units of ``values``."""
+    """U-depth, as the module docstring defines it, in the units of ``values``."""
     return max(0.0, middle_dip(values)) if middle_is_lowest(values) else 0.0
 
 
 def hump_height(values: Sequence[float]) -> float:
-    r"""How far the highest block rises above the higher of the early and late means,
-    :math:`\max(0, \max_l v_l - \max(\bar v_E, \bar v_L))`, counted only when the highest
-    block is neither early nor late (else 0); in the units of ``values``."""
+    """The hump, as the module docstring defines it, in the units of ``values``."""
     regions = depth_regions(len(values))
     highest = max(range(len(values)), key=values.__getitem__)
     if highest not in regions.inside:
@@ -161,9 +151,7 @@ def hump_height(values: Sequence[float]) -> float:
 
 
 def classify_shape(values: Sequence[float], tolerance: float = DIRECTIONS) -> ProfileShape:
-    r"""The :class:`ProfileShape` of one value per block, by the rule in this module's
-    docstring; ``tolerance`` is in the units of ``values`` (default: one effective direction,
-    for :math:`N_\mathrm{eff}` values)."""
+    """The :class:`ProfileShape` of one value per block, by the rule in the module docstring."""
     if tolerance < 0:
         raise ValueError(f"the tolerance must be at least 0, got {tolerance}")
     if max(values) - min(values) <= tolerance:
@@ -181,9 +169,8 @@ def classify_shape(values: Sequence[float], tolerance: float = DIRECTIONS) -> Pr
 
 
 def verdict(interval_low: float, interval_high: float, margin: float = DIRECTIONS) -> Verdict:
-    """The verdict on "the statistic exceeds ``margin``" from an interval of it:
-    ``holds`` when ``interval_low > margin``, ``fails`` when ``interval_high <= margin``,
-    else ``undetermined``."""
+    """The verdict on "the statistic exceeds ``margin``" from an interval of it: ``holds``
+    when ``interval_low > margin``, ``fails`` when ``interval_high <= margin``, else ``undetermined``."""
     if interval_low > interval_high:
         raise ValueError(f"the interval's low end {interval_low} lies above its high end {interval_high}")
     if interval_low > margin:
@@ -191,7 +178,3 @@ def verdict(interval_low: float, interval_high: float, margin: float = DIRECTION
     if interval_high <= margin:
         return Verdict.FAILS
     return Verdict.UNDETERMINED
-
-
-def _mean(values: Sequence[float], blocks: range) -> float:
-    return sum(values[block] for block in blocks) / len(blocks)

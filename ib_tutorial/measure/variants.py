@@ -38,18 +38,10 @@ POSITIONS, IMAGE_OUTER = "positions", "image_outer"
 
 @dataclass(frozen=True)
 class TokenMoments:
-    r"""Weighted sums over images of one block's shifted tokens (float64), see the module docstring.
-
-    A leading batch shape ``...`` (e.g. one entry per bootstrap replicate) is allowed.
-
-    Attributes:
-        images: :math:`N` [...], the weighted number of images.
-        tokens: :math:`T`, tokens per image.
-        total: :math:`s` [..., D].
-        gram: :math:`G` [..., D, D].
-        positions: :math:`P` [..., T, D], or None when not kept.
-        image_outer: :math:`Q` [..., D, D], or None when not kept.
-    """
+    r"""The sums of the module docstring (float64): ``images`` :math:`N` [...], ``tokens``
+    :math:`T`, ``total`` :math:`s` [..., D], ``gram`` :math:`G` [..., D, D], ``positions``
+    :math:`P` [..., T, D] and ``image_outer`` :math:`Q` [..., D, D] (None when not kept),
+    with a leading batch shape ``...`` (e.g. one entry per bootstrap replicate)."""
 
     images: Tensor
     tokens: int
@@ -60,7 +52,7 @@ class TokenMoments:
 
 
 def tokens_covariance(m: TokenMoments) -> Tensor:
-    r"""Covariance of all tokens pooled, :math:`C = (G - s s^\top / NT) / (NT - 1)` [..., D, D]."""
+    """Covariance of all tokens pooled [..., D, D]."""
     count = (m.images * m.tokens)[..., None, None]
     return (m.gram - m.total[..., :, None] * m.total[..., None, :] / count) / (count - 1)
 
@@ -76,8 +68,7 @@ def correlation(m: TokenMoments) -> Tensor:
 
 
 def position_centred(m: TokenMoments) -> Tensor:
-    r"""Covariance of the tokens centred on their position's mean over images,
-    :math:`C = (G - \sum_t P_t P_t^\top / N) / (T(N - 1))` [..., D, D]."""
+    """Covariance of the tokens centred on their position's mean over images [..., D, D]."""
     if m.positions is None:
         raise ValueError("the position-centred covariance needs the per-position sums: "
                          "keep 'positions' when accumulating")
@@ -87,8 +78,7 @@ def position_centred(m: TokenMoments) -> Tensor:
 
 def per_image(m: TokenMoments) -> Tensor:
     r"""The per-image token covariance averaged over images,
-    :math:`C = \frac1N \sum_i \frac{1}{T-1} \sum_t (x_{it} - \bar x_i)(x_{it} - \bar x_i)^\top
-    = (G - Q / T) / (N (T - 1))` [..., D, D]."""
+    :math:`\frac1N \sum_i \frac{1}{T-1} \sum_t (x_{it} - \bar x_i)(x_{it} - \bar x_i)^\top` [..., D, D]."""
     if m.image_outer is None:
         raise ValueError("the per-image covariance needs the per-image sums' outer products: "
                          "keep 'image_outer' when accumulating")
@@ -106,23 +96,15 @@ def post_layernorm(tokens: Tensor, norm: torch.nn.Module) -> Tensor:
 
 
 def next_norms(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """For each block of a timm ViT, the LayerNorm that next reads its output: block
-    :math:`l + 1`'s ``norm1``, and for the last block the model's final ``norm``."""
-    blocks = list(model.blocks)
-    return [block.norm1 for block in blocks[1:]] + [model.norm]
+    """For each block of a timm ViT, the LayerNorm that next reads its output: the next
+    block's ``norm1``, and for the last block the model's final ``norm``."""
+    return [block.norm1 for block in list(model.blocks)[1:]] + [model.norm]
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of measuring a block's tokens.
-
-    Attributes:
-        name: its key in :data:`VARIANTS`.
-        covariance: the covariance it reads, from :class:`TokenMoments` [..., D, D].
-        needs: the optional sums it needs (:data:`POSITIONS`, :data:`IMAGE_OUTER`).
-        layer_norm: whether the tokens pass through the next block's LayerNorm
-            (:func:`post_layernorm`) before they are accumulated.
-    """
+    """One way of measuring a block's tokens: the covariance it reads, the optional sums it
+    ``needs``, and whether the tokens pass through the next block's LayerNorm first."""
 
     name: str
     covariance: Callable[[TokenMoments], Tensor]
@@ -144,7 +126,7 @@ VARIANTS: dict[str, Variant] = {
 
 
 def get_variant(name: str) -> Variant:
-    """The :class:`Variant` called ``name``; ``ValueError`` naming the known ones otherwise."""
+    """The :class:`Variant` called ``name``."""
     if name not in VARIANTS:
         raise ValueError(f"unknown measurement variant {name!r}; choose from {', '.join(VARIANTS)}")
     return VARIANTS[name]

@@ -1,7 +1,6 @@
 """ib_tutorial: measure how Vision Transformers compress information, block by block.
 
-The package behind the ib-tutorial book. Importing it fetches nothing and starts
-nothing; every download is an explicit call.
+Importing it fetches and starts nothing; every download is an explicit call.
 """
 import importlib.metadata
 

@@ -1,14 +1,11 @@
 """Committed results in compact form: a record stored xz-compressed under its own name, and
 the one reader that takes either form.
 
-Measured records and training logs are most of the repository's bytes and compress about
-four-fold. The files :func:`compactable` names (every ``metrics.jsonl`` and every ``.json``
-below a ``profiles/``, ``pruning/`` or ``measurement/`` folder) are stored as the xz stream of
-their text under the same name, so paths and globs stay; what describes a run stays plain
-text. :func:`read_text` tells the forms apart by xz's magic bytes.
-
-``python -m ib_tutorial.compact FOLDER...`` converts (a no-op on compact files), ``--expand``
-writes them back byte for byte; ``xz -dcf FILE`` prints either form.
+Measured records and training logs, most of the repository's bytes, compress about four-fold:
+the files :func:`compactable` names are stored as the xz stream of their text under the same
+name, so paths and globs stay; what describes a run stays plain text.
+``python -m ib_tutorial.compact FOLDER...`` converts, ``--expand`` writes them back byte for
+byte; ``xz -dcf FILE`` prints either form.
 """
 from __future__ import annotations
 
@@ -56,33 +53,22 @@ def compactable(folder: str | os.PathLike) -> list[Path]:
         or (path.suffix == ".json" and set(path.relative_to(folder).parts[:-1]) & set(COMPACT_FOLDERS))))
 
 
-def compact_file(path: str | os.PathLike) -> None:
-    """Store ``path`` compact, atomically, once its stream is checked to read back as the text."""
-    path = Path(path)
-    if is_compact(path):
-        return
-    text = path.read_bytes()
-    stream = lzma.compress(text, filters=_FILTERS)
-    if lzma.decompress(stream) != text:
-        raise RuntimeError(f"{path}: its xz stream does not read back as the file; the file is unchanged")
-    atomic_write(path, lambda file: file.write(stream))
-
-
-def expand_file(path: str | os.PathLike) -> None:
-    """Store ``path`` as plain text again."""
-    path = Path(path)
-    if is_compact(path):
-        text = read_text(path).encode()
-        atomic_write(path, lambda file: file.write(text))
-
-
 def compact_folder(folder: str | os.PathLike, expand: bool = False) -> tuple[int, int, int]:
-    """Store every :func:`compactable` file under ``folder`` compact (or, with ``expand``,
-    plain); return (files, bytes before, bytes after)."""
+    """Store every :func:`compactable` file under ``folder`` compact, each stream checked to
+    read back as the text (or, with ``expand``, plain); return (files, bytes before, bytes after)."""
     paths = compactable(folder)
     before = sum(path.stat().st_size for path in paths)
     for path in paths:
-        (expand_file if expand else compact_file)(path)
+        if is_compact(path) != expand:
+            continue  # already in the form asked for
+        if expand:
+            data = read_text(path).encode()
+        else:
+            text = path.read_bytes()
+            data = lzma.compress(text, filters=_FILTERS)
+            if lzma.decompress(data) != text:
+                raise RuntimeError(f"{path}: its xz stream does not read back as the file; the file is unchanged")
+        atomic_write(path, lambda file: file.write(data))
     return len(paths), before, sum(path.stat().st_size for path in paths)
 
 

@@ -1,7 +1,7 @@
-"""The backbone: timm's ViT-Small (D = 384, 12 blocks, 6 heads), or ViT-Tiny (D = 192, 12
-blocks, 3 heads) for CPU budgets, at any input and patch size.
+"""The backbone: timm's ViT-Small (D = 384, 6 heads), or ViT-Tiny (D = 192, 3 heads) for CPU
+budgets, both of 12 blocks, at any input and patch size.
 
-timm is imported where a network is built or its weights read: with torchvision it costs
+timm is imported only where a network is built or its weights read: with torchvision it costs
 about two seconds, which a chapter that only reads results would otherwise pay."""
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import torch
 
-#: The ViT widths the package builds: the paper's ViT-Small, and ViT-Tiny (a quarter of its
-#: compute) for the CPU tier. Both have 12 blocks, so block profiles line up.
+#: The ViT widths the package builds; both have 12 blocks, so block profiles line up.
 ARCHITECTURES: dict[str, dict[str, int]] = {
     "vit_small": dict(embed_dim=384, depth=12, num_heads=6),
     "vit_tiny": dict(embed_dim=192, depth=12, num_heads=3),
@@ -23,16 +22,9 @@ MODEL_NAMES = {384: "ViT-S", 192: "ViT-Ti"}
 
 def build_vit(arch: str = "vit_small", img_size: int = 224, patch_size: int = 16,
               drop_path_rate: float = 0.0) -> torch.nn.Module:
-    """A randomly initialised ViT of one of :data:`ARCHITECTURES`, with no classification head.
-
-    Args:
-        arch: ``vit_small`` (the paper's, D = 384) or ``vit_tiny`` (D = 192).
-        img_size: the side of the (square) input the position embedding is built for.
-        patch_size: the side of each patch; tokens per image = (img_size / patch_size)^2 + 1.
-        drop_path_rate: stochastic-depth rate (0 for measurement, > 0 for training).
-
-    The position embedding is interpolated, so the model accepts the smaller local crops too.
-    """
+    """A randomly initialised ViT of :data:`ARCHITECTURES`, with no classification head, for
+    square inputs of ``img_size``; the position embedding is interpolated, so it accepts the
+    smaller local crops too. ``drop_path_rate`` is the stochastic-depth rate (0 to measure)."""
     import timm
 
     if arch not in ARCHITECTURES:
@@ -50,8 +42,8 @@ def vit_small(img_size: int = 224, patch_size: int = 16, drop_path_rate: float =
 
 PRETRAINED_DINO = "vit_small_patch16_224.dino"
 
-#: Converged ViT-S networks with published weights, each one download away (timm names):
-#: DINO at patch 16 and 8, supervised DeiT-S and ViT-S (AugReg), and DINOv2 at patch 14.
+#: Converged ViT-S networks with published weights (timm names): DINO at patch 16 and 8,
+#: supervised DeiT-S and ViT-S (AugReg), and DINOv2 at patch 14.
 PUBLISHED_VIT_SMALL = (
     PRETRAINED_DINO,
     "vit_small_patch8_224.dino",
@@ -60,21 +52,19 @@ PUBLISHED_VIT_SMALL = (
     "vit_small_patch14_dinov2.lvd142m",
 )
 
-#: Input sides at which the book profiles a published model other than its published one:
-#: DINOv2 ViT-S/14, published at 518 px, at the others' 224, so that every network sees the
-#: same images at the same size.
+#: Input sides at which the book profiles a published model other than its published one
+#: (DINOv2's 518 px), so that every network sees the same images at the same size.
 PROFILE_IMG_SIZE = {"vit_small_patch14_dinov2.lvd142m": 224}
 
 
 class PretrainedUnavailable(RuntimeError):
-    """The published weights of a model could be neither read from a file nor fetched;
-    ``str()`` names the model, what was tried and how to get the file."""
+    """The published weights of a model could be neither read from a file nor fetched."""
 
 
 def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_size: int | None = None) -> torch.nn.Module:
     """timm's ``name`` with its published weights and no classification head, from ``weights``
-    (a local ``.pth``/``.bin``/``.safetensors`` state dict) or else the Hugging Face hub. With
-    ``img_size`` it takes inputs of that side (e.g. DINOv2 ViT-S/14, published at 518 px, at 224).
+    (a local ``.pth``/``.bin``/``.safetensors`` state dict) or else the Hugging Face hub, for
+    inputs of ``img_size`` where given.
 
     Raises:
         ValueError: timm knows no such model.
@@ -128,8 +118,8 @@ def _check_state_dict(path: Path, name: str) -> None:
 
 
 def _mismatch(error: Exception, shown: int = 4) -> str:
-    """The first ``shown`` lines of a failed ``load_state_dict`` (missing and unexpected
-    keys, shapes that differ), each cut to a readable length, and how many more there are."""
+    """The first ``shown`` lines of a failed ``load_state_dict``, each cut to a readable
+    length, and how many more there are."""
     lines = [line.strip() for line in str(error).strip().splitlines()]
     details = [line.rstrip(". ") if len(line) <= 300 else line[:300] + " ..." for line in lines[1:] if line] or lines[:1]
     more = f"; and {len(details) - shown} more" if len(details) > shown else ""

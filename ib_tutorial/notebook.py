@@ -24,13 +24,11 @@ class ChapterSetup:
     data_root: Path
 
     def reproduce_folder(self) -> Path:
-        """Where the chapters that call ``reproduce`` keep their runs, so that a chapter run
-        again loads what is finished: ``<data root>/reproduce/<preset>``, or for an
-        illustrative preset ``ci-<fingerprint>`` of the package's source, so that runs made by
-        other code are never loaded (:func:`setup_chapter` removes theirs)."""
-        if not self.preset.illustrative:
-            return self.data_root / "reproduce" / self.preset.name
-        return self.data_root / "reproduce" / f"{self.preset.name}-{source_fingerprint()}"
+        """Where the chapters that call ``reproduce`` keep their runs: ``<data root>/reproduce/<preset>``,
+        for an illustrative preset ``ci-<fingerprint>`` of the package's source, so that runs made
+        by other code are never loaded."""
+        fingerprint = f"-{source_fingerprint()}" if self.preset.illustrative else ""
+        return self.data_root / "reproduce" / f"{self.preset.name}{fingerprint}"
 
     def remove_stale_runs(self) -> None:
         """Remove the illustrative preset's run folders that other versions of the code made."""
@@ -43,10 +41,9 @@ class ChapterSetup:
 
 
 def setup_chapter(preset: str | None = None) -> ChapterSetup:
-    """Choose the preset (argument, else ``$IB_TUTORIAL_PRESET``, else ``ci``), seed
-    everything with its seed, pick the device, give PyTorch the CPU cores other work leaves
-    free (:func:`~ib_tutorial.machine.use_free_cores`), and print all of it with how to change it;
-    remove the illustrative preset's runs made by other code (:meth:`ChapterSetup.remove_stale_runs`)."""
+    """Choose the preset (argument, else ``$IB_TUTORIAL_PRESET``, else ``ci``), seed everything,
+    pick the device, give PyTorch the free CPU cores (:func:`~ib_tutorial.machine.use_free_cores`),
+    print all of it with how to change it, and :meth:`~ChapterSetup.remove_stale_runs`."""
     chosen = get_preset(preset)
     seed_all(chosen.seed)
     device = resolve_device(chosen)
@@ -66,8 +63,7 @@ def setup_chapter(preset: str | None = None) -> ChapterSetup:
 
 
 def show_source(obj):
-    """Display the real source of a package function or class, so the book never
-    shows a copy that can drift from the code."""
+    """Display the source of a package function or class, so the book shows no copy that can drift."""
     from IPython.display import Code  # Jupyter's own package: only notebooks call this
 
     return Code(inspect.getsource(obj), language="python")
@@ -75,8 +71,7 @@ def show_source(obj):
 
 def glue_number(name: str, value: float | str) -> None:
     """Store ``value`` under ``name`` for the chapter's text (MyST-NB's ``glue``, shown by the
-    ``glue:text`` role with a format such as ``:.1f``), so a sentence about a result is made
-    from it. Without MyST-NB (e.g. in Colab) nothing is stored."""
+    ``glue:text`` role); without MyST-NB (e.g. in Colab) nothing is stored."""
     try:
         from myst_nb import glue
     except ImportError:

@@ -1,11 +1,7 @@
-"""The JSON Schema of a dataclass, derived from its fields' types, so that a record's type
-and the schema its files validate against are one definition.
-
-Types map to JSON types (``list[X]`` array, ``dict[str, X]`` object, ``X | None`` adds null,
-``Literal`` an enum, a nested dataclass an object, ...); a field's ``metadata["schema"]`` adds
-constraints. Every field is required but one that defaults to None (older files lack it);
-other keys are allowed. :func:`schema_error` checks data against such a schema, and
-:func:`from_json` reads it back as the dataclass.
+"""The JSON Schema of a dataclass, derived from its fields' types, so that a record's type and
+the schema its files validate against are one definition; a field's ``metadata["schema"]`` adds
+constraints. Every field is required but one that defaults to None (older files lack it); other
+keys are allowed.
 """
 from __future__ import annotations
 
@@ -48,10 +44,9 @@ def type_schema(hint) -> dict:
 
 
 def from_json(cls: type, data: dict):
-    """The dataclass ``cls`` of JSON ``data`` (a file written by ``dataclasses.asdict``):
-    nested dataclasses (``X`` or ``X | None``) rebuilt from their objects, arrays made tuples
-    where the field is a tuple, a field the data lacks (newer than the file) at its default,
-    keys the type does not name left out."""
+    """The dataclass ``cls`` of JSON ``data`` written by ``dataclasses.asdict``: nested
+    dataclasses and tuples rebuilt, a field the data lacks (newer than the file) at its
+    default, keys the type does not name left out."""
     hints = _type_hints(cls)
     return cls(**{f.name: _from_json_value(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
 
@@ -91,12 +86,12 @@ _KEYWORDS = {"type", "required", "properties", "additionalProperties", "items", 
 
 def schema_error(schema: dict, value, path: tuple = ()) -> tuple[tuple, str] | None:
     """The first place, in the data's order, where ``value`` breaks ``schema``, as (path,
-    message) with the path's keys and indices; None where it conforms.
+    message); None where it conforms.
 
-    It checks the keywords :func:`json_schema` and the fields' metadata write, as a JSON Schema
-    validator does (the tests hold it against ``jsonschema``), and refuses any other. It is not
-    ``jsonschema``: importing that cost each chapter's kernel a second and a half, and walking
-    a bootstrap's numbers one by one most of a bundle's loading time."""
+    It checks the keywords :func:`json_schema` and the fields' metadata write, as ``jsonschema``
+    does (the tests hold it against it), and refuses any other. Importing ``jsonschema`` cost
+    each chapter's kernel a second and a half, and its walk over a bootstrap's numbers one by
+    one most of a bundle's loading time."""
     unknown = set(schema) - _KEYWORDS
     if unknown:
         raise ValueError(f"no check for the schema keywords {sorted(unknown)}")
@@ -116,16 +111,18 @@ def schema_error(schema: dict, value, path: tuple = ()) -> tuple[tuple, str] | N
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             return path, f"{value!r} has fewer than {schema['minItems']} items"
-        return _items_error(schema.get("items"), value, path)
+        items = schema.get("items")
+        if items is not None and not _numbers_only(items, value):  # arrays of numbers in one pass, not a walk
+            for index, item in enumerate(value):
+                if error := schema_error(items, item, (*path, index)):
+                    return error
     if isinstance(value, dict):
         missing = [key for key in schema.get("required", ()) if key not in value]
         if missing:
             return path, f"{missing[0]!r} is a required property"
-        properties = schema.get("properties", {})
         for key, item in value.items():
-            item_schema = properties.get(key, schema.get("additionalProperties"))
-            error = schema_error(item_schema, item, (*path, key)) if item_schema is not None else None
-            if error:
+            item_schema = schema.get("properties", {}).get(key, schema.get("additionalProperties"))
+            if item_schema is not None and (error := schema_error(item_schema, item, (*path, key))):
                 return error
     return None
 
@@ -138,15 +135,3 @@ def _numbers_only(schema: dict, items: list) -> bool:
     if schema.keys() == {"type", "items"} and schema["type"] == "array":
         return all(isinstance(item, list) for item in items) and all(_numbers_only(schema["items"], item) for item in items)
     return False
-
-
-def _items_error(schema: dict | None, items: list, path: tuple) -> tuple[tuple, str] | None:
-    if schema is None:
-        return None
-    if _numbers_only(schema, items):
-        return None  # one pass over arrays of numbers (a bootstrap's replicates, block by block), not a walk
-    for index, item in enumerate(items):
-        error = schema_error(schema, item, (*path, index))
-        if error:
-            return error
-    return None

@@ -1,9 +1,5 @@
-"""Random state: seeding every generator, saving and restoring it, and seeded subsets.
-
-:func:`seed_all` seeds Python, NumPy and PyTorch (every device); :func:`rng_state` and
-:func:`set_rng_state` carry them through a checkpoint, so a resumed run draws exactly what an
-uninterrupted one would.
-"""
+"""Random state: seeding every generator, carrying it through a checkpoint (so a resumed run
+draws exactly what an uninterrupted one would), and seeded subsets."""
 from __future__ import annotations
 
 import random
@@ -49,9 +45,8 @@ def subset_indices(size: int, count: int | None, seed: int) -> list[int]:
 
 
 def epoch_indices(size: int, count: int | None, seed: int) -> list[int]:
-    """The images of one training epoch: ``count`` of ``range(size)``, a fixed function of
-    ``seed``. Fewer than ``size``: a subset (:func:`subset_indices`); more: every image as
-    often as fits, then a subset for the rest, each repeat with fresh views."""
+    """The images of one training epoch, as :func:`subset_indices`; a ``count`` above ``size``
+    takes every image as often as fits, then a subset for the rest."""
     if count is None or count <= size:
         return subset_indices(size, count, seed)
     return list(range(size)) * (count // size) + subset_indices(size, count % size, seed)

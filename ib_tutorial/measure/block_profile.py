@@ -1,7 +1,5 @@
-"""Measure every transformer block of a ViT in one forward pass.
-
-A forward hook on each block (:func:`recording_blocks`) hands its output tokens [B, T, D], the
-residual stream after the block, before the final LayerNorm, to one
+"""Measure every transformer block of a ViT in one forward pass: a hook on each block hands
+its output tokens [B, T, D] (the residual stream, before the final LayerNorm) to one
 :class:`~ib_tutorial.measure.covariance.CovarianceAccumulator` per block.
 """
 from __future__ import annotations
@@ -27,12 +25,8 @@ COMPANIONS = ("rankme", "participation_ratio", "twonn")
 
 @dataclass
 class Profile:
-    """Per-block measurements of one model on one image set.
-
-    ``n_eff[l]`` and ``eed_percent[l]`` belong to block ``l`` (0-based); ``companions`` maps a
-    measure's name to its per-block list. ``metadata["schema"]`` constrains a field in the
-    profile files' JSON Schema.
-    """
+    """Per-block measurements of one model on one image set (``n_eff[l]`` belongs to block
+    ``l``); ``metadata["schema"]`` constrains a field in the profile files' JSON Schema."""
 
     n_eff: list[float] = field(metadata={"schema": {"minItems": 1}})
     eed_percent: list[float] = field(metadata={"schema": {
@@ -54,12 +48,8 @@ class Profile:
 
 
 def select_tokens(block_output: torch.Tensor, tokens: str, num_prefix_tokens: int = 1) -> torch.Tensor:
-    """Rows that feed the metric, as a [N, D] matrix, from one block's output [B, T, D].
-
-    ``all``: every token of every image (B*T rows); ``cls``: the class token (B rows);
-    ``patch``: the patch tokens (B*(T - prefix) rows); ``mean``: each image's mean
-    patch token (B rows).
-    """
+    """Rows [N, D] that feed the metric from one block's output [B, T, D]: ``all`` tokens of
+    every image, the ``cls`` token, the ``patch`` tokens, or each image's ``mean`` patch token."""
     if tokens == "all":
         selected = block_output
     elif tokens == "cls":
@@ -125,18 +115,10 @@ class _TokenReservoir:
 def profile_model(model: torch.nn.Module, images_or_loader, tokens: str = "all", center: bool = True,
                   companions: Sequence[str] = (), device: torch.device | str | None = None, twonn_samples: int = 2000,
                   seed: int = 0, progress: bool = True) -> Profile:
-    """Per-block EED (and optional companions) of a timm ViT, one forward pass per batch.
-
-    Args:
-        images_or_loader: as :func:`image_batches` takes them.
-        tokens: which tokens feed the metric, see :func:`select_tokens`.
-        center: centred covariance (default) or uncentred :math:`H^\\top H / N`.
-        companions: any of :data:`COMPANIONS`.
-        device: where to run; defaults to the model's device.
-        twonn_samples, seed: tokens per block kept (uniformly, seeded) for TwoNN.
-
-    On CUDA the forward runs under autocast, the accumulators in float64 everywhere.
-    """
+    """Per-block EED (and any of :data:`COMPANIONS`) of a timm ViT on ``images_or_loader``
+    (as :func:`image_batches` takes them), one forward pass per batch, on the model's device by
+    default; ``tokens`` as :func:`select_tokens` takes them; ``center=False`` reads the uncentred
+    :math:`H^\\top H / N`; TwoNN reads ``twonn_samples`` tokens per block, drawn with ``seed``."""
     (profile,) = profile_measurements(model, images_or_loader, [(tokens, center)], companions, device, twonn_samples,
                                       seed, progress)
     return profile

@@ -19,10 +19,6 @@ quantiles, at ``level`` :math:`1 - 2\alpha`: *basic*
 lower still; the basic interval corrects that to first order (400 images in 32 dimensions: the
 true value in 96 of 100 basic 90 % intervals, in no percentile one), so a measured value can lie
 above its basic interval (:attr:`BootstrapProfile.bias`).
-
-Every block is measured on the same replicates (:meth:`BootstrapProfile.interval`); profiles
-bootstrapped with the same ``seed`` on the same images in the same order are paired
-(:func:`joint_interval`).
 """
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ from .variants import IMAGE_OUTER, POSITIONS, TokenMoments, get_variant, needed_
 Tensor = torch.Tensor
 
 #: Bytes the per-group sums of one :class:`ImageStatistics` may take by default (at
-#: :math:`D = 384`, 113 groups of Gram matrices, 1.4 GB for 12 blocks; half as many groups
-#: when the per-image outer products are kept too).
+#: :math:`D = 384`, 113 groups of Gram matrices, 1.4 GB for 12 blocks).
 MAX_BYTES = 128 * 2**20
 #: Replicates of a bootstrap, and the level of its intervals, by default.
 REPLICATES, LEVEL = 1000, 0.9
@@ -82,21 +77,6 @@ class ImageStatistics:
         self._sums: dict[str, Tensor] = {}  # storage for some groups, of which the first `groups` are used
         self._copied: tuple = (None, {})  # (device, images) and the sums copied there
 
-    def _start(self, tokens: int, shift: Tensor) -> None:
-        dim = self.dim
-        shapes = {"images": (), "total": (dim,), "gram": (dim, dim)}
-        if POSITIONS in self.keep:
-            shapes[POSITIONS] = (tokens, dim)
-        if IMAGE_OUTER in self.keep:
-            shapes[IMAGE_OUTER] = (dim, dim)
-        if self.max_groups is None:
-            group_bytes = 8 * sum(math.prod(shape) for shape in shapes.values())
-            self.max_groups = max(1, self.max_bytes // group_bytes)
-        self.tokens = tokens
-        capacity = min(self.max_groups, self.expected_images)
-        self._sums = {name: torch.zeros(capacity, *shape, dtype=torch.float64) for name, shape in shapes.items()}
-        self._shift = shift
-
     def update(self, tokens: Tensor) -> None:
         """Add a batch of images' tokens [B, T, D] (any float dtype and device; the same T every batch)."""
         if tokens.ndim != 3 or tokens.shape[-1] != self.dim:
@@ -108,7 +88,14 @@ class ImageStatistics:
         if not torch.isfinite(x).all():
             raise ValueError("tokens contain NaN or inf; check the model output or the input images")
         if self.tokens is None:
-            self._start(count, x.mean((0, 1)))
+            optional = {POSITIONS: (count, self.dim), IMAGE_OUTER: (self.dim, self.dim)}
+            shapes = {"images": (), "total": (self.dim,), "gram": (self.dim, self.dim)}
+            shapes |= {name: optional[name] for name in self.keep}
+            if self.max_groups is None:
+                self.max_groups = max(1, self.max_bytes // (8 * sum(math.prod(shape) for shape in shapes.values())))
+            capacity = min(self.max_groups, self.expected_images)
+            self._sums = {name: torch.zeros(capacity, *shape, dtype=torch.float64) for name, shape in shapes.items()}
+            self.tokens, self._shift = count, x.mean((0, 1))
         elif count != self.tokens:
             raise ValueError(f"every image must have the same number of tokens: {self.tokens} before, {count} now")
         x = x - self._shift.to(x.device)

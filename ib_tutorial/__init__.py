@@ -4,8 +4,7 @@ Importing it fetches and starts nothing; every download is an explicit call.
 """
 import importlib.metadata
 
-from .measure.covariance import CovarianceAccumulator
-from .measure.metrics import eed_percent, effective_encoding_dimension, participation_ratio, rankme, twonn_dimension
+from .measure.metrics import effective_encoding_dimension
 from .presets import get_preset
 
 try:  # one version source, pyproject.toml's, as installed
@@ -15,8 +14,7 @@ except importlib.metadata.PackageNotFoundError:  # imported from a folder that w
 
 
 def __getattr__(name: str):
-    # `ib_tutorial.train(...)` without importing the training stack with the package (no
-    # submodule is called `train`, so none hides it).
+    # `ib_tutorial.train(...)` without importing the training stack with the package.
     if name == "train":
         from .training.loop import train
 
@@ -24,5 +22,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CovarianceAccumulator", "eed_percent", "effective_encoding_dimension", "get_preset", "participation_ratio",
-           "rankme", "train", "twonn_dimension"]
+__all__ = ["effective_encoding_dimension", "get_preset", "train"]

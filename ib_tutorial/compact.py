@@ -1,11 +1,10 @@
 """Committed results in compact form: a record stored xz-compressed under its own name, and
 the one reader that takes either form.
 
-Measured records and training logs, most of the repository's bytes, compress about four-fold:
-the files :func:`compactable` names are stored as the xz stream of their text under the same
-name, so paths and globs stay; what describes a run stays plain text.
-``python -m ib_tutorial.compact FOLDER...`` converts, ``--expand`` writes them back byte for
-byte; ``xz -dcf FILE`` prints either form.
+The files :func:`compactable` names, most of the repository's bytes, are stored as the xz
+stream of their text under the same name (about a quarter of the size), so paths and globs
+stay. ``python -m ib_tutorial.compact FOLDER...`` converts, ``--expand`` writes them back byte
+for byte; ``xz -dcf FILE`` prints either form.
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """How a run uses the machine it runs on: loader workers, CPU threads, freed memory, precision.
 
-**Threads.** PyTorch starts one thread per core; when another process keeps one busy, every
-parallel operation waits for the thread that shares it (``benchmarks/bench_chapters.py --busy``:
-the EED chapter took 20 s on two idle cores and 201 s beside one busy process). A chapter
-therefore gives PyTorch only the cores other work leaves free (:func:`use_free_cores`).
-
-**Memory.** glibc's ``malloc`` returns large freed blocks to the system, so every batch of a
-forward pass faults hundreds of MiB in again: 8 to 13 % slower on a 2-core CPU
-(``benchmarks/bench_allocator.py``). :func:`keep_freed_memory` keeps them in the process.
-
-**Precision.** CUDA runs forward passes under autocast (bf16 where supported, else fp16); the
-CPU stays in fp32. Measurements are accumulated in float64.
+PyTorch starts one thread per core, and when another process keeps one busy every parallel
+operation waits for it (``benchmarks/bench_chapters.py --busy``: the EED chapter took 20 s on
+two idle cores, 201 s beside one busy process), so a chapter takes only the free cores.
+CUDA runs forward passes under autocast; measurements are accumulated in float64.
 """
 from __future__ import annotations
 
@@ -99,8 +92,9 @@ KEPT_BYTES = 1 << 30
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Ask glibc's ``malloc`` to keep freed blocks of up to 1 GiB for reuse; False where the
-    C library is not glibc. The command line calls it at start; a script calls it itself."""
+    """Ask glibc's ``malloc`` to keep freed blocks of up to 1 GiB for reuse (else every batch of a
+    forward pass faults them in again: 8 to 13 % slower on 2 cores, ``benchmarks/bench_allocator.py``);
+    False where the C library is not glibc. The command line calls it at start; a script itself."""
     name = ctypes.util.find_library("c")
     if name is None:
         return False

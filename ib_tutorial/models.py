@@ -64,14 +64,8 @@ class PretrainedUnavailable(RuntimeError):
 def load_pretrained(name: str, weights: str | os.PathLike | None = None, img_size: int | None = None) -> torch.nn.Module:
     """timm's ``name`` with its published weights and no classification head, from ``weights``
     (a local ``.pth``/``.bin``/``.safetensors`` state dict) or else the Hugging Face hub, for
-    inputs of ``img_size`` where given.
-
-    Raises:
-        ValueError: timm knows no such model.
-        FileNotFoundError: ``weights`` does not exist.
-        PretrainedUnavailable: the file does not hold ``name``'s weights, or there is no
-            file and the hub cannot be reached.
-    """
+    inputs of ``img_size`` where given; :class:`PretrainedUnavailable` where the file does not
+    hold ``name``'s weights, or there is no file and the hub cannot be reached."""
     import timm
 
     if not timm.is_model(name.split(".")[0]):

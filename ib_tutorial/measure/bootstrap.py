@@ -49,16 +49,12 @@ _WORK_BYTES = 2**27
 
 
 class ImageStatistics:
-    r"""Per-image (or per-group) sums of one block's tokens, in float64.
+    r"""Per-group sums of one block's tokens in float64, those of
+    :class:`~ib_tutorial.measure.variants.TokenMoments` with the optional ones ``keep`` names.
 
-    For each group :math:`g` of images: the number of images, the token sum
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)` [D], the Gram matrix
-    :math:`\sum_{i \in g} \sum_t (x_{it} - c)(x_{it} - c)^\top` [D, D] and, as ``keep`` asks
-    (:func:`~ib_tutorial.measure.variants.needed_sums`), the per-position sums [T, D] and the
-    per-image sums' outer products [D, D]. The shift :math:`c`, the first batch's mean token,
-    keeps the float64 sums far from cancelling. ``groups`` is the most groups kept (default:
-    as many as ``max_bytes`` holds); ``seed`` draws the group each later image joins;
-    ``expected_images``, when known, lets the storage be allocated once.
+    The shift :math:`c`, the first batch's mean token, keeps the sums far from cancelling.
+    ``groups`` is the most groups kept (default: as many as ``max_bytes`` holds); ``seed`` draws
+    the group each later image joins; ``expected_images``, when known, sizes the storage once.
     """
 
     def __init__(self, dim: int, keep: Iterable[str] = (), groups: int | None = None,
@@ -229,9 +225,8 @@ class BootstrapProfile:
 
     @property
     def bias(self) -> list[float]:
-        r"""Each block's bootstrap bias, the replicates' mean less the measured :math:`N_\mathrm{eff}`
-        (negative: a finite sample's spectral entropy is biased low); a bias comparable to the
-        interval's width says the images are too few for the width."""
+        """Each block's bootstrap bias, the replicates' mean less the measured value; one
+        comparable to the interval's width says the images are too few for the width."""
         return (self.replicates.mean(0) - torch.tensor(self.n_eff, dtype=torch.float64)).tolist()
 
     def shape_shares(self, tolerance: float = DIRECTIONS) -> dict[ProfileShape, float]:

@@ -23,11 +23,9 @@ _UNBIASING_FACTOR = float(torch.tensor(math.pi / 4, dtype=torch.float32))
 
 
 class CovarianceAccumulator:
-    r"""Streaming first and second moments of D-dimensional samples, held in float64.
-
-    Keeps the count :math:`n`, the mean :math:`\bar h` and the centred scatter
-    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top`; batches (and other processes'
-    accumulators) are merged by the pairwise update of Chan et al. (1979),
+    r"""The count :math:`n`, mean :math:`\bar h` and centred scatter
+    :math:`M = \sum_i (h_i - \bar h)(h_i - \bar h)^\top` of D-dimensional samples, in float64;
+    batches (and other processes' accumulators) are merged by the pairwise update of Chan et al. (1979),
 
     .. math::
 

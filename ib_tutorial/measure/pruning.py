@@ -1,12 +1,9 @@
 r"""Targeted spectral pruning: how many principal directions of a block's tokens does the
 k-NN accuracy of its features need?
 
-The training images' tokens of block :math:`l` give principal directions :math:`U` and a mean
-:math:`\mu`; pruning to :math:`k` keeps :math:`h \mapsto U_k^\top (h - \mu)`. The pruned mean
-patch token (``pool="mean"``) or CLS token (``pool="cls"``) is scored by the weighted k-NN of
-:mod:`ib_tutorial.measure.knn` for every :math:`k` from 1 to :math:`D`;
-:func:`smallest_sufficient_k`, the fewest directions keeping 95 % of the unpruned accuracy,
-is set beside :math:`N_\mathrm{eff}`.
+The training tokens of a block give principal directions :math:`U` and a mean :math:`\mu`;
+pruning to :math:`k` keeps :math:`h \mapsto U_k^\top (h - \mu)` of the pooled feature, scored
+by :mod:`ib_tutorial.measure.knn` for every :math:`k` and set beside :math:`N_\mathrm{eff}`.
 """
 from __future__ import annotations
 

@@ -10,31 +10,17 @@ means. The verdicts read one smooth signed statistic, the **middle dip**
 spread continuously; where the lowest block lies is reported beside it
 (:meth:`~ib_tutorial.measure.bootstrap.BootstrapProfile.middle_minimum_share`).
 
-Naming a shape uses two statistics, both :math:`\ge 0`:
-
-.. math::
-
-    \mathrm{U\text{-}depth} = \begin{cases}
-        \max\big(0,\ \min(\bar v_E, \bar v_L) - \bar v_M\big) & \arg\min_l v_l \in \text{middle} \\
-        0 & \text{otherwise}
-    \end{cases}
-    \qquad
-    \mathrm{hump} = \begin{cases}
-        \max\big(0,\ \max_l v_l - \max(\bar v_E, \bar v_L)\big) & \arg\max_l v_l \in \text{inside} \\
-        0 & \text{otherwise}
-    \end{cases}
-
-where *inside* is every block neither early nor late. Gated and clipped at 0, U-depth names
-a shape but is no statistic to put an interval on (its replicates pile up at 0).
+Naming a shape uses two statistics, both :math:`\ge 0`: the **U-depth**,
+:math:`\max(0, \mathrm{dip})` where the lowest block is a middle one (else 0), and the
+**hump**, :math:`\max\big(0,\ \max_l v_l - \max(\bar v_E, \bar v_L)\big)` where the highest block
+is *inside*, neither early nor late (else 0). Gated and clipped at 0, U-depth names a shape
+but is no statistic to put an interval on (its replicates pile up at 0).
 
 :func:`classify_shape` names a profile by the first that applies, with a ``tolerance``
 :math:`\tau` in the values' units: ``flat`` (range :math:`\le \tau`), ``U`` (U-depth
 :math:`> \tau`), ``hump`` (hump :math:`> \tau`, Ansuini et al. 2019's "hunchback"),
 ``falling`` or ``rising`` (:math:`|\bar v_E - \bar v_L| > \tau`), else ``irregular``. The
 default, :data:`DIRECTIONS`, is one effective direction; for EED% pass :math:`100\,\tau / D`.
-
-:func:`verdict` turns an interval into one of three verdicts on "the statistic exceeds the
-margin": it holds, it fails, or the interval straddles the margin.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``python -m ib_tutorial COMMAND ...`` (or ``torchrun ... -m ib_tutorial``): the commands of :mod:`ib_tutorial.cli`."""
+"""``python -m ib_tutorial COMMAND ...``, also what ``torchrun`` launches: :mod:`ib_tutorial.cli`."""
 from .cli import main
 
 main()

@@ -156,7 +156,8 @@ def profile_measurements(model: torch.nn.Module, images_or_loader, measurements:
 
     n_images = 0
     with recording_blocks(model, record), autocast(device):
-        for images in tqdm(image_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False):
+        batches = tqdm(image_batches(images_or_loader), desc="profiling blocks", disable=not progress, leave=False)
+        for images in batches:
             model.forward_features(images.to(device, non_blocking=True))
             n_images += images.shape[0]
     return [_summarise(accs, res, tokens, center, companions, dim, n_images)

@@ -243,16 +243,14 @@ class BootstrapProfile:
         return sum(middle_is_lowest(row) for row in rows) / len(rows)
 
     def _read_replicates(self) -> list[list[float]]:
-        r"""The replicates reflected about the measured profile, :math:`2\hat v - v^*`, for the
-        basic method; as they are for the percentile one."""
+        r"""The replicates as the intervals read them: for the basic method reflected, :math:`2\hat v - v^*`."""
         rows = self.replicates
         if self.method == "basic":
             rows = 2 * torch.tensor(self.n_eff, dtype=torch.float64) - rows
         return rows.tolist()
 
     def stored(self, decimals: int = 4) -> StoredReplicates:
-        """The replicates as a profile file keeps them (to ``decimals`` places, far below any
-        interval's width)."""
+        """The replicates as a profile file keeps them (to ``decimals`` places, far below any interval's width)."""
         return StoredReplicates(self.variant, self.seed,
                                 [[round(value, decimals) for value in row] for row in self.replicates.tolist()])
 

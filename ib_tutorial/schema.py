@@ -51,10 +51,8 @@ def from_json(cls: type, data: dict):
     return cls(**{f.name: _from_json_value(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
 
 
-@functools.cache
-def _type_hints(cls: type) -> dict:
-    # Resolving a class's annotations compiles each of them: once per class, not once per record read.
-    return typing.get_type_hints(cls)
+# Resolving a class's annotations compiles each of them: once per class, not once per record read.
+_type_hints = functools.cache(typing.get_type_hints)
 
 
 def _from_json_value(hint, value):

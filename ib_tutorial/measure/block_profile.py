@@ -20,6 +20,7 @@ from .metrics import eed_percent, effective_dimension_from_spectrum, participati
 Tokens = Literal["all", "cls", "patch", "mean"]  # which tokens feed the metric (select_tokens)
 #: Which tokens can feed the metric, in order (the values of ``Tokens``).
 TOKEN_CHOICES: tuple[str, ...] = typing.get_args(Tokens)
+#: The measures a profile can report beside EED.
 COMPANIONS = ("rankme", "participation_ratio", "twonn")
 
 

@@ -128,7 +128,7 @@ class ImageStatistics:
         self._sums[name].index_add_(0, ids, values.cpu())
 
     def moments(self, weights: Tensor | None = None) -> TokenMoments:
-        r"""The sums over groups weighted by ``weights`` [..., K] (K = :attr:`groups`; default
+        r"""The sums over groups weighted by ``weights`` [..., K] (K = ``groups``; default
         all ones: the images themselves), with the leading shape of ``weights``."""
         if not self.images:
             raise ValueError("no images accumulated yet")

@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from ..machine import autocast, ignore_stop_signals
+from .block_profile import select_tokens
 from .metrics import effective_encoding_dimension
 
 #: Image features the k-NN can use: the final CLS token, or the mean of the final patch tokens.
@@ -44,10 +45,9 @@ def extract_features(backbone: torch.nn.Module, dataset: Dataset, batch_size: in
         for images, targets in tqdm(loader, desc="k-NN features", disable=not progress, leave=False):
             with autocast(device):
                 tokens = backbone.forward_features(images.to(device, non_blocking=True))
-            prefix = backbone.num_prefix_tokens
-            pooled = {"cls": tokens[:, 0], "mean": tokens[:, prefix:].mean(dim=1)}
             for pool in pools:
-                features[pool].append(F.normalize(pooled[pool].float(), dim=1).cpu())
+                pooled = select_tokens(tokens, pool, backbone.num_prefix_tokens)
+                features[pool].append(F.normalize(pooled.float(), dim=1).cpu())
             labels.append(torch.as_tensor(targets))
     finally:
         backbone.train(was_training)

@@ -20,9 +20,10 @@ from .data import DATASETS
 
 ENV_VAR = "IB_TUTORIAL_PRESET"
 DEFAULT_PRESET = "ci"
-#: The shortest warm-up and last-layer freeze, in steps, that DINO recipes known to learn on
-#: small data keep (:mod:`ib_tutorial.training.schedules`).
+#: The shortest learning-rate warm-up, in steps, that DINO recipes known to learn on small data
+#: keep (:mod:`ib_tutorial.training.schedules`): the floor ``warmup_min_steps``.
 WARMUP_ANCHOR_STEPS = 800
+#: The shortest last-layer freeze, in steps, likewise (the floor ``freeze_min_steps``).
 FREEZE_ANCHOR_STEPS = 400
 
 

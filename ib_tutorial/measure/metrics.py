@@ -65,7 +65,7 @@ def participation_ratio_from_spectrum(eigenvalues: Tensor) -> float:
 
 def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
     r"""Eigenvalues, largest first, of the covariance of ``features`` [N, D], in float64 (the
-    reference the streaming path is tested against): centred,
+    reference the streaming path is tested against; round-off negatives clamped to zero): centred,
     :math:`C = (H - \bar h)^\top (H - \bar h) / (N - 1)`, or uncentred, :math:`C = H^\top H / N`."""
     h = _check_features(features)
     if torch.equal(h, h[:1].expand_as(h)):  # one row repeated: exactly no spread, not round-off
@@ -77,9 +77,9 @@ def covariance_spectrum(features: Tensor, center: bool = True) -> Tensor:
 
 
 def effective_encoding_dimension(features: Tensor, center: bool = True) -> float:
-    r"""Effective Encoding Dimension :math:`N_\mathrm{eff}` of ``features`` [N, D], from
-    :func:`covariance_spectrum`: :math:`D` for an isotropic representation, 1 for one that
-    varies along one direction only."""
+    r"""Effective Encoding Dimension :math:`N_\mathrm{eff} = \exp S` of ``features`` [N, D], with
+    :math:`S` the :func:`spectral_entropy` of :func:`covariance_spectrum`: :math:`D` for an
+    isotropic representation, 1 for one that varies along one direction only."""
     return effective_dimension_from_spectrum(covariance_spectrum(features, center=center))
 
 

@@ -44,7 +44,7 @@ from ..schema import from_json
 from ..training.runs import RunDirectory
 from .paper import REPORTED
 from .records import Provenance
-from .run_profiles import profile_device, profile_images, profile_settings, run_provenance
+from .run_profiles import measurement_provenance, profile_device, profile_images, profile_settings
 from .tables import markdown_table
 
 
@@ -230,8 +230,8 @@ def measure_run(run_dir: str | os.PathLike, epoch: int | None = None, images: in
                               measured=measured, controls=controls, replicates=replicates, level=level,
                               seed=config.seed, batch_size=profile_settings(config).batch_size, max_bytes=max_bytes,
                               device=device, progress=progress)
-    origin = run_provenance(config, result.images, result.images * (config.view.img_size // config.view.patch_size) ** 2,
-                            device)
+    tokens = result.images * (config.view.img_size // config.view.patch_size) ** 2
+    origin = measurement_provenance(config, result.images, tokens, device)
     path = measurement_path(run.path, epoch, images)
     dataclasses.replace(result, provenance=origin).save(path)
     return path

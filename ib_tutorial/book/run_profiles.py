@@ -93,7 +93,7 @@ def profile_device(config: RunConfig) -> torch.device:
     return torch.device(config.device)
 
 
-def run_provenance(config: RunConfig, n_images: int, n_tokens: int, device: torch.device) -> Provenance:
+def measurement_provenance(config: RunConfig, n_images: int, n_tokens: int, device: torch.device) -> Provenance:
     """The :func:`~ib_tutorial.book.records.provenance` of a measurement of a run made now."""
     return provenance(preset=config.preset, config=config.to_dict(), dataset=config.dataset, n_images=n_images,
                       n_tokens=n_tokens, device=str(device))
@@ -170,7 +170,7 @@ def _profile_teachers(run_dir: str | os.PathLike, measurements: Sequence[tuple[s
                                       batch_size=settings.batch_size, device=device) if bootstrapped else {}
         for (tokens, center), profile in zip(measured, profiles):
             bootstrap = bootstraps.get(("tokens", tokens)) if center else None
-            origin = run_provenance(config, profile.n_images, profile.n_tokens, device)
+            origin = measurement_provenance(config, profile.n_images, profile.n_tokens, device)
             record = ProfileRecord(label=f"{config.dataset} {config.objective.network}, epoch {epoch}", epoch=epoch,
                                    profile=profile, provenance=origin,
                                    bootstrap=bootstrap.stored() if bootstrap is not None else None)
@@ -238,7 +238,7 @@ def prune_run(run_dir, epoch: int | None = None, pool: str = "mean", root=None, 
     classes = len(train_set.dataset.classes)
     curves = prune_blocks(run.load_backbone(epoch, device), train_set, held_out_set, classes, pool,
                           k_neighbours=config.train.knn_k, temperature=config.train.knn_temperature, device=device)
-    origin = run_provenance(config, len(train_set) + len(held_out_set), curves[0].n_tokens, device)
+    origin = measurement_provenance(config, len(train_set) + len(held_out_set), curves[0].n_tokens, device)
     write_json_atomic(path, {"epoch": epoch, **pruning_record(curves, pool, classes, origin.to_dict())})
     return path
 
@@ -325,7 +325,7 @@ def measure_factors(run_dir, epochs: list[int] | None = None, root=None, downloa
     images = len(train_set) + len(held_out_set)
     record |= {"chance": splits.chance(), "held_out": len(held_out_set), "constant": splits.constant,
                "thresholds": splits.thresholds,
-               "provenance": run_provenance(config, images, images, device).to_dict()}
+               "provenance": measurement_provenance(config, images, images, device).to_dict()}
     for epoch in todo:
         backbone = run.load_backbone(epoch, device)
         train_features, train_classes = extract_features(backbone, train_set, **extract)

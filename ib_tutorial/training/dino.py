@@ -248,7 +248,9 @@ class DINOTraining(Objective):
         return self.loss_fn(student_output, self.teacher_output, float(self.schedules.teacher_temp[epoch]))
 
     def update(self, loss: torch.Tensor, epoch: int, step: int) -> None:
-        """What DINO's ``train_one_epoch`` does after the loss at step ``step`` (from 0)."""
+        """What DINO's ``train_one_epoch`` does after the loss at step ``step`` (from 0), written out
+        in full, not through :meth:`Objective.update <ib_tutorial.training.objective.Objective.update>`,
+        so that it reads as that loop does."""
         apply_schedules(self.optimizer, self.schedules.lr[step], self.schedules.weight_decay[step])
         # student update
         self.optimizer.zero_grad(set_to_none=True)
